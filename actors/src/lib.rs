@@ -1,0 +1,1 @@
+//! Herald actors (filled in by the push engine).

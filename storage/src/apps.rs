@@ -1,0 +1,85 @@
+//! Apps of a tenant with their push configuration; credentials are sealed.
+
+use crate::keys::{key, prefix};
+use crate::store::{get, put, Store};
+use crate::{codec, Error, Result, Secret};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct App {
+    pub name: String,
+    pub categories: Vec<String>,
+    pub android_api_key: Option<Secret>,
+    pub fcm_service_account: Option<Secret>,
+    pub ios_apns_certificate: Option<Secret>,
+    pub ios_apns_private_key: Option<Secret>,
+    pub ios_apns_team_id: Option<String>,
+    pub ios_apns_key_id: Option<String>,
+    pub ios_bundle_id: Option<String>,
+    pub ios_is_development: Option<bool>,
+    pub hpk_client_id: Option<String>,
+    pub hpk_client_secret: Option<Secret>,
+    pub created_ms: u64,
+    pub modified_ms: u64,
+}
+
+impl App {
+    /// The sealing context of one credential field of this app.
+    pub fn secret_context(tenant: &str, app: &str, field: &str) -> String {
+        format!("app/{tenant}/{app}/{field}")
+    }
+}
+
+pub struct Apps<'a>(&'a Store);
+
+impl Store {
+    pub fn apps(&self) -> Apps<'_> {
+        Apps(self)
+    }
+}
+
+impl Apps<'_> {
+    pub fn create(&self, tenant: &str, app: &App) -> Result<()> {
+        let k = key(&[tenant, &app.name]);
+        let v = codec::encode(app)?;
+        self.0
+            .trees()
+            .apps
+            .compare_and_swap(k, None as Option<&[u8]>, Some(v))?
+            .map_err(|_| Error::Conflict("app"))
+    }
+
+    pub fn update(&self, tenant: &str, app: &App) -> Result<()> {
+        let t = &self.0.trees().apps;
+        let k = key(&[tenant, &app.name]);
+        if !t.contains_key(&k)? {
+            return Err(Error::NotFound("app"));
+        }
+        put(t, &k, app)
+    }
+
+    pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
+        get(&self.0.trees().apps, &key(&[tenant, name]))
+    }
+
+    /// Apps in name order, skipping `offset`, at most `limit`, and the total count.
+    pub fn list(&self, tenant: &str, offset: usize, limit: usize) -> Result<(Vec<App>, usize)> {
+        let t = &self.0.trees().apps;
+        let p = prefix(&[tenant]);
+        let total = t.scan_prefix(&p).count();
+        let page = t
+            .scan_prefix(&p)
+            .skip(offset)
+            .take(limit)
+            .map(|kv| codec::decode(&kv?.1))
+            .collect::<Result<Vec<App>>>()?;
+        Ok((page, total))
+    }
+
+    pub fn delete(&self, tenant: &str, name: &str) -> Result<()> {
+        match self.0.trees().apps.remove(key(&[tenant, name]))? {
+            Some(_) => Ok(()),
+            None => Err(Error::NotFound("app")),
+        }
+    }
+}

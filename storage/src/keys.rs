@@ -1,0 +1,43 @@
+//! Keys: the tenant id, then each part, separated by NUL bytes.
+//!
+//! Tenant ids are `[a-z0-9-]`, and the API rejects control characters in every
+//! id that reaches a key, so a NUL never occurs inside a part: a prefix scan over
+//! `tenant \0` holds exactly that tenant's records.
+
+pub(crate) fn key(parts: &[&str]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            k.push(0);
+        }
+        k.extend_from_slice(p.as_bytes());
+    }
+    k
+}
+
+/// The prefix of every key that starts with `parts`.
+pub(crate) fn prefix(parts: &[&str]) -> Vec<u8> {
+    let mut k = key(parts);
+    k.push(0);
+    k
+}
+
+/// The last part of a key, as text.
+pub(crate) fn last_part(k: &[u8]) -> String {
+    let start = k.iter().rposition(|b| *b == 0).map_or(0, |i| i + 1);
+    String::from_utf8_lossy(&k[start..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_prefixes_do_not_overlap() {
+        let a = key(&["acme", "x"]);
+        assert!(a.starts_with(&prefix(&["acme"])));
+        assert!(!a.starts_with(&prefix(&["acm"])));
+        assert!(!key(&["acme-2", "x"]).starts_with(&prefix(&["acme"])));
+        assert_eq!(last_part(&a), "x");
+    }
+}

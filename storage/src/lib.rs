@@ -1,0 +1,26 @@
+//! Herald's storage: typed stores over one sled database.
+//!
+//! Nothing outside this crate names sled, so another engine can replace it behind
+//! the same API. Every record kind has its own tree; keys start with the tenant id
+//! and a NUL byte so a tenant's records are one range scan and never mix with
+//! another tenant's. Secondary indexes are written in the same transaction as
+//! their record. A write is durable once [`Store::durable`] returns: callers
+//! acknowledge nothing before that.
+
+mod codec;
+mod error;
+mod flusher;
+mod keys;
+mod seal;
+mod store;
+
+pub mod apps;
+pub mod clients;
+pub mod links;
+pub mod push_tokens;
+pub mod tenants;
+pub mod users;
+
+pub use error::{Error, Result};
+pub use seal::{MasterKey, Secret};
+pub use store::{now_ms, Store, StoreOptions};

@@ -1,0 +1,70 @@
+//! Links between users and clients, indexed both ways in one transaction.
+
+use crate::keys::{key, last_part, prefix};
+use crate::store::Store;
+use crate::{codec, Result};
+use serde::{Deserialize, Serialize};
+use sled::Transactional;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Link {
+    pub user_id: String,
+    pub client_id: String,
+    pub mloa: String,
+    pub linked_on: u64,
+    pub mloa_updated_on: u64,
+}
+
+pub struct Links<'a>(&'a Store);
+
+impl Store {
+    pub fn links(&self) -> Links<'_> {
+        Links(self)
+    }
+}
+
+impl Links<'_> {
+    /// Links a user to a client, or updates the link's mLoA; returns the stored link.
+    pub fn put(&self, tenant: &str, user_id: &str, client_id: &str, mloa: &str, now: u64) -> Result<Link> {
+        let t = self.0.trees();
+        let by_user = key(&[tenant, user_id, client_id]);
+        let by_client = key(&[tenant, client_id, user_id]);
+        let link = (&t.links_by_user, &t.links_by_client).transaction(|(users, clients)| {
+            let link = match users.get(&by_user)? {
+                Some(old) => {
+                    let old: Link = codec::decode(&old).map_err(sled::transaction::ConflictableTransactionError::Abort)?;
+                    let updated = if old.mloa == mloa { old.mloa_updated_on } else { now };
+                    Link { mloa: mloa.to_string(), mloa_updated_on: updated, ..old }
+                }
+                None => Link {
+                    user_id: user_id.to_string(),
+                    client_id: client_id.to_string(),
+                    mloa: mloa.to_string(),
+                    linked_on: now,
+                    mloa_updated_on: now,
+                },
+            };
+            let v = codec::encode(&link).map_err(sled::transaction::ConflictableTransactionError::Abort)?;
+            users.insert(by_user.as_slice(), v.as_slice())?;
+            clients.insert(by_client.as_slice(), v)?;
+            Ok(link)
+        })?;
+        Ok(link)
+    }
+
+    pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {
+        let t = &self.0.trees().links_by_user;
+        t.scan_prefix(prefix(&[tenant, user_id])).map(|kv| codec::decode(&kv?.1)).collect()
+    }
+
+    pub fn of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<Link>> {
+        let t = &self.0.trees().links_by_client;
+        t.scan_prefix(prefix(&[tenant, client_id])).map(|kv| codec::decode(&kv?.1)).collect()
+    }
+
+    /// Ids of the users linked to a client, without decoding the links.
+    pub fn user_ids_of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<String>> {
+        let t = &self.0.trees().links_by_client;
+        t.scan_prefix(prefix(&[tenant, client_id])).keys().map(|k| Ok(last_part(&k?))).collect()
+    }
+}

@@ -1,0 +1,113 @@
+//! Sealing of secrets at rest with AES-256-GCM (ring).
+//!
+//! Push credentials, signing keys and other secrets are stored sealed under the
+//! master key; the context (tenant, record, field) is bound as associated data,
+//! so a sealed value copied into another record or tenant does not open.
+
+use crate::{Error, Result};
+use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A sealed value: nonce, ciphertext and tag. Never holds clear text.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Secret(Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// The 256-bit key every secret is sealed under.
+pub struct MasterKey {
+    key: LessSafeKey,
+    rng: SystemRandom,
+}
+
+impl MasterKey {
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let unbound = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| Error::Seal("master key must be 32 bytes"))?;
+        Ok(Self { key: LessSafeKey::new(unbound), rng: SystemRandom::new() })
+    }
+
+    /// Loads the hex-encoded key from `path`, creating it (mode 0600) on first use.
+    pub fn load_or_create(path: &Path) -> Result<Self> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let bytes = hex::decode(text.trim()).map_err(|_| Error::Seal("master key file is not hex"))?;
+                Self::from_bytes(&bytes)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut bytes = [0u8; 32];
+                SystemRandom::new().fill(&mut bytes).map_err(|_| Error::Seal("no randomness"))?;
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                write_private(path, hex::encode(bytes).as_bytes())?;
+                Self::from_bytes(&bytes)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn seal(&self, plain: &[u8], context: &str) -> Result<Secret> {
+        let mut nonce = [0u8; NONCE_LEN];
+        self.rng.fill(&mut nonce).map_err(|_| Error::Seal("no randomness"))?;
+        let mut out = Vec::with_capacity(NONCE_LEN + plain.len() + 16);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(plain);
+        let tag = self
+            .key
+            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(context.as_bytes()), &mut out[NONCE_LEN..])
+            .map_err(|_| Error::Seal("seal failed"))?;
+        out.extend_from_slice(tag.as_ref());
+        Ok(Secret(out))
+    }
+
+    pub fn open(&self, secret: &Secret, context: &str) -> Result<Vec<u8>> {
+        let (nonce, sealed) = secret.0.split_at_checked(NONCE_LEN).ok_or(Error::Seal("sealed value too short"))?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::Seal("bad nonce"))?;
+        let mut buf = sealed.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::from(context.as_bytes()), &mut buf)
+            .map_err(|_| Error::Seal("secret does not open under this master key and context"))?;
+        Ok(plain.to_vec())
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seals_opens_and_binds_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("master.key");
+        let k = MasterKey::load_or_create(&path).unwrap();
+        let s = k.seal(b"top secret", "acme/app/key").unwrap();
+        assert!(!s.0.windows(10).any(|w| w == b"top secret"));
+        assert_eq!(k.open(&s, "acme/app/key").unwrap(), b"top secret");
+        assert!(k.open(&s, "other/app/key").is_err());
+        let again = MasterKey::load_or_create(&path).unwrap();
+        assert_eq!(again.open(&s, "acme/app/key").unwrap(), b"top secret");
+        let other = MasterKey::from_bytes(&[7u8; 32]).unwrap();
+        assert!(other.open(&s, "acme/app/key").is_err());
+    }
+}

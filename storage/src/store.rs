@@ -1,0 +1,112 @@
+use crate::flusher::Flusher;
+use crate::seal::{MasterKey, Secret};
+use crate::{codec, Result};
+use serde::{de::DeserializeOwned, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to open the store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Directory of the sled database (created when missing).
+    pub data_dir: PathBuf,
+    /// File holding the hex master key; created in the data dir when `None`.
+    pub master_key_file: Option<PathBuf>,
+}
+
+/// The handle every part of the engine shares. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: sled::Db,
+    pub(crate) trees: Trees,
+    flusher: Flusher,
+    master: MasterKey,
+}
+
+/// One tree per record kind, and one per secondary index.
+pub(crate) struct Trees {
+    pub(crate) tenants: sled::Tree,
+    pub(crate) users: sled::Tree,
+    pub(crate) users_by_name: sled::Tree,
+    pub(crate) apps: sled::Tree,
+    pub(crate) clients: sled::Tree,
+    pub(crate) links_by_user: sled::Tree,
+    pub(crate) links_by_client: sled::Tree,
+    pub(crate) push_tokens: sled::Tree,
+    pub(crate) tokens_by_app: sled::Tree,
+}
+
+impl Store {
+    pub fn open(opts: &StoreOptions) -> Result<Store> {
+        std::fs::create_dir_all(&opts.data_dir)?;
+        let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
+        let master = MasterKey::load_or_create(&key_file)?;
+        let db = sled::Config::new().path(opts.data_dir.join("db")).open()?;
+        let trees = Trees {
+            tenants: db.open_tree("tenants")?,
+            users: db.open_tree("users")?,
+            users_by_name: db.open_tree("users_by_name")?,
+            apps: db.open_tree("apps")?,
+            clients: db.open_tree("clients")?,
+            links_by_user: db.open_tree("links_by_user")?,
+            links_by_client: db.open_tree("links_by_client")?,
+            push_tokens: db.open_tree("push_tokens")?,
+            tokens_by_app: db.open_tree("tokens_by_app")?,
+        };
+        let flusher = Flusher::start(db.clone());
+        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master }) })
+    }
+
+    /// Returns once every write made before the call is on disk; flushes are
+    /// shared between concurrent callers. Call it before acknowledging a write.
+    pub async fn durable(&self) -> Result<()> {
+        self.inner.flusher.durable().await
+    }
+
+    /// One flush for this caller alone: the baseline grouped flushing is measured against.
+    pub fn flush_now(&self) -> Result<()> {
+        self.inner.db.flush()?;
+        Ok(())
+    }
+
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.inner.db.size_on_disk()?)
+    }
+
+    pub fn data_dir_exists(path: &Path) -> bool {
+        path.join("db").exists()
+    }
+
+    pub fn seal(&self, plain: &[u8], context: &str) -> Result<Secret> {
+        self.inner.master.seal(plain, context)
+    }
+
+    pub fn unseal(&self, secret: &Secret, context: &str) -> Result<Vec<u8>> {
+        self.inner.master.open(secret, context)
+    }
+
+    pub(crate) fn trees(&self) -> &Trees {
+        &self.inner.trees
+    }
+}
+
+pub(crate) fn get<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Result<Option<T>> {
+    tree.get(key)?.map(|v| codec::decode(&v)).transpose()
+}
+
+pub(crate) fn put<T: Serialize>(tree: &sled::Tree, key: &[u8], value: &T) -> Result<()> {
+    tree.insert(key, codec::encode(value)?)?;
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

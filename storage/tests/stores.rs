@@ -1,0 +1,97 @@
+use herald_storage::apps::App;
+use herald_storage::push_tokens::{PushProvider, PushToken};
+use herald_storage::users::User;
+use herald_storage::{Error, Store, StoreOptions};
+
+fn open(dir: &std::path::Path) -> Store {
+    Store::open(&StoreOptions { data_dir: dir.to_path_buf(), master_key_file: None }).unwrap()
+}
+
+fn token(app: &str, t: &str) -> PushToken {
+    PushToken { app_name: app.into(), provider: PushProvider::Apns, token: t.into(), is_valid: true, updated_ms: 1 }
+}
+
+#[tokio::test]
+async fn records_survive_reopen_after_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        s.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
+        s.durable().await.unwrap();
+    }
+    let s = open(dir.path());
+    assert!(s.apps().get("acme", "shop").unwrap().is_some());
+    assert!(s.apps().get("other", "shop").unwrap().is_none());
+}
+
+#[tokio::test]
+async fn concurrent_durable_calls_all_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.apps().create("acme", &App { name: format!("a{i}"), ..Default::default() }).unwrap();
+            s.durable().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(s.apps().list("acme", 0, 100).unwrap().1, 64);
+}
+
+#[test]
+fn usernames_are_unique_per_tenant_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let u = User { id: "u1".into(), username: "alice".into(), ..Default::default() };
+    s.users().create("a", &u).unwrap();
+    let again = User { id: "u2".into(), ..u.clone() };
+    assert!(matches!(s.users().create("a", &again), Err(Error::Conflict("user"))));
+    s.users().create("b", &again).unwrap();
+    assert_eq!(s.users().get_by_name("a", "alice").unwrap().unwrap().id, "u1");
+    assert_eq!(s.users().get_by_name("b", "alice").unwrap().unwrap().id, "u2");
+}
+
+#[test]
+fn token_index_follows_set_move_invalidate_and_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let tokens = s.push_tokens();
+    tokens.set("t", "C1", &token("app1", "aa")).unwrap();
+    tokens.set("t", "C2", &token("app1", "bb")).unwrap();
+    tokens.set("t2", "C3", &token("app1", "cc")).unwrap();
+    assert_eq!(tokens.count_valid_of_app("t", "app1"), 2);
+    let page = tokens.valid_of_app("t", "app1", None, 1).unwrap();
+    assert_eq!(page[0].0, "C1");
+    let next = tokens.valid_of_app("t", "app1", Some("C1"), 10).unwrap();
+    assert_eq!(next.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), vec!["C2"]);
+    // moving C1 to another app moves its index entry
+    tokens.set("t", "C1", &token("app2", "aa")).unwrap();
+    assert_eq!(tokens.count_valid_of_app("t", "app1"), 1);
+    assert_eq!(tokens.count_valid_of_app("t", "app2"), 1);
+    // invalidation of a token the client no longer holds changes nothing
+    assert!(!tokens.invalidate("t", "C2", "old", 2).unwrap());
+    assert!(tokens.invalidate("t", "C2", "bb", 2).unwrap());
+    assert!(!tokens.get("t", "C2").unwrap().unwrap().is_valid);
+    assert_eq!(tokens.count_valid_of_app("t", "app1"), 0);
+    assert!(tokens.remove("t", "C1").unwrap());
+    assert_eq!(tokens.count_valid_of_app("t", "app2"), 0);
+    assert_eq!(tokens.count_valid_of_app("t2", "app1"), 1);
+}
+
+#[test]
+fn links_are_indexed_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let l = s.links().put("t", "alice", "C1", "none", 10).unwrap();
+    assert_eq!(l.linked_on, 10);
+    let l2 = s.links().put("t", "alice", "C1", "high", 20).unwrap();
+    assert_eq!((l2.linked_on, l2.mloa_updated_on), (10, 20));
+    s.links().put("t", "bob", "C1", "none", 30).unwrap();
+    assert_eq!(s.links().of_user("t", "alice").unwrap().len(), 1);
+    assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["alice", "bob"]);
+    assert!(s.links().of_client("u", "C1").unwrap().is_empty());
+}
