@@ -1,0 +1,19 @@
+#![recursion_limit = "256"]
+//! Herald: a push and delivery engine.
+//!
+//! One process serves the push, identity and tenant-administration interfaces
+//! over HTTP/1.1 and HTTP/2, keeps its state in an embedded database, and
+//! delivers notifications to APNs, FCM and Huawei Push Kit.
+
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod models;
+pub mod paging;
+pub mod router;
+pub mod server;

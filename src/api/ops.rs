@@ -1,0 +1,24 @@
+//! Operational routes: liveness, readiness, metrics.
+
+use crate::error::ApiResult;
+use crate::http::{json, with_body, Cx, Response};
+use http::StatusCode;
+use serde_json::json;
+
+pub async fn healthz(_cx: Cx) -> ApiResult<Response> {
+    json(StatusCode::OK, &json!({ "status": "ok" }))
+}
+
+/// Ready when storage answers a read.
+pub async fn readyz(cx: Cx) -> ApiResult<Response> {
+    cx.engine.store.tenants().get("readyz-probe")?;
+    json(StatusCode::OK, &json!({ "status": "ready" }))
+}
+
+pub async fn metrics(cx: Cx) -> ApiResult<Response> {
+    if let Ok(size) = cx.engine.store.size_on_disk() {
+        metrics::gauge!("herald_storage_size_bytes").set(size as f64);
+    }
+    let text = cx.engine.metrics.render();
+    Ok(with_body(StatusCode::OK, "text/plain; version=0.0.4", text.into()))
+}

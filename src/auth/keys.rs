@@ -1,0 +1,73 @@
+//! Per-tenant ES256 signing keys, unsealed once and cached.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use dashmap::DashMap;
+use herald_storage::Store;
+use jsonwebtoken::{DecodingKey, EncodingKey};
+use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+use std::sync::Arc;
+
+/// A tenant's token key: signs and verifies its access tokens; published in its JWKS.
+pub struct TenantKey {
+    pub kid: String,
+    pub encoding: EncodingKey,
+    pub decoding: DecodingKey,
+    /// Base64url affine coordinates of the public key, for the JWKS.
+    pub x: String,
+    pub y: String,
+}
+
+impl TenantKey {
+    /// A fresh PKCS#8 P-256 key.
+    pub fn generate_pkcs8() -> Result<Vec<u8>, String> {
+        let rng = ring::rand::SystemRandom::new();
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .map(|d| d.as_ref().to_vec())
+            .map_err(|_| "key generation failed".to_string())
+    }
+
+    pub fn from_pkcs8(kid: &str, pkcs8: &[u8]) -> Result<Self, String> {
+        let rng = ring::rand::SystemRandom::new();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
+            .map_err(|e| format!("bad tenant key: {e}"))?;
+        // Uncompressed point: 0x04 || X (32) || Y (32).
+        let point = pair.public_key().as_ref();
+        if point.len() != 65 {
+            return Err("unexpected public key encoding".into());
+        }
+        let x = URL_SAFE_NO_PAD.encode(&point[1..33]);
+        let y = URL_SAFE_NO_PAD.encode(&point[33..65]);
+        let decoding = DecodingKey::from_ec_components(&x, &y).map_err(|e| e.to_string())?;
+        Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y })
+    }
+
+    pub fn jwk(&self) -> serde_json::Value {
+        serde_json::json!({ "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid, "x": self.x, "y": self.y })
+    }
+}
+
+/// Tenant keys by tenant id; a tenant's key is unsealed on first use.
+#[derive(Default)]
+pub struct KeyCache {
+    keys: DashMap<String, Arc<TenantKey>>,
+}
+
+impl KeyCache {
+    /// The tenant's key, or `None` for an unknown tenant.
+    pub fn get(&self, store: &Store, tenant: &str) -> Result<Option<Arc<TenantKey>>, herald_storage::Error> {
+        if let Some(k) = self.keys.get(tenant) {
+            return Ok(Some(k.clone()));
+        }
+        let Some(t) = store.tenants().get(tenant)? else { return Ok(None) };
+        let pkcs8 = store.unseal(&t.signing_key, &signing_key_context(tenant))?;
+        let key = TenantKey::from_pkcs8(&t.key_id, &pkcs8).map_err(|_| herald_storage::Error::Seal("bad tenant key"))?;
+        let key = Arc::new(key);
+        self.keys.insert(tenant.to_string(), key.clone());
+        Ok(Some(key))
+    }
+}
+
+pub fn signing_key_context(tenant: &str) -> String {
+    format!("tenant/{tenant}/signing-key")
+}

@@ -1,0 +1,110 @@
+//! Access and refresh tokens of a tenant realm (Keycloak-shaped claims, ES256).
+
+use super::keys::{KeyCache, TenantKey};
+use crate::error::{ApiError, ApiResult};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use herald_storage::Store;
+use jsonwebtoken::{Algorithm, Header, Validation};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const TYP_ACCESS: &str = "Bearer";
+pub const TYP_REFRESH: &str = "Refresh";
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RoleSet {
+    pub roles: Vec<String>,
+}
+
+/// The claims of an access (or refresh) token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub exp: u64,
+    pub iat: u64,
+    pub jti: String,
+    pub iss: String,
+    pub aud: String,
+    pub sub: String,
+    pub typ: String,
+    pub azp: String,
+    pub session_state: String,
+    pub scope: String,
+    pub realm_access: RoleSet,
+    #[serde(default)]
+    pub resource_access: BTreeMap<String, RoleSet>,
+    pub preferred_username: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(rename = "astClientId", default, skip_serializing_if = "Option::is_none")]
+    pub ast_client_id: Option<String>,
+}
+
+/// The token endpoint's answer (spec 001 "Token response").
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TokenPair {
+    pub access_token: String,
+    pub expires_in: u64,
+    pub refresh_expires_in: u64,
+    pub refresh_token: String,
+    pub token_type: String,
+    #[serde(rename = "not-before-policy")]
+    pub not_before_policy: u64,
+    pub session_state: String,
+    pub scope: String,
+}
+
+/// The issuer URL of a tenant realm.
+pub fn issuer(public_url: &str, tenant: &str) -> String {
+    format!("{}/auth/realms/{tenant}", public_url.trim_end_matches('/'))
+}
+
+/// Signs `claims` (whose `typ` says access or refresh) with the tenant's key.
+pub fn sign(key: &TenantKey, claims: &AccessClaims) -> ApiResult<String> {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, claims, &key.encoding).map_err(|e| ApiError::internal(format!("signing a token: {e}")))
+}
+
+/// The tenant named by a token's `iss`, read before verification so the right
+/// key can be chosen; nothing read here is trusted until `verify` succeeds.
+fn claimed_tenant(token: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Iss {
+        iss: String,
+    }
+    let payload = token.split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let iss: Iss = serde_json::from_slice(&bytes).ok()?;
+    iss.iss.rsplit_once("/auth/realms/").map(|(_, t)| t.to_string())
+}
+
+/// Verifies a token of any tenant: ES256 only, signature by the tenant's key,
+/// expiry, issuer, and the expected `typ`. Returns the tenant and the claims.
+pub fn verify(
+    store: &Store,
+    keys: &KeyCache,
+    public_url: &str,
+    token: &str,
+    typ: &str,
+) -> ApiResult<(String, AccessClaims)> {
+    let invalid = || ApiError::unauthorized("invalid or expired token");
+    let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
+    if header.alg != Algorithm::ES256 {
+        return Err(invalid());
+    }
+    let tenant = claimed_tenant(token).ok_or_else(invalid)?;
+    let key = keys.get(store, &tenant)?.ok_or_else(invalid)?;
+    if header.kid.as_deref() != Some(key.kid.as_str()) {
+        return Err(invalid());
+    }
+    let mut validation = Validation::new(Algorithm::ES256);
+    validation.set_issuer(&[issuer(public_url, &tenant)]);
+    validation.validate_aud = false;
+    validation.leeway = 5;
+    let data = jsonwebtoken::decode::<AccessClaims>(token, &key.decoding, &validation).map_err(|_| invalid())?;
+    if data.claims.typ != typ {
+        return Err(invalid());
+    }
+    Ok((tenant, data.claims))
+}

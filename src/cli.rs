@@ -1,0 +1,113 @@
+//! The command line: `herald serve` and the offline `herald tenant create`.
+
+use crate::config::{Config, Settings};
+use crate::engine::Engine;
+use crate::models::tenant::CreateTenant;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "herald", version, about = "Herald: a push and delivery engine")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the engine.
+    Serve {
+        /// TOML file of settings (flags and HERALD_* variables take precedence).
+        #[arg(long, env = "HERALD_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Tenant administration without a running server.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TenantCommand {
+    /// Create a tenant and its first admin user, as `POST /v1/tenants` does.
+    Create {
+        tenant_id: String,
+        #[arg(long)]
+        admin: String,
+        #[arg(long, env = "HERALD_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+        #[arg(long, env = "HERALD_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
+    },
+}
+
+/// Runs the command line; the exit code is the process's.
+pub async fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Serve { config, settings } => {
+            let from_file = match config {
+                Some(path) => Settings::from_toml_file(&path)?,
+                None => Settings::default(),
+            };
+            let config = Config::resolve(settings.or(from_file))?;
+            init_logging(config.log_json);
+            serve(config).await
+        }
+        Command::Tenant { command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file } } => {
+            let mut config = Config::for_data_dir(data_dir);
+            config.master_key_file = master_key_file;
+            let engine = Engine::open(config)?;
+            let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
+            crate::api::tenants::create_tenant(&engine.store, &body).map_err(|e| e.message)?;
+            engine.store.durable().await.map_err(|e| e.to_string())?;
+            println!("created tenant {tenant_id}");
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> Result<(), String> {
+    let generated = config.operator_token.is_none();
+    let (listener, config) = crate::server::bind(config).await?;
+    let engine = Engine::open(config)?;
+    if generated {
+        // Printed once, on purpose: the operator needs it to create tenants.
+        println!("operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}", engine.operator_token);
+    }
+    tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
+    println!("herald listening on {}", engine.config.public_url);
+    let tls = crate::server::tls_acceptor(&engine)?;
+    crate::server::serve(engine, listener, tls, shutdown_signal()).await;
+    tracing::info!("herald stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}

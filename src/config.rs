@@ -1,0 +1,136 @@
+//! Configuration: command-line flags, `HERALD_*` environment variables and an
+//! optional TOML file, in that order of precedence, over built-in defaults.
+
+use clap::Args;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Every setting of `herald serve`, each optional so sources can be layered.
+#[derive(Args, Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Address to listen on (HTTP/1.1 and HTTP/2 on one port).
+    #[arg(long, env = "HERALD_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Directory of the database and the generated master key.
+    #[arg(long, env = "HERALD_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Hex file with the 256-bit key that seals secrets (created in the data dir when absent).
+    #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
+    /// Bearer token of the platform operator (tenant creation); random when absent.
+    #[arg(long, env = "HERALD_OPERATOR_TOKEN", hide_env_values = true)]
+    pub operator_token: Option<String>,
+    /// PEM certificate chain: serve TLS (with ALPN h2 and http/1.1).
+    #[arg(long, env = "HERALD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of the TLS certificate.
+    #[arg(long, env = "HERALD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Base URL clients reach Herald at; token issuers and discovery use it.
+    #[arg(long, env = "HERALD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Largest accepted request body in bytes (413 beyond).
+    #[arg(long, env = "HERALD_BODY_LIMIT")]
+    pub body_limit: Option<usize>,
+    /// Lifetime of access tokens in seconds.
+    #[arg(long, env = "HERALD_ACCESS_TOKEN_TTL")]
+    pub access_token_ttl: Option<u64>,
+    /// Lifetime of refresh tokens in seconds.
+    #[arg(long, env = "HERALD_REFRESH_TOKEN_TTL")]
+    pub refresh_token_ttl: Option<u64>,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "HERALD_LOG_FORMAT")]
+    pub log_format: Option<String>,
+}
+
+impl Settings {
+    /// `self` where set, else `other`.
+    pub fn or(self, other: Settings) -> Settings {
+        Settings {
+            listen: self.listen.or(other.listen),
+            data_dir: self.data_dir.or(other.data_dir),
+            master_key_file: self.master_key_file.or(other.master_key_file),
+            operator_token: self.operator_token.or(other.operator_token),
+            tls_cert: self.tls_cert.or(other.tls_cert),
+            tls_key: self.tls_key.or(other.tls_key),
+            public_url: self.public_url.or(other.public_url),
+            body_limit: self.body_limit.or(other.body_limit),
+            access_token_ttl: self.access_token_ttl.or(other.access_token_ttl),
+            refresh_token_ttl: self.refresh_token_ttl.or(other.refresh_token_ttl),
+            log_format: self.log_format.or(other.log_format),
+        }
+    }
+
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Settings, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The resolved configuration the engine runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub master_key_file: Option<PathBuf>,
+    pub operator_token: Option<String>,
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub public_url: String,
+    pub body_limit: usize,
+    pub access_token_ttl: u64,
+    pub refresh_token_ttl: u64,
+    pub log_json: bool,
+}
+
+impl Config {
+    pub fn resolve(s: Settings) -> Result<Config, String> {
+        let listen = s.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        let tls = match (s.tls_cert, s.tls_key) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => return Err("tls_cert and tls_key go together".into()),
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let log_json = match s.log_format.as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("log_format: expected text or json, got {other}")),
+        };
+        Ok(Config {
+            listen,
+            data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
+            master_key_file: s.master_key_file,
+            operator_token: s.operator_token,
+            public_url: s.public_url.unwrap_or_else(|| format!("{scheme}://{listen}")),
+            tls,
+            body_limit: s.body_limit.unwrap_or(1024 * 1024),
+            access_token_ttl: s.access_token_ttl.unwrap_or(300),
+            refresh_token_ttl: s.refresh_token_ttl.unwrap_or(1800),
+            log_json,
+        })
+    }
+
+    /// Defaults for a data directory, as the tests and the offline commands use.
+    pub fn for_data_dir(dir: impl Into<PathBuf>) -> Config {
+        let s = Settings { data_dir: Some(dir.into()), ..Settings::default() };
+        Config::resolve(s).unwrap_or_else(|_| unreachable!("defaults always resolve"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_and_defaults() {
+        let file: Settings = toml::from_str("listen = \"127.0.0.1:9000\"\nbody_limit = 10").unwrap();
+        let cli = Settings { body_limit: Some(20), ..Settings::default() };
+        let c = Config::resolve(cli.or(file)).unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.body_limit, 20);
+        assert_eq!(c.public_url, "http://127.0.0.1:9000");
+        assert!(toml::from_str::<Settings>("nonsense = 1").is_err());
+    }
+}

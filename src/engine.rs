@@ -1,0 +1,48 @@
+//! The engine: everything a request handler needs, shared behind one `Arc`.
+
+use crate::auth::KeyCache;
+use crate::config::Config;
+use herald_storage::{Store, StoreOptions};
+use metrics_exporter_prometheus::PrometheusHandle;
+use std::sync::Arc;
+
+pub struct Engine {
+    pub config: Config,
+    pub store: Store,
+    pub keys: KeyCache,
+    /// The platform operator's bearer token.
+    pub operator_token: String,
+    pub metrics: PrometheusHandle,
+}
+
+impl Engine {
+    /// Opens storage and prepares the engine; no listener is started.
+    pub fn open(config: Config) -> Result<Arc<Engine>, String> {
+        install_crypto_providers();
+        let store = Store::open(&StoreOptions {
+            data_dir: config.data_dir.clone(),
+            master_key_file: config.master_key_file.clone(),
+        })
+        .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
+        let operator_token = match &config.operator_token {
+            Some(t) => t.clone(),
+            None => random_token()?,
+        };
+        Ok(Arc::new(Engine { config, store, keys: KeyCache::default(), operator_token, metrics: crate::metrics::handle() }))
+    }
+}
+
+/// One crypto provider each for rustls and jsonwebtoken, chosen explicitly so
+/// neither has to guess at run time.
+pub fn install_crypto_providers() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER.install_default();
+}
+
+/// 256 random bits, base64url: operator tokens and client secrets.
+pub fn random_token() -> Result<String, String> {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| "no randomness")?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}

@@ -1,0 +1,120 @@
+//! What a handler sees of a request, and how it answers.
+
+use crate::auth::Principal;
+use crate::engine::Engine;
+use crate::error::{ApiError, ApiResult};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http_body_util::Full;
+use serde::{de::DeserializeOwned, Serialize};
+use std::sync::Arc;
+
+pub type Response = http::Response<Full<Bytes>>;
+
+/// One request, decoded as far as routing and authentication go.
+pub struct Cx {
+    pub engine: Arc<Engine>,
+    pub method: Method,
+    pub params: Vec<(String, String)>,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// The verified caller, on every route that needs a token.
+    pub principal: Option<Principal>,
+}
+
+impl Cx {
+    /// A path parameter; the router guarantees the names of its patterns.
+    pub fn param(&self, name: &str) -> &str {
+        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
+    }
+
+    /// The tenant of the path.
+    pub fn tenant(&self) -> &str {
+        self.param("tenantId")
+    }
+
+    pub fn principal(&self) -> ApiResult<&Principal> {
+        self.principal.as_ref().ok_or_else(|| ApiError::unauthorized("missing bearer token"))
+    }
+
+    /// Decodes the JSON body strictly; the error names the field path.
+    pub fn json<T: DeserializeOwned>(&self) -> ApiResult<T> {
+        decode_json(&self.body)
+    }
+
+    /// Query parameters in order (a repeated name appears repeatedly).
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        self.query
+            .as_deref()
+            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn query_param(&self, name: &str) -> Option<String> {
+        self.query_pairs().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request("request body: a JSON body is required"));
+    }
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let path = if path == "." { "request body".to_string() } else { path };
+        ApiError::field(&path, inner)
+    })
+}
+
+/// A JSON answer.
+pub fn json<T: Serialize>(status: StatusCode, value: &T) -> ApiResult<Response> {
+    let body = serde_json::to_vec(value).map_err(|e| ApiError::internal(format!("encoding the answer: {e}")))?;
+    Ok(with_body(status, "application/json", body.into()))
+}
+
+pub fn with_body(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
+    let mut r = http::Response::new(Full::new(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+pub fn empty(status: StatusCode) -> Response {
+    let mut r = http::Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = status;
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Inner,
+    }
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        n: u32,
+    }
+
+    #[test]
+    fn errors_name_the_field_path() {
+        let e = decode_json::<Outer>(br#"{"inner": {"n": "x"}}"#).unwrap_err();
+        assert!(e.message.starts_with("inner.n:"), "{}", e.message);
+        let e = decode_json::<Outer>(br#"{"inner": {"n": 1, "m": 2}}"#).unwrap_err();
+        assert!(e.message.contains("unknown field `m`"), "{}", e.message);
+        assert_eq!(decode_json::<Outer>(b"").unwrap_err().status, StatusCode::BAD_REQUEST);
+    }
+}

@@ -1,0 +1,183 @@
+//! The route table and the dispatch of one request through it: match, authenticate,
+//! read the body within its limit, run the handler, render errors by family,
+//! count and log.
+
+use crate::auth::{tokens, Access, Principal};
+use crate::engine::Engine;
+use crate::error::{ApiError, ApiResult, Family};
+use crate::http::{json, Cx, Response};
+use futures::future::BoxFuture;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+pub type Handler = fn(Cx) -> BoxFuture<'static, ApiResult<Response>>;
+
+/// One route of API.md.
+pub struct Route {
+    pub method: Method,
+    /// The pattern, with `{name}` parameters; also the `route` label of metrics.
+    pub path: &'static str,
+    pub family: Family,
+    pub access: Access,
+    pub handler: Handler,
+}
+
+/// Builds a [`Route`] from an `async fn(Cx) -> ApiResult<Response>`.
+#[macro_export]
+macro_rules! route {
+    ($method:ident $path:literal, $family:expr, $access:expr, $handler:path) => {
+        $crate::router::Route {
+            method: ::http::Method::$method,
+            path: $path,
+            family: $family,
+            access: $access,
+            handler: |cx| Box::pin($handler(cx)),
+        }
+    };
+}
+
+pub struct Router {
+    routes: Vec<Route>,
+    by_method: HashMap<Method, matchit::Router<usize>>,
+}
+
+impl Router {
+    pub fn new(routes: Vec<Route>) -> Result<Router, String> {
+        let mut by_method: HashMap<Method, matchit::Router<usize>> = HashMap::new();
+        for (i, r) in routes.iter().enumerate() {
+            by_method
+                .entry(r.method.clone())
+                .or_default()
+                .insert(r.path, i)
+                .map_err(|e| format!("route {} {}: {e}", r.method, r.path))?;
+        }
+        Ok(Router { routes, by_method })
+    }
+
+    /// The application's router, built once.
+    pub fn global() -> &'static Router {
+        static ROUTER: OnceLock<Router> = OnceLock::new();
+        ROUTER.get_or_init(|| match Router::new(crate::api::routes()) {
+            Ok(r) => r,
+            Err(e) => panic!("the route table is inconsistent: {e}"),
+        })
+    }
+
+    pub fn routes(&self) -> &[Route] {
+        &self.routes
+    }
+
+    fn find(&self, method: &Method, path: &str) -> Result<(&Route, Vec<(String, String)>), StatusCode> {
+        if let Some(m) = self.by_method.get(method).and_then(|r| r.at(path).ok()) {
+            let params = m.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            return Ok((&self.routes[*m.value], params));
+        }
+        let elsewhere = self.by_method.values().any(|r| r.at(path).is_ok());
+        Err(if elsewhere { StatusCode::METHOD_NOT_ALLOWED } else { StatusCode::NOT_FOUND })
+    }
+}
+
+/// Answers one request; never fails (errors become error bodies).
+pub async fn dispatch<B>(engine: Arc<Engine>, req: Request<B>) -> Response
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let (route_label, family, result) = match Router::global().find(&method, &path) {
+        Ok((route, params)) => (route.path, route.family, run(engine, route, params, req).await),
+        Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
+    };
+    let response = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let body = e.body(family);
+            json(e.status, &body).unwrap_or_else(|_| crate::http::empty(e.status))
+        }
+    };
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    metrics::counter!("herald_http_requests_total", "route" => route_label, "method" => method.to_string(), "status" => status.to_string()).increment(1);
+    metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string())
+        .record(elapsed.as_secs_f64());
+    tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, "request");
+    response
+}
+
+async fn run<B>(engine: Arc<Engine>, route: &Route, params: Vec<(String, String)>, req: Request<B>) -> ApiResult<Response>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = req.into_parts();
+    let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
+    let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
+    let body = read_body(body, engine.config.body_limit).await?;
+    let cx = Cx {
+        engine,
+        method: parts.method,
+        params,
+        query: parts.uri.query().map(str::to_string),
+        headers: parts.headers,
+        body,
+        principal,
+    };
+    (route.handler)(cx).await
+}
+
+async fn read_body<B>(body: B, limit: usize) -> ApiResult<bytes::Bytes>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes")))
+        }
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
+    }
+}
+
+fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
+}
+
+fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tenant: Option<&str>) -> ApiResult<Option<Principal>> {
+    match access {
+        Access::Public => Ok(None),
+        Access::Operator => {
+            let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+            if crate::auth::secrets_equal(token.as_bytes(), engine.operator_token.as_bytes()) {
+                Ok(None)
+            } else {
+                Err(ApiError::unauthorized("invalid operator token"))
+            }
+        }
+        Access::Tenant(grants) => {
+            let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
+            let (token_tenant, claims) =
+                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
+            if Some(token_tenant.as_str()) != tenant {
+                return Err(ApiError::forbidden("the token belongs to another tenant"));
+            }
+            let principal = Principal {
+                tenant: token_tenant,
+                username: claims.preferred_username,
+                roles: claims.realm_access.roles,
+                client_id: claims.ast_client_id,
+            };
+            if !grants.iter().any(|g| principal.grants(*g)) {
+                return Err(ApiError::forbidden("the token lacks the role this route needs"));
+            }
+            Ok(Some(principal))
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Bearer verification on every tenant route, generated from the route table.
+
+mod common;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use common::*;
+use herald::auth::{tokens, Access};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+/// Every tenant route of the router, with its parameters filled in for `tenant`.
+fn tenant_routes(tenant: &str) -> Vec<(Method, String)> {
+    herald::router::Router::global()
+        .routes()
+        .iter()
+        .filter(|r| matches!(r.access, Access::Tenant(_)))
+        .map(|r| {
+            let mut path = r.path.replace("{tenantId}", tenant);
+            while let Some(start) = path.find('{') {
+                let end = path[start..].find('}').unwrap() + start;
+                path.replace_range(start..=end, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+            }
+            (Method::from_bytes(r.method.as_str().as_bytes()).unwrap(), path)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_tenant_route_needs_a_valid_token_of_its_tenant() {
+    let s = TestServer::start().await;
+    let acme = s.tenant_with_app("acme", "shop").await;
+    s.create_tenant("other").await;
+    let other = s.admin_token("other").await;
+
+    // A token whose signature does not match (payload of acme, signature of other).
+    let mut parts: Vec<&str> = acme.split('.').collect();
+    let other_sig = other.split('.').nth(2).unwrap();
+    parts[2] = other_sig;
+    let bad_signature = parts.join(".");
+    // alg none and HS256 tokens carrying acme's claims.
+    let payload = acme.split('.').nth(1).unwrap();
+    let none = format!("{}.{payload}.", URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#));
+    let hs256 = format!("{}.{payload}.{}", URL_SAFE_NO_PAD.encode(r#"{"alg":"HS256","typ":"JWT"}"#), URL_SAFE_NO_PAD.encode("x"));
+    // An expired token signed with acme's real key.
+    let engine = &s.running.as_ref().unwrap().engine;
+    let key = engine.keys.get(&engine.store, "acme").unwrap().unwrap();
+    let (_, mut claims) = tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &acme, tokens::TYP_ACCESS).unwrap();
+    claims.exp = claims.iat - 60;
+    let expired = tokens::sign(&key, &claims).unwrap();
+
+    let routes = tenant_routes("acme");
+    assert!(routes.len() >= 10, "the route table lists the tenant routes");
+    for (method, path) in routes {
+        let (st, b) = s.call(method.clone(), &path, None, None).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{method} {path} without token: {b}");
+        assert_eq!(b["code"], 401);
+        for (name, token) in [("garbage", "abc.def.ghi"), ("bad signature", &bad_signature), ("none", &none), ("hs256", &hs256), ("expired", &expired)] {
+            let (st, _) = s.call(method.clone(), &path, Some(token), None).await;
+            assert_eq!(st, StatusCode::UNAUTHORIZED, "{method} {path} with a {name} token");
+        }
+        let (st, b) = s.call(method.clone(), &path, Some(&other), Some(json!({}))).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{method} {path} with another tenant's token: {b}");
+        assert!(!b.to_string().contains("shop"), "no data of acme leaks: {b}");
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn operator_routes_need_the_operator_token() {
+    let s = TestServer::start().await;
+    let body = json!({"tenantId": "abc", "adminUsername": "a", "adminPassword": "password1"});
+    let (st, _) = s.call(Method::POST, "/v1/tenants", None, Some(body.clone())).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let (st, _) = s.call(Method::POST, "/v1/tenants", Some("wrong"), Some(body.clone())).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let (st, _) = s.call(Method::POST, "/v1/tenants", Some(&admin), Some(body)).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "a tenant admin is not the operator");
+    let (st, _) = s
+        .call(Method::POST, "/v1/tenants", Some(OPERATOR), Some(json!({"tenantId": "acme", "adminUsername": "a", "adminPassword": "password1"})))
+        .await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn client_tokens_cannot_administer() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let (id, secret) = s.register_client("acme", &admin, "shop").await;
+    let resp = s
+        .http
+        .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
+        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
+        .send()
+        .await
+        .unwrap();
+    let client = resp.json::<serde_json::Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
+    for (method, path) in [
+        (Method::GET, format!("/v1/tenants/acme/clients/{id}/pushtoken")),
+        (Method::GET, "/v1/tenants/acme/apps".to_string()),
+        (Method::POST, "/v1/tenants/acme/clients".to_string()),
+        (Method::DELETE, "/v1/tenants/acme/apps/shop".to_string()),
+    ] {
+        let (st, _) = s.call(method.clone(), &path, Some(&client), Some(json!({}))).await;
+        assert_eq!(st, StatusCode::FORBIDDEN, "{method} {path}");
+    }
+    // A wrong client secret gets no token.
+    let resp = s
+        .http
+        .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
+        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", "nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    s.shutdown().await;
+}

@@ -1,0 +1,122 @@
+//! A Herald server in this process on an ephemeral port, and helpers to drive
+//! it through its HTTP API as a client would.
+#![allow(dead_code)]
+
+use herald::config::Config;
+use herald::server::Running;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+pub const OPERATOR: &str = "operator-secret-token";
+pub const PASSWORD: &str = "admin-password-1";
+
+pub struct TestServer {
+    pub running: Option<Running>,
+    pub base: String,
+    pub http: Client,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::for_data_dir(dir.path().join("data"));
+        config.listen = "127.0.0.1:0".parse().unwrap();
+        config.public_url = "http://127.0.0.1:0".into();
+        config.operator_token = Some(OPERATOR.into());
+        tweak(&mut config);
+        let running = herald::server::spawn(config).await.expect("server starts");
+        let base = format!("http://{}", running.addr);
+        TestServer { running: Some(running), base, http: Client::new(), dir }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends a request with an optional bearer token and JSON body; returns status and JSON (Null when empty).
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status();
+        let bytes = resp.bytes().await.expect("body read");
+        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        (status, value)
+    }
+
+    pub async fn create_tenant(&self, tenant: &str) {
+        let (s, b) = self
+            .call(Method::POST, "/v1/tenants", Some(OPERATOR), Some(json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD})))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+    }
+
+    /// A password-grant token response.
+    pub async fn password_grant(&self, tenant: &str, user: &str, password: &str) -> (StatusCode, Value) {
+        let resp = self
+            .http
+            .post(self.url(&format!("/auth/realms/{tenant}/protocol/openid-connect/token")))
+            .form(&[("grant_type", "password"), ("username", user), ("password", password), ("client_id", "herald-cli")])
+            .send()
+            .await
+            .expect("token request");
+        let status = resp.status();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn admin_token(&self, tenant: &str) -> String {
+        let (s, b) = self.password_grant(tenant, "admin", PASSWORD).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        b["access_token"].as_str().expect("access_token").to_string()
+    }
+
+    /// A tenant with an admin token and an FCM-only app named `app`.
+    pub async fn tenant_with_app(&self, tenant: &str, app: &str) -> String {
+        self.create_tenant(tenant).await;
+        let token = self.admin_token(tenant).await;
+        let (s, b) = self.call(Method::POST, &format!("/v1/tenants/{tenant}/apps/{app}"), Some(&token), Some(fcm_app_body())).await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+        token
+    }
+
+    /// Registers a client of `app`; returns (astClientId, clientSecret).
+    pub async fn register_client(&self, tenant: &str, token: &str, app: &str) -> (String, String) {
+        let (s, b) = self
+            .call(Method::POST, &format!("/v1/tenants/{tenant}/clients"), Some(token), Some(json!({"appName": app, "platform": "android"})))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+        (b["astClientId"].as_str().unwrap().to_string(), b["clientSecret"].as_str().unwrap().to_string())
+    }
+
+    pub async fn shutdown(mut self) {
+        if let Some(r) = self.running.take() {
+            r.shutdown().await;
+        }
+    }
+}
+
+pub fn fcm_app_body() -> Value {
+    use base64::Engine as _;
+    let sa = json!({"type": "service_account", "project_id": "demo", "private_key_id": "k1", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n", "client_email": "svc@demo.iam.gserviceaccount.com"});
+    json!({"categories": ["chat", "payment"], "fcmServiceAccountJSON": base64::engine::general_purpose::STANDARD.encode(sa.to_string())})
+}
+
+/// The part of an error message before the first colon: the field path.
+pub fn field(body: &Value) -> String {
+    body["message"].as_str().unwrap_or_default().split(':').next().unwrap_or_default().to_string()
+}

@@ -1,0 +1,385 @@
+//! Fault injection: what `POST /faults` and [`crate::Simulators::set_faults`] configure.
+//!
+//! A [`Faults`] document replaces the previous one entirely; `{}` clears every fault. Each
+//! provider has its own section; a section's faults apply to every token unless a rule names
+//! `tokens`. See the crate documentation for the JSON shape.
+//!
+//! Hot-path cost when no fault is set: one relaxed atomic load per request.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+
+use crate::Provider;
+
+/// The faults of all three simulators.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Faults {
+    /// Faults of the APNs simulator.
+    #[serde(default, skip_serializing_if = "ProviderFaults::is_empty")]
+    pub apns: ProviderFaults,
+    /// Faults of the FCM simulator.
+    #[serde(default, skip_serializing_if = "ProviderFaults::is_empty")]
+    pub fcm: ProviderFaults,
+    /// Faults of the HMS simulator.
+    #[serde(default, skip_serializing_if = "ProviderFaults::is_empty")]
+    pub hms: ProviderFaults,
+}
+
+impl Faults {
+    /// The section of one provider.
+    pub fn provider(&self, p: Provider) -> &ProviderFaults {
+        match p {
+            Provider::Apns => &self.apns,
+            Provider::Fcm => &self.fcm,
+            Provider::Hms => &self.hms,
+        }
+    }
+
+    /// Whether no fault at all is set.
+    pub fn is_empty(&self) -> bool {
+        self.apns.is_empty() && self.fcm.is_empty() && self.hms.is_empty()
+    }
+}
+
+/// The faults of one simulator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFaults {
+    /// Tokens answered as unregistered (APNs 410 `Unregistered`, FCM 404 `UNREGISTERED`,
+    /// HMS illegal token), in addition to the built-in `dead…` prefix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dead_tokens: Vec<String>,
+    /// Error answers, tried in order; the first rule that fires answers the request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<StatusFault>,
+    /// Delay before every answer (token endpoints included), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// Each connection serves this many requests (HTTP/2 streams), then is shut down
+    /// gracefully with GOAWAY: requests in flight complete, the client must reconnect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goaway_after_streams: Option<u64>,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised on new connections, instead of the
+    /// configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_streams: Option<u32>,
+    /// Probability (0.0–1.0) that a request, instead of being answered, has its whole
+    /// connection dropped (TCP close without GOAWAY).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_connection_rate: Option<f64>,
+    /// FCM and HMS: treat every access token issued so far as expired (FCM 401
+    /// `UNAUTHENTICATED`, HMS 401 `80200003`), to exercise token refresh. Tokens granted
+    /// after the fault is set are valid.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expire_access_tokens: bool,
+}
+
+impl ProviderFaults {
+    /// Whether this section sets nothing.
+    pub fn is_empty(&self) -> bool {
+        self == &ProviderFaults::default()
+    }
+}
+
+/// Which requests a [`StatusFault`] applies to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultEndpoint {
+    /// Send requests (the default).
+    #[default]
+    Send,
+    /// OAuth token requests (FCM, HMS).
+    Token,
+    /// Both.
+    Any,
+}
+
+/// "Answer `status` to the next `count` requests" or "to a `rate` share of requests".
+///
+/// With `count` only, the next `count` matching requests fail. With `rate` only, each
+/// matching request fails with that probability, for ever (deterministic for a given `seed`).
+/// With both, requests fail at that rate until `count` have failed. With neither, every
+/// matching request fails.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusFault {
+    /// The HTTP status: 429, 500 and 503 are the usual ones; 400, 403, 404, 410 and 413 work
+    /// too. The body is the provider's own error for that status (see the README).
+    pub status: u16,
+    /// How many requests fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// The probability that a matching request fails, 0.0–1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Seed of the `rate` draws; random when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Only requests to these tokens (HMS: carrying one of them); all when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<String>,
+    /// `retry-after` header, in seconds. Defaults to 1 for 429 and to none otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    /// Replaces the provider's reason (APNs `reason`, FCM `errorCode`, HMS `code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Send requests (default), token requests, or any.
+    #[serde(default, skip_serializing_if = "is_default_endpoint")]
+    pub endpoint: FaultEndpoint,
+}
+
+fn is_default_endpoint(e: &FaultEndpoint) -> bool {
+    *e == FaultEndpoint::Send
+}
+
+/// A status fault that fired: how to answer.
+#[derive(Debug, Clone)]
+pub(crate) struct FiredFault {
+    pub(crate) status: u16,
+    pub(crate) retry_after: Option<u64>,
+    pub(crate) reason: Option<String>,
+}
+
+/// A status rule with its run-time state.
+struct ActiveRule {
+    spec: StatusFault,
+    tokens: HashSet<String>,
+    remaining: Option<AtomicU64>,
+    draws: AtomicU64,
+    seed: u64,
+}
+
+/// A rate draw: true with probability `rate`, deterministic in (seed, n).
+fn draw(seed: u64, n: u64, rate: f64) -> bool {
+    if rate >= 1.0 {
+        return true;
+    }
+    if rate <= 0.0 || rate.is_nan() {
+        return false;
+    }
+    // SplitMix64.
+    let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    ((z >> 11) as f64 / (1u64 << 53) as f64) < rate
+}
+
+impl ActiveRule {
+    fn new(spec: StatusFault) -> ActiveRule {
+        ActiveRule {
+            tokens: spec.tokens.iter().cloned().collect(),
+            remaining: spec.count.map(AtomicU64::new),
+            draws: AtomicU64::new(0),
+            seed: spec.seed.unwrap_or_else(rand::random),
+            spec,
+        }
+    }
+
+    fn applies_to(&self, endpoint: FaultEndpoint) -> bool {
+        self.spec.endpoint == FaultEndpoint::Any || self.spec.endpoint == endpoint
+    }
+
+    fn matches<'a>(&self, mut tokens: impl Iterator<Item = &'a str>) -> bool {
+        self.tokens.is_empty() || tokens.any(|t| self.tokens.contains(t))
+    }
+
+    fn fire(&self) -> Option<FiredFault> {
+        if let Some(rate) = self.spec.rate {
+            let n = self.draws.fetch_add(1, Ordering::Relaxed);
+            if !draw(self.seed, n, rate) {
+                return None;
+            }
+        }
+        if let Some(remaining) = &self.remaining {
+            remaining
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+                .ok()?;
+        }
+        Some(FiredFault {
+            status: self.spec.status,
+            retry_after: self
+                .spec
+                .retry_after
+                .or((self.spec.status == 429).then_some(1)),
+            reason: self.spec.reason.clone(),
+        })
+    }
+}
+
+/// One provider's faults, compiled for fast checks.
+pub(crate) struct ActiveFaults {
+    dead: HashSet<String>,
+    rules: Vec<ActiveRule>,
+    pub(crate) latency_ms: Option<u64>,
+    pub(crate) goaway_after_streams: Option<u64>,
+    pub(crate) max_concurrent_streams: Option<u32>,
+    reset_rate: Option<f64>,
+    reset_draws: AtomicU64,
+    reset_seed: u64,
+}
+
+impl ActiveFaults {
+    fn new(spec: &ProviderFaults) -> ActiveFaults {
+        ActiveFaults {
+            dead: spec.dead_tokens.iter().cloned().collect(),
+            rules: spec.status.iter().cloned().map(ActiveRule::new).collect(),
+            latency_ms: spec.latency_ms.filter(|ms| *ms > 0),
+            goaway_after_streams: spec.goaway_after_streams.filter(|n| *n > 0),
+            max_concurrent_streams: spec.max_concurrent_streams,
+            reset_rate: spec.reset_connection_rate.filter(|r| *r > 0.0),
+            reset_draws: AtomicU64::new(0),
+            reset_seed: rand::random(),
+        }
+    }
+
+    /// Whether `token` was declared dead by a fault.
+    pub(crate) fn is_dead(&self, token: &str) -> bool {
+        !self.dead.is_empty() && self.dead.contains(token)
+    }
+
+    /// The first status rule that fires for a request to `tokens` at `endpoint`.
+    pub(crate) fn status_for<'a>(
+        &self,
+        endpoint: FaultEndpoint,
+        tokens: impl Iterator<Item = &'a str> + Clone,
+    ) -> Option<FiredFault> {
+        self.rules
+            .iter()
+            .filter(|r| r.applies_to(endpoint) && r.matches(tokens.clone()))
+            .find_map(ActiveRule::fire)
+    }
+
+    /// Whether this request should drop its connection.
+    pub(crate) fn should_reset(&self) -> bool {
+        self.reset_rate.is_some_and(|rate| {
+            draw(
+                self.reset_seed,
+                self.reset_draws.fetch_add(1, Ordering::Relaxed),
+                rate,
+            )
+        })
+    }
+}
+
+/// The faults in force, swapped as a whole by `set`.
+#[derive(Default)]
+pub(crate) struct FaultState {
+    /// Per provider: is any fault set? Checked before taking the lock.
+    active: [AtomicBool; 3],
+    current: RwLock<Current>,
+}
+
+#[derive(Default)]
+struct Current {
+    spec: Faults,
+    compiled: [Option<Arc<ActiveFaults>>; 3],
+    /// When `expire_access_tokens` was last switched on, per provider (ms since epoch).
+    expired_before_ms: [u64; 3],
+}
+
+impl FaultState {
+    /// Replaces every fault.
+    pub(crate) fn set(&self, faults: Faults) {
+        let mut cur = self.current.write().unwrap_or_else(|p| p.into_inner());
+        for p in Provider::ALL {
+            let spec = faults.provider(p);
+            let i = p.index();
+            if spec.expire_access_tokens && !cur.spec.provider(p).expire_access_tokens {
+                cur.expired_before_ms[i] = crate::util::now_ms();
+            }
+            if !spec.expire_access_tokens {
+                cur.expired_before_ms[i] = 0;
+            }
+            cur.compiled[i] = (!spec.is_empty()).then(|| Arc::new(ActiveFaults::new(spec)));
+            self.active[i].store(cur.compiled[i].is_some(), Ordering::Release);
+        }
+        cur.spec = faults;
+    }
+
+    /// The faults as last set.
+    pub(crate) fn get(&self) -> Faults {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .spec
+            .clone()
+    }
+
+    /// The active faults of one provider, or `None` (cheaply) when it has none.
+    pub(crate) fn of(&self, p: Provider) -> Option<Arc<ActiveFaults>> {
+        if !self.active[p.index()].load(Ordering::Acquire) {
+            return None;
+        }
+        self.current
+            .read()
+            .unwrap_or_else(|pe| pe.into_inner())
+            .compiled[p.index()]
+        .clone()
+    }
+
+    /// Access tokens of `p` issued before this instant (ms) count as expired; 0 if none.
+    pub(crate) fn tokens_expired_before(&self, p: Provider) -> u64 {
+        if !self.active[p.index()].load(Ordering::Acquire) {
+            return 0;
+        }
+        self.current
+            .read()
+            .unwrap_or_else(|pe| pe.into_inner())
+            .expired_before_ms[p.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_rule_fires_n_times() {
+        let rule = ActiveRule::new(StatusFault {
+            status: 429,
+            count: Some(2),
+            ..Default::default()
+        });
+        assert!(rule.fire().is_some());
+        let f = rule.fire().unwrap();
+        assert_eq!(f.retry_after, Some(1));
+        assert!(rule.fire().is_none());
+    }
+
+    #[test]
+    fn rate_is_deterministic_and_close() {
+        let hits = |seed| (0..10_000).filter(|n| draw(seed, *n, 0.1)).count();
+        assert_eq!(hits(7), hits(7));
+        let h = hits(7);
+        assert!((800..1200).contains(&h), "{h}");
+    }
+
+    #[test]
+    fn token_filter() {
+        let state = FaultState::default();
+        state.set(Faults {
+            apns: ProviderFaults {
+                status: vec![StatusFault {
+                    status: 500,
+                    tokens: vec!["a".into()],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let f = state.of(Provider::Apns).unwrap();
+        assert!(f.status_for(FaultEndpoint::Send, ["b"].into_iter()).is_none());
+        assert!(f.status_for(FaultEndpoint::Send, ["a"].into_iter()).is_some());
+        assert!(f.status_for(FaultEndpoint::Token, ["a"].into_iter()).is_none());
+        assert!(state.of(Provider::Fcm).is_none());
+        state.set(serde_json::from_str("{}").unwrap());
+        assert!(state.of(Provider::Apns).is_none());
+    }
+}

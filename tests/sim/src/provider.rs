@@ -1,0 +1,59 @@
+//! The three simulated push services.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// One of the simulated push services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Apple Push Notification service.
+    Apns,
+    /// Firebase Cloud Messaging HTTP v1.
+    Fcm,
+    /// Huawei Push Kit.
+    Hms,
+}
+
+impl Provider {
+    /// All providers, in stats order.
+    pub const ALL: [Provider; 3] = [Provider::Apns, Provider::Fcm, Provider::Hms];
+
+    /// `"apns"`, `"fcm"` or `"hms"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Apns => "apns",
+            Provider::Fcm => "fcm",
+            Provider::Hms => "hms",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Provider::Apns => 0,
+            Provider::Fcm => 1,
+            Provider::Hms => 2,
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "apns" => Ok(Provider::Apns),
+            "fcm" => Ok(Provider::Fcm),
+            "hms" => Ok(Provider::Hms),
+            other => Err(format!("unknown provider {other:?} (apns, fcm or hms)")),
+        }
+    }
+}
