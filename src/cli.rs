@@ -58,11 +58,24 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             init_logging(config.log_json);
             serve(config).await
         }
-        Command::Tenant { command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file } } => {
+        Command::Tenant {
+            command:
+                TenantCommand::Create {
+                    tenant_id,
+                    admin,
+                    password,
+                    data_dir,
+                    master_key_file,
+                },
+        } => {
             let mut config = Config::for_data_dir(data_dir);
             config.master_key_file = master_key_file;
             let engine = Engine::open(config)?;
-            let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
+            let body = CreateTenant {
+                tenant_id: tenant_id.clone(),
+                admin_username: admin,
+                admin_password: password,
+            };
             crate::api::tenants::create_tenant(&engine.store, &body).map_err(|e| e.message)?;
             engine.store.durable().await.map_err(|e| e.to_string())?;
             println!("created tenant {tenant_id}");
@@ -77,7 +90,10 @@ async fn serve(config: Config) -> Result<(), String> {
     let engine = Engine::open(config)?;
     if generated {
         // Printed once, on purpose: the operator needs it to create tenants.
-        println!("operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}", engine.operator_token);
+        println!(
+            "operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}",
+            engine.operator_token
+        );
     }
     tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
     println!("herald listening on {}", engine.config.public_url);
@@ -108,6 +124,12 @@ async fn shutdown_signal() {
 
 fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }

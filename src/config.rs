@@ -114,7 +114,10 @@ impl Config {
 
     /// Defaults for a data directory, as the tests and the offline commands use.
     pub fn for_data_dir(dir: impl Into<PathBuf>) -> Config {
-        let s = Settings { data_dir: Some(dir.into()), ..Settings::default() };
+        let s = Settings {
+            data_dir: Some(dir.into()),
+            ..Settings::default()
+        };
         Config::resolve(s).unwrap_or_else(|_| unreachable!("defaults always resolve"))
     }
 }
@@ -126,7 +129,10 @@ mod tests {
     #[test]
     fn layers_and_defaults() {
         let file: Settings = toml::from_str("listen = \"127.0.0.1:9000\"\nbody_limit = 10").unwrap();
-        let cli = Settings { body_limit: Some(20), ..Settings::default() };
+        let cli = Settings {
+            body_limit: Some(20),
+            ..Settings::default()
+        };
         let c = Config::resolve(cli.or(file)).unwrap();
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.body_limit, 20);

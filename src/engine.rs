@@ -28,7 +28,13 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        Ok(Arc::new(Engine { config, store, keys: KeyCache::default(), operator_token, metrics: crate::metrics::handle() }))
+        Ok(Arc::new(Engine {
+            config,
+            store,
+            keys: KeyCache::default(),
+            operator_token,
+            metrics: crate::metrics::handle(),
+        }))
     }
 }
 

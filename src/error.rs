@@ -43,7 +43,12 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), oauth: None, word: None }
+        Self {
+            status,
+            message: message.into(),
+            oauth: None,
+            word: None,
+        }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -68,7 +73,10 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
     pub fn oauth(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
-        Self { oauth: Some(error), ..Self::new(status, description) }
+        Self {
+            oauth: Some(error),
+            ..Self::new(status, description)
+        }
     }
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);

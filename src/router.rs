@@ -15,6 +15,9 @@ use std::time::Instant;
 
 pub type Handler = fn(Cx) -> BoxFuture<'static, ApiResult<Response>>;
 
+/// Path parameters by name, in pattern order.
+pub type Params = Vec<(String, String)>;
+
 /// One route of API.md.
 pub struct Route {
     pub method: Method,
@@ -70,13 +73,17 @@ impl Router {
         &self.routes
     }
 
-    fn find(&self, method: &Method, path: &str) -> Result<(&Route, Vec<(String, String)>), StatusCode> {
+    fn find(&self, method: &Method, path: &str) -> Result<(&Route, Params), StatusCode> {
         if let Some(m) = self.by_method.get(method).and_then(|r| r.at(path).ok()) {
             let params = m.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             return Ok((&self.routes[*m.value], params));
         }
         let elsewhere = self.by_method.values().any(|r| r.at(path).is_ok());
-        Err(if elsewhere { StatusCode::METHOD_NOT_ALLOWED } else { StatusCode::NOT_FOUND })
+        Err(if elsewhere {
+            StatusCode::METHOD_NOT_ALLOWED
+        } else {
+            StatusCode::NOT_FOUND
+        })
     }
 }
 
@@ -91,7 +98,11 @@ where
     let path = req.uri().path().to_string();
     let (route_label, family, result) = match Router::global().find(&method, &path) {
         Ok((route, params)) => (route.path, route.family, run(engine, route, params, req).await),
-        Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
+        Err(status) => (
+            "unmatched",
+            Family::Ops,
+            Err(ApiError::new(status, format!("no route for {method} {path}"))),
+        ),
     };
     let response = match result {
         Ok(r) => r,
@@ -109,7 +120,12 @@ where
     response
 }
 
-async fn run<B>(engine: Arc<Engine>, route: &Route, params: Vec<(String, String)>, req: Request<B>) -> ApiResult<Response>
+async fn run<B>(
+    engine: Arc<Engine>,
+    route: &Route,
+    params: Vec<(String, String)>,
+    req: Request<B>,
+) -> ApiResult<Response>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -137,9 +153,10 @@ where
 {
     match http_body_util::Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes")))
-        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body exceeds {limit} bytes"),
+        )),
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }
@@ -150,7 +167,12 @@ fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
 }
 
-fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tenant: Option<&str>) -> ApiResult<Option<Principal>> {
+fn authenticate(
+    engine: &Engine,
+    access: Access,
+    headers: &http::HeaderMap,
+    tenant: Option<&str>,
+) -> ApiResult<Option<Principal>> {
     match access {
         Access::Public => Ok(None),
         Access::Operator => {
@@ -163,8 +185,13 @@ fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tena
         }
         Access::Tenant(grants) => {
             let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-            let (token_tenant, claims) =
-                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
+            let (token_tenant, claims) = tokens::verify(
+                &engine.store,
+                &engine.keys,
+                &engine.config.public_url,
+                token,
+                tokens::TYP_ACCESS,
+            )?;
             if Some(token_tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }

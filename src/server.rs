@@ -45,13 +45,20 @@ pub async fn spawn(config: Config) -> Result<Running, String> {
     let task = tokio::spawn(serve(engine.clone(), listener, tls, async {
         let _ = stopped.await;
     }));
-    Ok(Running { addr, engine, stop, task })
+    Ok(Running {
+        addr,
+        engine,
+        stop,
+        task,
+    })
 }
 
 /// Binds the listen address; when the public URL was derived from a port-0
 /// address, it is derived again from the port actually bound.
 pub async fn bind(mut config: Config) -> Result<(TcpListener, Config), String> {
-    let listener = TcpListener::bind(config.listen).await.map_err(|e| format!("binding {}: {e}", config.listen))?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("binding {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let derived = |a: SocketAddr| [format!("http://{a}"), format!("https://{a}")];
     if derived(config.listen).contains(&config.public_url) {
@@ -63,9 +70,18 @@ pub async fn bind(mut config: Config) -> Result<(TcpListener, Config), String> {
 }
 
 /// Accepts connections until `shutdown` completes, then drains.
-pub async fn serve(engine: Arc<Engine>, listener: TcpListener, tls: Option<TlsAcceptor>, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    engine: Arc<Engine>,
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10))
+        .keep_alive(true);
     builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
@@ -121,7 +137,9 @@ pub async fn serve(engine: Arc<Engine>, listener: TcpListener, tls: Option<TlsAc
 }
 
 pub fn tls_acceptor(engine: &Engine) -> Result<Option<TlsAcceptor>, String> {
-    let Some((cert, key)) = &engine.config.tls else { return Ok(None) };
+    let Some((cert, key)) = &engine.config.tls else {
+        return Ok(None);
+    };
     let certs = rustls_pemfile::certs(&mut std::io::BufReader::new(
         std::fs::File::open(cert).map_err(|e| format!("{}: {e}", cert.display()))?,
     ))

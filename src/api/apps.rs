@@ -26,7 +26,12 @@ pub async fn update(cx: Cx) -> ApiResult<Response> {
     let (tenant, name) = (cx.tenant(), cx.param("appName"));
     let body: AppBody = cx.json()?;
     body.validate(name)?;
-    let old = cx.engine.store.apps().get(tenant, name)?.ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
+    let old = cx
+        .engine
+        .store
+        .apps()
+        .get(tenant, name)?
+        .ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
     let app = to_record(&cx.engine.store, tenant, name, &body, Some(&old), now_ms())?;
     cx.engine.store.apps().update(tenant, &app)?;
     cx.engine.store.durable().await?;
@@ -35,7 +40,12 @@ pub async fn update(cx: Cx) -> ApiResult<Response> {
 
 pub async fn get(cx: Cx) -> ApiResult<Response> {
     let (tenant, name) = (cx.tenant(), cx.param("appName"));
-    let app = cx.engine.store.apps().get(tenant, name)?.ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
+    let app = cx
+        .engine
+        .store
+        .apps()
+        .get(tenant, name)?
+        .ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
     json(StatusCode::OK, &AppView::of(tenant, &app))
 }
 
@@ -47,7 +57,11 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
         // A name filter selects at most a handful of apps: filter, then page.
         Some(f) => {
             let (all, _) = cx.engine.store.apps().list(tenant, 0, usize::MAX)?;
-            all.into_iter().filter(|a| a.name.contains(f.as_str())).skip(paging.offset()).take(paging.size).collect()
+            all.into_iter()
+                .filter(|a| a.name.contains(f.as_str()))
+                .skip(paging.offset())
+                .take(paging.size)
+                .collect()
         }
         None => cx.engine.store.apps().list(tenant, paging.offset(), paging.size)?.0,
     };
@@ -71,23 +85,45 @@ fn to_record(store: &Store, tenant: &str, name: &str, b: &AppBody, old: Option<&
     let seal = |field: &str, value: &Option<String>, kept: Option<&Option<Secret>>| -> ApiResult<Option<Secret>> {
         match value.as_deref() {
             None => Ok(None),
-            Some(MASK) => kept.cloned().flatten().map(Some).ok_or_else(|| ApiError::field(field, "*** stands for a stored value, and none is stored")),
-            Some(v) => Ok(Some(store.seal(v.as_bytes(), &App::secret_context(tenant, name, field))?)),
+            Some(MASK) => kept
+                .cloned()
+                .flatten()
+                .map(Some)
+                .ok_or_else(|| ApiError::field(field, "*** stands for a stored value, and none is stored")),
+            Some(v) => Ok(Some(
+                store.seal(v.as_bytes(), &App::secret_context(tenant, name, field))?,
+            )),
         }
     };
     Ok(App {
         name: name.to_string(),
         categories: b.categories.clone(),
         android_api_key: seal("androidApiKey", &b.android_api_key, old.map(|o| &o.android_api_key))?,
-        fcm_service_account: seal("fcmServiceAccountJSON", &b.fcm_service_account_json, old.map(|o| &o.fcm_service_account))?,
-        ios_apns_certificate: seal("iosApnsCertificate", &b.ios_apns_certificate, old.map(|o| &o.ios_apns_certificate))?,
-        ios_apns_private_key: seal("iosApnsPrivateKey", &b.ios_apns_private_key, old.map(|o| &o.ios_apns_private_key))?,
+        fcm_service_account: seal(
+            "fcmServiceAccountJSON",
+            &b.fcm_service_account_json,
+            old.map(|o| &o.fcm_service_account),
+        )?,
+        ios_apns_certificate: seal(
+            "iosApnsCertificate",
+            &b.ios_apns_certificate,
+            old.map(|o| &o.ios_apns_certificate),
+        )?,
+        ios_apns_private_key: seal(
+            "iosApnsPrivateKey",
+            &b.ios_apns_private_key,
+            old.map(|o| &o.ios_apns_private_key),
+        )?,
         ios_apns_team_id: b.ios_apns_team_id.clone(),
         ios_apns_key_id: b.ios_apns_key_id.clone(),
         ios_bundle_id: b.ios_bundle_id.clone(),
         ios_is_development: b.ios_is_development,
         hpk_client_id: b.hpk_client_id.clone(),
-        hpk_client_secret: seal("hpkClientSecret", &b.hpk_client_secret, old.map(|o| &o.hpk_client_secret))?,
+        hpk_client_secret: seal(
+            "hpkClientSecret",
+            &b.hpk_client_secret,
+            old.map(|o| &o.hpk_client_secret),
+        )?,
         created_ms: old.map_or(now, |o| o.created_ms),
         modified_ms: now,
     })

@@ -13,9 +13,15 @@ use crate::route;
 use crate::router::Route;
 
 const OPS: Family = Family::Ops;
-const REALM: Family = Family::Realm { subsystem: subsystem::USERS };
-const PUSH: Family = Family::Admin { subsystem: subsystem::PUSH };
-const TENANT: Family = Family::Admin { subsystem: subsystem::TENANT };
+const REALM: Family = Family::Realm {
+    subsystem: subsystem::USERS,
+};
+const PUSH: Family = Family::Admin {
+    subsystem: subsystem::PUSH,
+};
+const TENANT: Family = Family::Admin {
+    subsystem: subsystem::TENANT,
+};
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {

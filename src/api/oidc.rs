@@ -33,7 +33,9 @@ fn invalid_request(description: &str) -> ApiError {
 }
 
 fn parse_request(cx: &Cx) -> ApiResult<TokenRequest> {
-    let is_json = cx.header("content-type").is_some_and(|c| c.starts_with("application/json"));
+    let is_json = cx
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("application/json"));
     if is_json {
         serde_json::from_slice(&cx.body).map_err(|e| invalid_request(&format!("malformed JSON body: {e}")))
     } else {
@@ -53,25 +55,37 @@ fn parse_request(cx: &Cx) -> ApiResult<TokenRequest> {
 
 pub async fn token(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant().to_string();
-    let key = cx.engine.keys.get(&cx.engine.store, &tenant)?.ok_or_else(|| {
-        ApiError::oauth(StatusCode::NOT_FOUND, "invalid_request", "Realm does not exist")
-    })?;
+    let key = cx
+        .engine
+        .keys
+        .get(&cx.engine.store, &tenant)?
+        .ok_or_else(|| ApiError::oauth(StatusCode::NOT_FOUND, "invalid_request", "Realm does not exist"))?;
     let req = parse_request(&cx)?;
     let pair = match req.grant_type.as_deref() {
         Some("password") => password_grant(&cx.engine, &tenant, &key, req).await?,
         Some("refresh_token") => refresh_grant(&cx.engine, &tenant, &key, req)?,
         Some("client_credentials") => client_grant(&cx.engine, &tenant, &key, req)?,
         Some(other) => {
-            return Err(ApiError::oauth(StatusCode::BAD_REQUEST, "unsupported_grant_type", format!("unsupported grant type {other}")))
+            return Err(ApiError::oauth(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                format!("unsupported grant type {other}"),
+            ))
         }
         None => return Err(invalid_request("Missing form parameter: grant_type")),
     };
     let mut resp = json(StatusCode::OK, &pair)?;
-    resp.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut()
+        .insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
 }
 
-async fn password_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
+async fn password_grant(
+    engine: &Arc<Engine>,
+    tenant: &str,
+    key: &TenantKey,
+    req: TokenRequest,
+) -> ApiResult<TokenPair> {
     let (Some(username), Some(password)) = (req.username, req.password) else {
         return Err(invalid_request("username and password are required"));
     };
@@ -82,11 +96,25 @@ async fn password_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req
         .map_err(|_| ApiError::internal("password check failed"))?;
     let user = match (ok, user) {
         (true, Some(u)) => u,
-        _ => return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")),
+        _ => {
+            return Err(ApiError::oauth(
+                StatusCode::UNAUTHORIZED,
+                "invalid_grant",
+                "Invalid user credentials",
+            ))
+        }
     };
     check_user_may_log_in(&user)?;
     let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
-    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &ulid::Ulid::generate().to_string())
+    issue_user_tokens(
+        engine,
+        tenant,
+        key,
+        &user,
+        &client_id,
+        req.scope,
+        &ulid::Ulid::generate().to_string(),
+    )
 }
 
 fn check_user_may_log_in(user: &User) -> ApiResult<()> {
@@ -100,19 +128,45 @@ fn check_user_may_log_in(user: &User) -> ApiResult<()> {
 }
 
 fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
-    let token = req.refresh_token.ok_or_else(|| invalid_request("refresh_token is required"))?;
-    let (token_tenant, claims) = tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &token, TYP_REFRESH)
-        .map_err(|_| invalid_grant("Invalid refresh token"))?;
+    let token = req
+        .refresh_token
+        .ok_or_else(|| invalid_request("refresh_token is required"))?;
+    let (token_tenant, claims) = tokens::verify(
+        &engine.store,
+        &engine.keys,
+        &engine.config.public_url,
+        &token,
+        TYP_REFRESH,
+    )
+    .map_err(|_| invalid_grant("Invalid refresh token"))?;
     if token_tenant != tenant {
         return Err(invalid_grant("Invalid refresh token"));
     }
-    let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
+    let user = engine
+        .store
+        .users()
+        .get(tenant, &claims.sub)?
+        .ok_or_else(|| invalid_grant("Invalid refresh token"))?;
     check_user_may_log_in(&user)?;
-    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &claims.session_state)
+    issue_user_tokens(
+        engine,
+        tenant,
+        key,
+        &user,
+        &claims.azp,
+        Some(claims.scope),
+        &claims.session_state,
+    )
 }
 
 fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
-    let unauthorized = || ApiError::oauth(StatusCode::UNAUTHORIZED, "unauthorized_client", "Invalid client or client credentials");
+    let unauthorized = || {
+        ApiError::oauth(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized_client",
+            "Invalid client or client credentials",
+        )
+    };
     let (Some(id), Some(secret)) = (req.client_id, req.client_secret) else {
         return Err(invalid_request("client_id and client_secret are required"));
     };
@@ -137,7 +191,9 @@ fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenR
         azp: id.clone(),
         session_state: ulid::Ulid::generate().to_string(),
         scope: "profile".into(),
-        realm_access: RoleSet { roles: vec![roles::CLIENT.to_string()] },
+        realm_access: RoleSet {
+            roles: vec![roles::CLIENT.to_string()],
+        },
         resource_access: Default::default(),
         preferred_username: format!("service-account-{}", id.to_lowercase()),
         email: None,
@@ -177,8 +233,14 @@ fn issue_user_tokens(
         azp: client_id.to_string(),
         session_state: session.to_string(),
         scope: scope.unwrap_or_else(|| "openid profile email".into()),
-        realm_access: RoleSet { roles: user.realm_roles.clone() },
-        resource_access: user.client_roles.iter().map(|(c, r)| (c.clone(), RoleSet { roles: r.clone() })).collect(),
+        realm_access: RoleSet {
+            roles: user.realm_roles.clone(),
+        },
+        resource_access: user
+            .client_roles
+            .iter()
+            .map(|(c, r)| (c.clone(), RoleSet { roles: r.clone() }))
+            .collect(),
         preferred_username: user.username.clone(),
         email: user.email.clone(),
         ast_client_id: None,
@@ -284,6 +346,10 @@ pub async fn discovery(cx: Cx) -> ApiResult<Response> {
 }
 
 pub async fn certs(cx: Cx) -> ApiResult<Response> {
-    let key = cx.engine.keys.get(&cx.engine.store, cx.tenant())?.ok_or_else(|| ApiError::not_found("Realm does not exist"))?;
+    let key = cx
+        .engine
+        .keys
+        .get(&cx.engine.store, cx.tenant())?
+        .ok_or_else(|| ApiError::not_found("Realm does not exist"))?;
     json(StatusCode::OK, &json!({ "keys": [key.jwk()] }))
 }

@@ -40,7 +40,12 @@ pub fn create_tenant(store: &Store, body: &CreateTenant) -> ApiResult<()> {
         username: body.admin_username.to_lowercase(),
         enabled: true,
         realm_roles: roles::ADMINS.iter().map(|r| r.to_string()).collect(),
-        credentials: vec![Credential { id: uuid::Uuid::new_v4().to_string(), kind: "password".into(), hash, created_ms: now }],
+        credentials: vec![Credential {
+            id: uuid::Uuid::new_v4().to_string(),
+            kind: "password".into(),
+            hash,
+            created_ms: now,
+        }],
         created_ms: now,
         ..User::default()
     };

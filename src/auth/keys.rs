@@ -39,7 +39,13 @@ impl TenantKey {
         let x = URL_SAFE_NO_PAD.encode(&point[1..33]);
         let y = URL_SAFE_NO_PAD.encode(&point[33..65]);
         let decoding = DecodingKey::from_ec_components(&x, &y).map_err(|e| e.to_string())?;
-        Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y })
+        Ok(Self {
+            kid: kid.to_string(),
+            encoding: EncodingKey::from_ec_der(pkcs8),
+            decoding,
+            x,
+            y,
+        })
     }
 
     pub fn jwk(&self) -> serde_json::Value {
@@ -59,9 +65,12 @@ impl KeyCache {
         if let Some(k) = self.keys.get(tenant) {
             return Ok(Some(k.clone()));
         }
-        let Some(t) = store.tenants().get(tenant)? else { return Ok(None) };
+        let Some(t) = store.tenants().get(tenant)? else {
+            return Ok(None);
+        };
         let pkcs8 = store.unseal(&t.signing_key, &signing_key_context(tenant))?;
-        let key = TenantKey::from_pkcs8(&t.key_id, &pkcs8).map_err(|_| herald_storage::Error::Seal("bad tenant key"))?;
+        let key =
+            TenantKey::from_pkcs8(&t.key_id, &pkcs8).map_err(|_| herald_storage::Error::Seal("bad tenant key"))?;
         let key = Arc::new(key);
         self.keys.insert(tenant.to_string(), key.clone());
         Ok(Some(key))

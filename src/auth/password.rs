@@ -8,8 +8,12 @@ use std::sync::OnceLock;
 
 pub fn hash(password: &str) -> Result<String, String> {
     let mut salt = [0u8; 16];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut salt).map_err(|_| "no randomness".to_string())?;
-    Argon2::default().hash_password_with_salt(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut salt)
+        .map_err(|_| "no randomness".to_string())?;
+    Argon2::default()
+        .hash_password_with_salt(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// True when `password` matches the PHC `hash`; `None` verifies against a dummy.

@@ -63,7 +63,8 @@ pub fn issuer(public_url: &str, tenant: &str) -> String {
 pub fn sign(key: &TenantKey, claims: &AccessClaims) -> ApiResult<String> {
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(key.kid.clone());
-    jsonwebtoken::encode(&header, claims, &key.encoding).map_err(|e| ApiError::internal(format!("signing a token: {e}")))
+    jsonwebtoken::encode(&header, claims, &key.encoding)
+        .map_err(|e| ApiError::internal(format!("signing a token: {e}")))
 }
 
 /// The tenant named by a token's `iss`, read before verification so the right

@@ -26,7 +26,11 @@ pub struct Cx {
 impl Cx {
     /// A path parameter; the router guarantees the names of its patterns.
     pub fn param(&self, name: &str) -> &str {
-        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
     }
 
     /// The tenant of the path.
@@ -35,7 +39,9 @@ impl Cx {
     }
 
     pub fn principal(&self) -> ApiResult<&Principal> {
-        self.principal.as_ref().ok_or_else(|| ApiError::unauthorized("missing bearer token"))
+        self.principal
+            .as_ref()
+            .ok_or_else(|| ApiError::unauthorized("missing bearer token"))
     }
 
     /// Decodes the JSON body strictly; the error names the field path.
@@ -82,7 +88,8 @@ pub fn json<T: Serialize>(status: StatusCode, value: &T) -> ApiResult<Response> 
 pub fn with_body(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
     let mut r = http::Response::new(Full::new(body));
     *r.status_mut() = status;
-    r.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 

@@ -72,7 +72,10 @@ impl PushTokens<'_> {
         let t = self.0.trees();
         let k = key(&[tenant, client_id]);
         let value = codec::encode(token)?;
-        let index_value = codec::encode(&TokenRef { provider: token.provider, token: token.token.clone() })?;
+        let index_value = codec::encode(&TokenRef {
+            provider: token.provider,
+            token: token.token.clone(),
+        })?;
         let new_index = index_key(tenant, &token.app_name, client_id);
         (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
             if let Some(old) = tokens.get(&k)? {
@@ -93,7 +96,9 @@ impl PushTokens<'_> {
         let t = self.0.trees();
         let k = key(&[tenant, client_id]);
         let removed = (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
-            let Some(old) = tokens.remove(k.as_slice())? else { return Ok(false) };
+            let Some(old) = tokens.remove(k.as_slice())? else {
+                return Ok(false);
+            };
             let old: PushToken = codec::decode(&old).map_err(TxError::Abort)?;
             index.remove(index_key(tenant, &old.app_name, client_id))?;
             Ok(true)
@@ -126,7 +131,13 @@ impl PushTokens<'_> {
     }
 
     /// Valid tokens of one app in client-id order, starting after `after`.
-    pub fn valid_of_app(&self, tenant: &str, app: &str, after: Option<&str>, limit: usize) -> Result<Vec<(String, TokenRef)>> {
+    pub fn valid_of_app(
+        &self,
+        tenant: &str,
+        app: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, TokenRef)>> {
         let t = &self.0.trees().tokens_by_app;
         let p = prefix(&[tenant, app]);
         let iter = match after {

@@ -43,7 +43,10 @@ pub(crate) struct Trees {
 impl Store {
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
-        let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
+        let key_file = opts
+            .master_key_file
+            .clone()
+            .unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
         let db = sled::Config::new().path(opts.data_dir.join("db")).open()?;
         let trees = Trees {
@@ -58,7 +61,14 @@ impl Store {
             tokens_by_app: db.open_tree("tokens_by_app")?,
         };
         let flusher = Flusher::start(db.clone());
-        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master }) })
+        Ok(Store {
+            inner: Arc::new(Inner {
+                db,
+                trees,
+                flusher,
+                master,
+            }),
+        })
     }
 
     /// Returns once every write made before the call is on disk; flushes are

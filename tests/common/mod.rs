@@ -32,7 +32,12 @@ impl TestServer {
         tweak(&mut config);
         let running = herald::server::spawn(config).await.expect("server starts");
         let base = format!("http://{}", running.addr);
-        TestServer { running: Some(running), base, http: Client::new(), dir }
+        TestServer {
+            running: Some(running),
+            base,
+            http: Client::new(),
+            dir,
+        }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -44,7 +49,13 @@ impl TestServer {
     }
 
     /// Sends a request with an optional bearer token and JSON body; returns status and JSON (Null when empty).
-    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let mut req = self.http.request(method, self.url(path));
         if let Some(t) = token {
             req = req.bearer_auth(t);
@@ -55,13 +66,22 @@ impl TestServer {
         let resp = req.send().await.expect("request sent");
         let status = resp.status();
         let bytes = resp.bytes().await.expect("body read");
-        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
         (status, value)
     }
 
     pub async fn create_tenant(&self, tenant: &str) {
         let (s, b) = self
-            .call(Method::POST, "/v1/tenants", Some(OPERATOR), Some(json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD})))
+            .call(
+                Method::POST,
+                "/v1/tenants",
+                Some(OPERATOR),
+                Some(json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD})),
+            )
             .await;
         assert_eq!(s, StatusCode::CREATED, "{b}");
     }
@@ -71,7 +91,12 @@ impl TestServer {
         let resp = self
             .http
             .post(self.url(&format!("/auth/realms/{tenant}/protocol/openid-connect/token")))
-            .form(&[("grant_type", "password"), ("username", user), ("password", password), ("client_id", "herald-cli")])
+            .form(&[
+                ("grant_type", "password"),
+                ("username", user),
+                ("password", password),
+                ("client_id", "herald-cli"),
+            ])
             .send()
             .await
             .expect("token request");
@@ -89,7 +114,14 @@ impl TestServer {
     pub async fn tenant_with_app(&self, tenant: &str, app: &str) -> String {
         self.create_tenant(tenant).await;
         let token = self.admin_token(tenant).await;
-        let (s, b) = self.call(Method::POST, &format!("/v1/tenants/{tenant}/apps/{app}"), Some(&token), Some(fcm_app_body())).await;
+        let (s, b) = self
+            .call(
+                Method::POST,
+                &format!("/v1/tenants/{tenant}/apps/{app}"),
+                Some(&token),
+                Some(fcm_app_body()),
+            )
+            .await;
         assert_eq!(s, StatusCode::CREATED, "{b}");
         token
     }
@@ -97,10 +129,18 @@ impl TestServer {
     /// Registers a client of `app`; returns (astClientId, clientSecret).
     pub async fn register_client(&self, tenant: &str, token: &str, app: &str) -> (String, String) {
         let (s, b) = self
-            .call(Method::POST, &format!("/v1/tenants/{tenant}/clients"), Some(token), Some(json!({"appName": app, "platform": "android"})))
+            .call(
+                Method::POST,
+                &format!("/v1/tenants/{tenant}/clients"),
+                Some(token),
+                Some(json!({"appName": app, "platform": "android"})),
+            )
             .await;
         assert_eq!(s, StatusCode::CREATED, "{b}");
-        (b["astClientId"].as_str().unwrap().to_string(), b["clientSecret"].as_str().unwrap().to_string())
+        (
+            b["astClientId"].as_str().unwrap().to_string(),
+            b["clientSecret"].as_str().unwrap().to_string(),
+        )
     }
 
     pub async fn shutdown(mut self) {
@@ -118,5 +158,11 @@ pub fn fcm_app_body() -> Value {
 
 /// The part of an error message before the first colon: the field path.
 pub fn field(body: &Value) -> String {
-    body["message"].as_str().unwrap_or_default().split(':').next().unwrap_or_default().to_string()
+    body["message"]
+        .as_str()
+        .unwrap_or_default()
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }

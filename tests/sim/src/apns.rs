@@ -89,8 +89,7 @@ struct ApnsError(StatusCode, &'static str);
 
 const INVALID_TOKEN: ApnsError = ApnsError(StatusCode::FORBIDDEN, "InvalidProviderToken");
 const EXPIRED_TOKEN: ApnsError = ApnsError(StatusCode::FORBIDDEN, "ExpiredProviderToken");
-const TOO_MANY_UPDATES: ApnsError =
-    ApnsError(StatusCode::TOO_MANY_REQUESTS, "TooManyProviderTokenUpdates");
+const TOO_MANY_UPDATES: ApnsError = ApnsError(StatusCode::TOO_MANY_REQUESTS, "TooManyProviderTokenUpdates");
 
 #[derive(Deserialize)]
 struct Claims {
@@ -279,11 +278,7 @@ fn topic_allowed(bundle: &str, topic: &str) -> bool {
 }
 
 /// Verifies `authorization: bearer <JWT>`, through the connection's cache.
-fn verify_bearer(
-    state: &SimState,
-    ctx: &ConnCtx,
-    bearer: &HeaderValue,
-) -> Result<Arc<str>, ApnsError> {
+fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Result<Arc<str>, ApnsError> {
     let now = now_secs();
     {
         let cache = ctx.auth_cache.entries.lock().unwrap_or_else(|p| p.into_inner());
@@ -320,10 +315,7 @@ fn verify_bearer(
     {
         // Apple: a new token less than 20 minutes after the last one is refused. Older
         // tokens (still within their hour) stay usable, as other connections may hold them.
-        let mut last = state
-            .apns_last_iat
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut last = state.apns_last_iat.lock().unwrap_or_else(|p| p.into_inner());
         match last.get(kid).copied() {
             Some(prev) if claims.iat > prev && claims.iat < prev + MIN_TOKEN_REFRESH_SECS => {
                 return Err(TOO_MANY_UPDATES);
@@ -365,12 +357,7 @@ fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
-fn error_response(
-    status: StatusCode,
-    reason: &str,
-    apns_id: HeaderValue,
-    timestamp: Option<u64>,
-) -> Response<Body> {
+fn error_response(status: StatusCode, reason: &str, apns_id: HeaderValue, timestamp: Option<u64>) -> Response<Body> {
     let body = match timestamp {
         Some(ts) => format!(r#"{{"reason":{},"timestamp":{ts}}}"#, json_str(reason)),
         None => format!(r#"{{"reason":{}}}"#, json_str(reason)),

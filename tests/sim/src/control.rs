@@ -6,7 +6,7 @@
 //! | `GET /faults` | the faults in force |
 //! | `POST /faults` | replace the faults ([`crate::Faults`]); `{}` clears them |
 //! | `DELETE /faults` | clear the faults |
-//! | `POST /reset` | zero counters, clear recorded requests and faults |
+//! | `POST /reset` | zero counters, clear recorded requests, faults and the APNs token history |
 //! | `GET /requests?provider=apns&limit=N` | the last N requests in full (default 100, at most 1000) |
 //! | `GET /accepted?provider=apns` | `{"tokens": {"<token>": count}, "total": n, "distinct": n}` |
 //! | `GET /ca.pem` | the CA certificate to trust |
@@ -85,14 +85,8 @@ fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-fn provider_param(req: &Request<Incoming>) -> Result<Option<Provider>, Response<Body>> {
-    match query_param(req, "provider") {
-        None => Ok(None),
-        Some(p) => p
-            .parse()
-            .map(Some)
-            .map_err(|e: String| text_response(StatusCode::BAD_REQUEST, e)),
-    }
+fn provider_param(req: &Request<Incoming>) -> Result<Option<Provider>, String> {
+    query_param(req, "provider").map(|p| p.parse()).transpose()
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Response<Body> {
@@ -117,9 +111,7 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
             } else {
                 match serde_json::from_slice(&body) {
                     Ok(f) => f,
-                    Err(e) => {
-                        return text_response(StatusCode::BAD_REQUEST, format!("invalid faults: {e}"))
-                    }
+                    Err(e) => return text_response(StatusCode::BAD_REQUEST, format!("invalid faults: {e}")),
                 }
             };
             state.faults.set(faults);
@@ -137,7 +129,7 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
             let providers = match provider_param(&req) {
                 Ok(Some(p)) => vec![p],
                 Ok(None) => Provider::ALL.to_vec(),
-                Err(resp) => return resp,
+                Err(e) => return text_response(StatusCode::BAD_REQUEST, e),
             };
             let limit = query_param(&req, "limit")
                 .and_then(|l| l.parse::<usize>().ok())
@@ -155,10 +147,8 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
         (Method::GET, "/accepted") => {
             let provider = match provider_param(&req) {
                 Ok(Some(p)) => p,
-                Ok(None) => {
-                    return text_response(StatusCode::BAD_REQUEST, "provider=apns|fcm|hms is required")
-                }
-                Err(resp) => return resp,
+                Ok(None) => return text_response(StatusCode::BAD_REQUEST, "provider=apns|fcm|hms is required"),
+                Err(e) => return text_response(StatusCode::BAD_REQUEST, e),
             };
             let tokens = state.counters(provider).accepted_tokens();
             let total: u64 = tokens.values().sum();

@@ -155,14 +155,16 @@ pub struct HmsRegistration {
 }
 
 /// Writes `registration` as `<cert_dir>/creds/<name>/registration.json`.
-pub fn register_credentials(
-    cert_dir: &Path,
-    name: &str,
-    registration: &Registration,
-) -> Result<PathBuf, SimError> {
+pub fn register_credentials(cert_dir: &Path, name: &str, registration: &Registration) -> Result<PathBuf, SimError> {
     let safe: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let path = cert_dir.join("creds").join(safe).join("registration.json");
     write_atomic(&path, &serde_json::to_vec_pretty(registration)?, false)?;
@@ -226,11 +228,7 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
     });
     let fcm_service_account_json = serde_json::to_string_pretty(&service_account)?;
     let fcm_service_account_path = dir.join("fcm_service_account.json");
-    write_atomic(
-        &fcm_service_account_path,
-        fcm_service_account_json.as_bytes(),
-        true,
-    )?;
+    write_atomic(&fcm_service_account_path, fcm_service_account_json.as_bytes(), true)?;
 
     // HMS: an OAuth client id (numeric, like Huawei app ids) and secret.
     let hms_client_id = random_digits(9);
@@ -261,7 +259,11 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
         "hmsTokenUrl": sims.hms_token_url(),
         "caPem": "ca.pem",
     });
-    write_atomic(&dir.join("endpoints.json"), &serde_json::to_vec_pretty(&endpoints)?, false)?;
+    write_atomic(
+        &dir.join("endpoints.json"),
+        &serde_json::to_vec_pretty(&endpoints)?,
+        false,
+    )?;
     write_atomic(&dir.join("ca.pem"), ca.cert_pem.as_bytes(), false)?;
 
     // Register the public half where the simulators look.
@@ -310,7 +312,24 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
 
 /// An RSA-2048 key as (PKCS#8 private PEM, SPKI public PEM). ring cannot generate RSA keys,
 /// so the `rsa` crate does; only the simulator needs this.
+///
+/// Generating one takes seconds in a debug build, so the process generates one key and
+/// gives it to every service account it creates (each still has its own `private_key_id`
+/// and `client_email`, which is what the simulators key on). These are fake credentials
+/// for a simulator: sharing the key costs nothing.
 fn generate_rsa_2048() -> Result<(String, String), SimError> {
+    static KEY: Mutex<Option<(String, String)>> = Mutex::new(None);
+    // Held while generating, so concurrent callers wait for the one key.
+    let mut key = KEY.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = key.as_ref() {
+        return Ok(k.clone());
+    }
+    let generated = new_rsa_2048()?;
+    *key = Some(generated.clone());
+    Ok(generated)
+}
+
+fn new_rsa_2048() -> Result<(String, String), SimError> {
     use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
     let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048)
         .map_err(|e| SimError::Cert(format!("RSA key generation: {e}")))?;

@@ -203,10 +203,7 @@ impl ActiveRule {
         }
         Some(FiredFault {
             status: self.spec.status,
-            retry_after: self
-                .spec
-                .retry_after
-                .or((self.spec.status == 429).then_some(1)),
+            retry_after: self.spec.retry_after.or((self.spec.status == 429).then_some(1)),
             reason: self.spec.reason.clone(),
         })
     }
@@ -257,13 +254,8 @@ impl ActiveFaults {
 
     /// Whether this request should drop its connection.
     pub(crate) fn should_reset(&self) -> bool {
-        self.reset_rate.is_some_and(|rate| {
-            draw(
-                self.reset_seed,
-                self.reset_draws.fetch_add(1, Ordering::Relaxed),
-                rate,
-            )
-        })
+        self.reset_rate
+            .is_some_and(|rate| draw(self.reset_seed, self.reset_draws.fetch_add(1, Ordering::Relaxed), rate))
     }
 }
 
@@ -304,11 +296,7 @@ impl FaultState {
 
     /// The faults as last set.
     pub(crate) fn get(&self) -> Faults {
-        self.current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .spec
-            .clone()
+        self.current.read().unwrap_or_else(|p| p.into_inner()).spec.clone()
     }
 
     /// The active faults of one provider, or `None` (cheaply) when it has none.
@@ -316,11 +304,7 @@ impl FaultState {
         if !self.active[p.index()].load(Ordering::Acquire) {
             return None;
         }
-        self.current
-            .read()
-            .unwrap_or_else(|pe| pe.into_inner())
-            .compiled[p.index()]
-        .clone()
+        self.current.read().unwrap_or_else(|pe| pe.into_inner()).compiled[p.index()].clone()
     }
 
     /// Access tokens of `p` issued before this instant (ms) count as expired; 0 if none.

@@ -19,8 +19,7 @@ use crate::jwt::Jwt;
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
 use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex,
-    with_retry_after,
+    bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex, with_retry_after,
 };
 use crate::Provider;
 
@@ -139,7 +138,11 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
         }
     }
     let Some(assertion) = form_field(&form, "assertion") else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "Missing required parameter: assertion");
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "Missing required parameter: assertion",
+        );
     };
     let Ok(jwt) = Jwt::parse(assertion) else {
         return invalid_grant("Invalid JWT: Unable to parse the assertion.");
@@ -195,8 +198,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     );
     Reply::ok(json_response(
         StatusCode::OK,
-        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS - 1, "token_type": "Bearer" })
-            .to_string(),
+        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS - 1, "token_type": "Bearer" }).to_string(),
     ))
 }
 
@@ -339,10 +341,7 @@ fn unregistered() -> Reply {
 }
 
 fn invalid_argument(bad: Invalid) -> Reply {
-    let violation = bad
-        .field
-        .as_deref()
-        .map(|field| (field, bad.message.as_str()));
+    let violation = bad.field.as_deref().map(|field| (field, bad.message.as_str()));
     google_error(
         StatusCode::BAD_REQUEST,
         "INVALID_ARGUMENT",
@@ -587,7 +586,12 @@ fn check_android(android: &Value) -> Result<usize, Invalid> {
     check_strings(
         android,
         "message.android",
-        &["collapse_key", "collapseKey", "restricted_package_name", "restrictedPackageName"],
+        &[
+            "collapse_key",
+            "collapseKey",
+            "restricted_package_name",
+            "restrictedPackageName",
+        ],
     )?;
     if let Some(p) = a.get("priority") {
         let ok = p

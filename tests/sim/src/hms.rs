@@ -16,8 +16,7 @@ use crate::faults::{ActiveFaults, FaultEndpoint};
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
 use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits,
-    with_retry_after,
+    bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits, with_retry_after,
 };
 use crate::Provider;
 
@@ -47,7 +46,11 @@ pub(crate) fn handle(
         .filter(|a| !a.is_empty() && !a.contains('/'))
     {
         if parts.method != Method::POST {
-            return push_error(StatusCode::METHOD_NOT_ALLOWED, "80100003", "Incorrect message structure");
+            return push_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "80100003",
+                "Incorrect message structure",
+            );
         }
         return send(state, parts, app_id, body, faults);
     }
@@ -66,8 +69,7 @@ fn oauth_error(status: StatusCode, error: u32, sub_error: u32, description: &str
     Reply {
         response: json_response(
             status,
-            json!({ "error": error, "sub_error": sub_error, "error_description": description })
-                .to_string(),
+            json!({ "error": error, "sub_error": sub_error, "error_description": description }).to_string(),
         ),
         reason: Some(Cow::Owned(error.to_string())),
     }
@@ -87,11 +89,13 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     if form_field(&form, "grant_type") != Some("client_credentials") {
         return oauth_error(StatusCode::BAD_REQUEST, 1102, 20001, "unsupported grant_type");
     }
-    let (Some(client_id), Some(secret)) = (
-        form_field(&form, "client_id"),
-        form_field(&form, "client_secret"),
-    ) else {
-        return oauth_error(StatusCode::BAD_REQUEST, 1102, 20002, "missing client_id or client_secret");
+    let (Some(client_id), Some(secret)) = (form_field(&form, "client_id"), form_field(&form, "client_secret")) else {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            1102,
+            20002,
+            "missing client_id or client_secret",
+        );
     };
     let Some(client) = state.registry.hms_client(client_id) else {
         return oauth_error(StatusCode::UNAUTHORIZED, 1102, 20151, "invalid client_id");
@@ -107,8 +111,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     );
     Reply::ok(json_response(
         StatusCode::OK,
-        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS, "token_type": "Bearer" })
-            .to_string(),
+        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS, "token_type": "Bearer" }).to_string(),
     ))
 }
 
@@ -135,9 +138,7 @@ fn push_error(status: StatusCode, code: &str, msg: &str) -> Reply {
 
 /// A request-level refusal: every token it carried counts as rejected.
 fn refuse(state: &SimState, n_tokens: usize, status: StatusCode, code: &str, msg: &str) -> Reply {
-    state
-        .counters(Provider::Hms)
-        .reject_n(code, n_tokens.max(1) as u64);
+    state.counters(Provider::Hms).reject_n(code, n_tokens.max(1) as u64);
     push_error(status, code, msg)
 }
 
@@ -159,7 +160,13 @@ fn send(
         Some(Ok(v)) => Some(v),
         Some(Err(_)) => None,
         None => {
-            return refuse(state, 1, StatusCode::PAYLOAD_TOO_LARGE, "80300008", "The message body size exceeds the default value");
+            return refuse(
+                state,
+                1,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "80300008",
+                "The message body size exceeds the default value",
+            );
         }
     };
     // How many notifications the request meant to send, for counting refusals.
@@ -181,15 +188,33 @@ fn send(
     match auth {
         Ok(()) => {}
         Err(TokenProblem::Expired) => {
-            return refuse(state, n_tokens, StatusCode::UNAUTHORIZED, "80200003", "OAuth token expired.");
+            return refuse(
+                state,
+                n_tokens,
+                StatusCode::UNAUTHORIZED,
+                "80200003",
+                "OAuth token expired.",
+            );
         }
         Err(TokenProblem::Unknown | TokenProblem::WrongOwner) => {
-            return refuse(state, n_tokens, StatusCode::UNAUTHORIZED, "80200001", "Oauth Authentication error");
+            return refuse(
+                state,
+                n_tokens,
+                StatusCode::UNAUTHORIZED,
+                "80200001",
+                "Oauth Authentication error",
+            );
         }
     }
 
     let Some(value) = value else {
-        return refuse(state, n_tokens, StatusCode::BAD_REQUEST, "80100003", "Incorrect message structure");
+        return refuse(
+            state,
+            n_tokens,
+            StatusCode::BAD_REQUEST,
+            "80100003",
+            "Incorrect message structure",
+        );
     };
     let (target, validate_only) = match validate(&value) {
         Ok(t) => t,
@@ -207,14 +232,15 @@ fn send(
         Target::Tokens(t) => t.clone(),
         Target::Topic(_) | Target::Condition(_) => Vec::new(),
     };
-    if let Some(fired) =
-        faults.and_then(|f| f.status_for(FaultEndpoint::Send, tokens.iter().copied()))
-    {
+    if let Some(fired) = faults.and_then(|f| f.status_for(FaultEndpoint::Send, tokens.iter().copied())) {
         let status = StatusCode::from_u16(fired.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let (code, msg) = match fired.status {
             400 => ("80100003", "Incorrect message structure"),
             401 => ("80200003", "OAuth token expired."),
-            403 => ("80300002", "The current app does not have the permission to send messages to the tokens"),
+            403 => (
+                "80300002",
+                "The current app does not have the permission to send messages to the tokens",
+            ),
             404 | 410 => ("80300007", "All the tokens are invalid"),
             413 => ("80300008", "The message body size exceeds the default value"),
             429 => ("80300013", "Too many requests: flow control, retry later"),
@@ -248,7 +274,13 @@ fn send(
             };
             let (illegal, valid): (Vec<&str>, Vec<&str>) = tokens.into_iter().partition(|t| dead(t));
             if valid.is_empty() {
-                return refuse(state, illegal.len(), StatusCode::BAD_REQUEST, "80300007", "All the tokens are invalid");
+                return refuse(
+                    state,
+                    illegal.len(),
+                    StatusCode::BAD_REQUEST,
+                    "80300007",
+                    "All the tokens are invalid",
+                );
             }
             if !validate_only {
                 for t in &valid {
@@ -288,14 +320,20 @@ fn validate(v: &Value) -> Result<(Target<'_>, bool), Refusal> {
         .filter(|k| message.contains_key(**k))
         .count();
     if targets != 1 {
-        return Err(("80300010", "The number of tokens in the message body exceeds the default value"));
+        return Err((
+            "80300010",
+            "The number of tokens in the message body exceeds the default value",
+        ));
     }
     let target = if let Some(tokens) = message.get("token") {
         let Value::Array(list) = tokens else {
             return Err(BAD_STRUCTURE);
         };
         if list.is_empty() || list.len() > MAX_TOKENS {
-            return Err(("80300010", "The number of tokens in the message body exceeds the default value"));
+            return Err((
+                "80300010",
+                "The number of tokens in the message body exceeds the default value",
+            ));
         }
         let tokens = list
             .iter()

@@ -32,8 +32,7 @@ impl<'a> Jwt<'a> {
     /// Splits and decodes a compact JWS (`header.claims.signature`).
     pub(crate) fn parse(token: &'a str) -> Result<Jwt<'a>, Malformed> {
         let mut parts = token.split('.');
-        let (Some(h), Some(c), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(h), Some(c), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return Err(Malformed);
         };
         let header_json = URL_SAFE_NO_PAD.decode(h).map_err(|_| Malformed)?;
@@ -41,7 +40,7 @@ impl<'a> Jwt<'a> {
         let signature = URL_SAFE_NO_PAD.decode(s).map_err(|_| Malformed)?;
         Ok(Jwt {
             header,
-            signing_input: token[..h.len() + 1 + c.len()].as_bytes(),
+            signing_input: &token.as_bytes()[..h.len() + 1 + c.len()],
             claims_b64: c,
             signature,
         })
@@ -78,8 +77,7 @@ pub(crate) fn spki_pem_key_bytes(pem: &str) -> Result<Vec<u8>, String> {
     use rustls::pki_types::SubjectPublicKeyInfoDer;
     use x509_parser::prelude::FromDer;
     let der = SubjectPublicKeyInfoDer::from_pem_slice(pem.as_bytes()).map_err(|e| e.to_string())?;
-    let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(der.as_ref())
-        .map_err(|e| e.to_string())?;
+    let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(der.as_ref()).map_err(|e| e.to_string())?;
     Ok(spki.subject_public_key.data.to_vec())
 }
 
@@ -93,8 +91,7 @@ mod tests {
     fn es256_round_trip() {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let kp =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+        let kp = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
         let h = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","kid":"ABC"}"#);
         let c = URL_SAFE_NO_PAD.encode(br#"{"iss":"T","iat":1}"#);
         let input = format!("{h}.{c}");
@@ -103,7 +100,11 @@ mod tests {
         let jwt = Jwt::parse(&token).unwrap();
         assert_eq!(jwt.header.kid.as_deref(), Some("ABC"));
         assert!(jwt.verify_es256(kp.public_key().as_ref()));
-        let tampered = format!("{h}.{}.{}", URL_SAFE_NO_PAD.encode(br#"{"iss":"X","iat":1}"#), URL_SAFE_NO_PAD.encode(sig.as_ref()));
+        let tampered = format!(
+            "{h}.{}.{}",
+            URL_SAFE_NO_PAD.encode(br#"{"iss":"X","iat":1}"#),
+            URL_SAFE_NO_PAD.encode(sig.as_ref())
+        );
         assert!(!Jwt::parse(&tampered).unwrap().verify_es256(kp.public_key().as_ref()));
         assert!(Jwt::parse("a.b").is_err());
     }

@@ -111,8 +111,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use credentials::{
-    generate_credentials, register_credentials, ApnsRegistration, Credentials, FcmRegistration,
-    HmsRegistration, Registration, SimUrls, DEMO_BUNDLE_ID,
+    generate_credentials, register_credentials, ApnsRegistration, Credentials, FcmRegistration, HmsRegistration,
+    Registration, SimUrls, DEMO_BUNDLE_ID,
 };
 pub use error::SimError;
 pub use faults::{FaultEndpoint, Faults, ProviderFaults, StatusFault};
@@ -178,8 +178,7 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, SimError> {
 }
 
 fn local_addr(l: &TcpListener, asked: SocketAddr) -> Result<SocketAddr, SimError> {
-    l.local_addr()
-        .map_err(|source| SimError::Bind { addr: asked, source })
+    l.local_addr().map_err(|source| SimError::Bind { addr: asked, source })
 }
 
 /// `scheme://host:port` for a listener, with an unspecified address shown as loopback.
@@ -334,7 +333,8 @@ impl Simulators {
         self.state.faults.get()
     }
 
-    /// Zeroes counters, clears recorded requests and faults (as `POST /reset`).
+    /// Zeroes counters, clears recorded requests and faults, and forgets the APNs provider
+    /// token history (as `POST /reset`). Issued OAuth access tokens stay valid.
     pub fn reset(&self) {
         self.state.reset();
     }

@@ -137,10 +137,7 @@ impl RequestLog {
     pub(crate) fn last(&self, provider: Provider, limit: usize) -> Vec<RecordedRequest> {
         let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let skip = ring.len().saturating_sub(limit);
-        ring.iter()
-            .skip(skip)
-            .map(|r| r.to_recorded(provider))
-            .collect()
+        ring.iter().skip(skip).map(|r| r.to_recorded(provider)).collect()
     }
 
     pub(crate) fn clear(&self) {

@@ -44,10 +44,7 @@ pub(crate) struct Reply {
 
 impl Reply {
     pub(crate) fn ok(response: Response<Body>) -> Reply {
-        Reply {
-            response,
-            reason: None,
-        }
+        Reply { response, reason: None }
     }
 }
 
@@ -193,8 +190,8 @@ async fn serve_connection(
             async move { Ok::<_, Infallible>(handle_request(&state, &ctx, req).await) }
         })
     };
-    let conn = builder.serve_connection(TokioIo::new(tls), service);
-    tokio::pin!(conn);
+    // Boxed, so that it can be dropped (closing the socket) before `closed` is signalled.
+    let mut conn = Box::pin(builder.serve_connection(TokioIo::new(tls), service));
     let mut closing = false;
     loop {
         tokio::select! {
@@ -245,11 +242,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
     }
 
     let (parts, body) = req.into_parts();
-    let body = Limited::new(body, MAX_BODY)
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .ok();
+    let body = Limited::new(body, MAX_BODY).collect().await.map(|c| c.to_bytes()).ok();
     let reply = dispatch(state, ctx, &parts, body.as_ref(), faults.as_deref());
     let status = reply.response.status().as_u16();
     counters.status(status);
@@ -281,12 +274,7 @@ fn dispatch(
 }
 
 /// The `reset_connection_rate` fault: the connection is dropped instead of answering.
-async fn reset_connection(
-    state: &SimState,
-    ctx: &ConnCtx,
-    req: Request<Incoming>,
-    received_ms: u64,
-) -> Response<Body> {
+async fn reset_connection(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>, received_ms: u64) -> Response<Body> {
     let (parts, _) = req.into_parts();
     state.log(ctx.provider).push(RawRequest {
         received_ms,

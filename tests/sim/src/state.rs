@@ -76,24 +76,21 @@ impl SimState {
         }
     }
 
-    /// Zeroes counters, clears recorded requests and faults. Issued access tokens and the
-    /// APNs token history stay valid, as they would at the real services.
+    /// Zeroes counters, clears recorded requests and faults, and forgets the APNs provider
+    /// token history (so a restarted Herald signing a new token is not refused with
+    /// `TooManyProviderTokenUpdates`). Issued OAuth access tokens stay valid, as Herald
+    /// caches them.
     pub(crate) fn reset(&self) {
         for p in Provider::ALL {
             self.counters(p).reset();
             self.log(p).clear();
         }
         self.faults.set(Default::default());
+        self.apns_last_iat.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// Grants an access token valid for `lifetime_secs`.
-    pub(crate) fn grant_token(
-        &self,
-        provider: Provider,
-        owner: Arc<str>,
-        prefix: &str,
-        lifetime_secs: u64,
-    ) -> String {
+    pub(crate) fn grant_token(&self, provider: Provider, owner: Arc<str>, prefix: &str, lifetime_secs: u64) -> String {
         let token = format!("{prefix}{}", random_alnum(64));
         let now = now_ms();
         self.access_tokens.insert(
@@ -112,12 +109,7 @@ impl SimState {
     }
 
     /// Checks an access token presented to `provider` for `owner`.
-    pub(crate) fn check_token(
-        &self,
-        provider: Provider,
-        token: &str,
-        owner: &str,
-    ) -> Result<(), TokenProblem> {
+    pub(crate) fn check_token(&self, provider: Provider, token: &str, owner: &str) -> Result<(), TokenProblem> {
         let Some(t) = self.access_tokens.get(token) else {
             return Err(TokenProblem::Unknown);
         };

@@ -151,10 +151,7 @@ impl Counters {
 
     /// Every accepted token with how often it was accepted.
     pub(crate) fn accepted_tokens(&self) -> HashMap<String, u64> {
-        self.tokens
-            .iter()
-            .map(|e| (e.key().to_string(), *e.value()))
-            .collect()
+        self.tokens.iter().map(|e| (e.key().to_string(), *e.value())).collect()
     }
 
     pub(crate) fn snapshot(&self) -> ProviderStats {
@@ -208,10 +205,7 @@ impl Counters {
         for a in self.by_status.iter() {
             a.store(0, Ordering::Relaxed);
         }
-        self.by_reason
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.by_reason.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.tokens.clear();
     }
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue, ExtendedKeyUsagePurpose, IsCa, Issuer,
+    KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -59,10 +59,10 @@ impl Ca {
         if cert_path.exists() && key_path.exists() {
             let cert_pem = read_string(&cert_path)?;
             let key_pem = read_string(&key_path)?;
-            let key = KeyPair::from_pem(&key_pem)
-                .map_err(|e| SimError::Cert(format!("{}: {e}", key_path.display())))?;
-            let cert_der = first_cert_der(&cert_pem)
-                .map_err(|e| SimError::Cert(format!("{}: {e}", cert_path.display())))?;
+            let key =
+                KeyPair::from_pem(&key_pem).map_err(|e| SimError::Cert(format!("{}: {e}", key_path.display())))?;
+            let cert_der =
+                first_cert_der(&cert_pem).map_err(|e| SimError::Cert(format!("{}: {e}", cert_path.display())))?;
             return Ok(Ca {
                 cert_pem,
                 cert_der,
@@ -100,15 +100,10 @@ impl Ca {
     }
 
     /// Issues a TLS server certificate for the loopback names, with a fresh key.
-    pub(crate) fn issue_server_cert(
-        &self,
-    ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), SimError> {
+    pub(crate) fn issue_server_cert(&self) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), SimError> {
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
-        let mut params = CertificateParams::new(vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ])?;
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()])?;
         params
             .distinguished_name
             .push(DnType::CommonName, "Herald push simulators");
@@ -125,11 +120,7 @@ impl Ca {
     /// Issues an APNs client certificate bound to `bundle_id`, shaped like Apple's:
     /// `UID=<bundle id>, CN=Apple Push Services: <bundle id>, OU=<team id>`.
     /// Returns (certificate PEM, PKCS#8 key PEM).
-    pub(crate) fn issue_apns_client_cert(
-        &self,
-        bundle_id: &str,
-        team_id: &str,
-    ) -> Result<(String, String), SimError> {
+    pub(crate) fn issue_apns_client_cert(&self, bundle_id: &str, team_id: &str) -> Result<(String, String), SimError> {
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
@@ -137,10 +128,7 @@ impl Ca {
             DnType::CustomDnType(UID_OID.to_vec()),
             DnValue::Utf8String(bundle_id.to_owned()),
         );
-        dn.push(
-            DnType::CommonName,
-            format!("{APNS_CN_PREFIX}{bundle_id}"),
-        );
+        dn.push(DnType::CommonName, format!("{APNS_CN_PREFIX}{bundle_id}"));
         dn.push(DnType::OrganizationalUnitName, team_id);
         dn.push(DnType::OrganizationName, "Herald Simulator");
         params.distinguished_name = dn;
@@ -165,10 +153,7 @@ impl Ca {
     /// The rustls server configuration of a simulator listener: ALPN `h2` then `http/1.1`.
     /// With `client_auth`, a client certificate signed by this CA is asked for but optional
     /// (APNs accepts token auth on connections without one).
-    pub(crate) fn server_config(
-        &self,
-        client_auth: bool,
-    ) -> Result<Arc<ServerConfig>, SimError> {
+    pub(crate) fn server_config(&self, client_auth: bool) -> Result<Arc<ServerConfig>, SimError> {
         install_crypto_provider();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let (certs, key) = self.issue_server_cert()?;
@@ -176,11 +161,10 @@ impl Ca {
             .with_safe_default_protocol_versions()
             .map_err(|e| SimError::Tls(e.to_string()))?;
         let builder = if client_auth {
-            let verifier =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(self.roots()?), provider)
-                    .allow_unauthenticated()
-                    .build()
-                    .map_err(|e| SimError::Tls(e.to_string()))?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(self.roots()?), provider)
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| SimError::Tls(e.to_string()))?;
             builder.with_client_cert_verifier(verifier)
         } else {
             builder.with_no_client_auth()
@@ -207,7 +191,7 @@ fn first_cert_der(pem: &str) -> Result<CertificateDer<'static>, String> {
 pub(crate) fn apns_cert_bundle_id(cert: &CertificateDer<'_>) -> Option<String> {
     let (_, x509) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
     let subject = x509.subject();
-    let uid_oid = x509_parser::oid_registry::Oid::from(&[0, 9, 2342, 19200300, 100, 1, 1][..]).ok()?;
+    let uid_oid = x509_parser::oid_registry::Oid::from(UID_OID).ok()?;
     for rdn in subject.iter() {
         for attr in rdn.iter() {
             if attr.attr_type() == &uid_oid {
@@ -219,4 +203,27 @@ pub(crate) fn apns_cert_bundle_id(cert: &CertificateDer<'_>) -> Option<String> {
     }
     let cn = subject.iter_common_name().next()?.as_str().ok()?;
     Some(cn.strip_prefix(APNS_CN_PREFIX).unwrap_or(cn).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_cert_carries_the_bundle_id_in_uid() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = Ca::load_or_create(dir.path()).unwrap();
+        let (cert_pem, _) = ca.issue_apns_client_cert("com.example.app", "TEAM123456").unwrap();
+        let der = first_cert_der(&cert_pem).unwrap();
+        let (_, x509) = x509_parser::parse_x509_certificate(der.as_ref()).unwrap();
+        let uid = x509_parser::oid_registry::Oid::from(UID_OID).unwrap();
+        let has_uid = x509
+            .subject()
+            .iter_attributes()
+            .any(|a| a.attr_type() == &uid && a.as_str().ok() == Some("com.example.app"));
+        assert!(has_uid);
+        assert_eq!(apns_cert_bundle_id(&der).as_deref(), Some("com.example.app"));
+        // Loading the CA again gives the same certificate.
+        assert_eq!(Ca::load_or_create(dir.path()).unwrap().cert_pem, ca.cert_pem);
+    }
 }

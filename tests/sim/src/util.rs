@@ -26,11 +26,7 @@ pub(crate) fn now_secs() -> u64 {
 
 /// `n` random ASCII letters and digits.
 pub(crate) fn random_alnum(n: usize) -> String {
-    rand::rng()
-        .sample_iter(&Alphanumeric)
-        .take(n)
-        .map(char::from)
-        .collect()
+    rand::rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
 }
 
 /// `n` random upper-case letters and digits (the shape of Apple key and team ids).
@@ -46,9 +42,7 @@ pub(crate) fn random_upper_alnum(n: usize) -> String {
 pub(crate) fn random_hex(n: usize) -> String {
     const CHARS: &[u8] = b"0123456789abcdef";
     let mut rng = rand::rng();
-    (0..n)
-        .map(|_| CHARS[rng.random_range(0..16)] as char)
-        .collect()
+    (0..n).map(|_| CHARS[rng.random_range(0..16)] as char).collect()
 }
 
 /// `n` random decimal digits, the first one not zero.
@@ -116,8 +110,7 @@ pub(crate) fn text_response(status: StatusCode, body: impl Into<Bytes>) -> Respo
 /// Adds `retry-after: secs` to a response.
 pub(crate) fn with_retry_after(mut resp: Response<Body>, secs: Option<u64>) -> Response<Body> {
     if let Some(secs) = secs {
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
 }
@@ -131,9 +124,7 @@ pub(crate) fn parse_form(body: &[u8]) -> Vec<(String, String)> {
 
 /// The value of the first form field named `name`.
 pub(crate) fn form_field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    form.iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+    form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
 /// The token of an `authorization: Bearer <token>` header (the scheme is case-insensitive).

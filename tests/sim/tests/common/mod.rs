@@ -8,9 +8,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use herald_sim::{generate_credentials, Credentials, SimConfig, SimUrls, Simulators};
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use herald_sim::{generate_credentials, Credentials, SimConfig, SimUrls, Simulators};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
@@ -55,19 +55,12 @@ pub async fn start_with(f: impl FnOnce(&mut SimConfig)) -> Simulators {
 }
 
 pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
 }
 
 // ---- TLS clients ------------------------------------------------------------------------
 
-pub fn client_config(
-    ca_pem: &str,
-    client_cert: Option<(&str, &str)>,
-    alpn: &[&[u8]],
-) -> Arc<rustls::ClientConfig> {
+pub fn client_config(ca_pem: &str, client_cert: Option<(&str, &str)>, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
@@ -91,10 +84,7 @@ pub fn client_config(
     Arc::new(cfg)
 }
 
-async fn tls_connect(
-    addr: SocketAddr,
-    cfg: Arc<rustls::ClientConfig>,
-) -> tokio_rustls::client::TlsStream<TcpStream> {
+async fn tls_connect(addr: SocketAddr, cfg: Arc<rustls::ClientConfig>) -> tokio_rustls::client::TlsStream<TcpStream> {
     let tcp = TcpStream::connect(addr).await.unwrap();
     TlsConnector::from(cfg)
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
@@ -136,11 +126,7 @@ impl Answer {
 }
 
 impl H2 {
-    pub async fn try_send(
-        &mut self,
-        req: Request<()>,
-        body: impl Into<Bytes>,
-    ) -> Result<Answer, h2::Error> {
+    pub async fn try_send(&mut self, req: Request<()>, body: impl Into<Bytes>) -> Result<Answer, h2::Error> {
         let body = body.into();
         let mut send = self.send.clone().ready().await?;
         let (resp, mut stream) = send.send_request(req, body.is_empty())?;
@@ -171,10 +157,9 @@ impl H2 {
 pub async fn h1_post_form(addr: SocketAddr, ca_pem: &str, path: &str, form: &str) -> Answer {
     let tls = tls_connect(addr, client_config(ca_pem, None, &[b"http/1.1"])).await;
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-            .await
-            .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     let req = Request::post(path)
         .header("host", "localhost")
@@ -235,9 +220,7 @@ pub fn fcm_assertion(creds: &Credentials, iat: u64, exp: u64) -> String {
     let sa: Value = serde_json::from_str(&creds.fcm_service_account_json).unwrap();
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
     header.kid = Some(sa["private_key_id"].as_str().unwrap().to_owned());
-    let key =
-        jsonwebtoken::EncodingKey::from_rsa_pem(sa["private_key"].as_str().unwrap().as_bytes())
-            .unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(sa["private_key"].as_str().unwrap().as_bytes()).unwrap();
     let claims = serde_json::json!({
         "iss": sa["client_email"],
         "scope": "https://www.googleapis.com/auth/firebase.messaging",
@@ -271,10 +254,9 @@ pub fn post(path: &str) -> http::request::Builder {
 
 pub async fn control(addr: SocketAddr, method: &str, path: &str, body: &str) -> (StatusCode, Value) {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     let req = Request::builder()
         .method(method)
@@ -286,7 +268,7 @@ pub async fn control(addr: SocketAddr, method: &str, path: &str, body: &str) -> 
     let resp = sender.send_request(req).await.unwrap();
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    let value =
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, value)
 }

@@ -1,0 +1,187 @@
+//! Acknowledged writes survive SIGKILL: `herald serve` as a child process is
+//! killed right after its 2xx answers, restarted on the same data dir, and
+//! every acknowledged record is read back.
+
+mod common;
+use common::{fcm_app_body, OPERATOR, PASSWORD};
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+struct Herald {
+    child: Child,
+    base: String,
+}
+
+impl Herald {
+    fn start(data_dir: &Path) -> Herald {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("HERALD_OPERATOR_TOKEN", OPERATOR)
+            .env("HERALD_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("herald starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            let line = lines.next().expect("herald prints its address").unwrap();
+            if let Some(url) = line.strip_prefix("herald listening on ") {
+                break url.trim().to_string();
+            }
+        };
+        Herald { child, base }
+    }
+
+    fn kill9(mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+async fn post(http: &Client, url: String, token: &str, body: Value) -> (StatusCode, Value) {
+    let r = http.post(url).bearer_auth(token).json(&body).send().await.unwrap();
+    (r.status(), r.json().await.unwrap_or(Value::Null))
+}
+
+async fn admin_token(http: &Client, base: &str) -> String {
+    let r = http
+        .post(format!("{base}/auth/realms/acme/protocol/openid-connect/token"))
+        .form(&[
+            ("grant_type", "password"),
+            ("username", "admin"),
+            ("password", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json::<Value>().await.unwrap()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let http = Client::new();
+    let h = Herald::start(dir.path());
+    let (st, _) = post(
+        &http,
+        format!("{}/v1/tenants", h.base),
+        OPERATOR,
+        json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED);
+    let token = admin_token(&http, &h.base).await;
+    let (st, _) = post(
+        &http,
+        format!("{}/v1/tenants/acme/apps/shop", h.base),
+        &token,
+        fcm_app_body(),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED);
+
+    // 100 concurrent client registrations, each with a push token; the server
+    // is killed the moment the last acknowledgement arrives.
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let (http, base, token) = (http.clone(), h.base.clone(), token.clone());
+        tasks.push(tokio::spawn(async move {
+            let (st, b) = post(
+                &http,
+                format!("{base}/v1/tenants/acme/clients"),
+                &token,
+                json!({"appName": "shop", "platform": "android"}),
+            )
+            .await;
+            assert_eq!(st, StatusCode::CREATED);
+            let id = b["astClientId"].as_str().unwrap().to_string();
+            let r = http
+                .put(format!("{base}/v1/tenants/acme/clients/{id}/pushtoken"))
+                .bearer_auth(&token)
+                .json(&json!({"appName": "shop", "pushToken": format!("FCM:token-{i}")}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            (id, format!("token-{i}"))
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for t in tasks {
+        acknowledged.push(t.await.unwrap());
+    }
+    h.kill9();
+
+    let h = Herald::start(dir.path());
+    let token = admin_token(&http, &h.base).await;
+    let mut found = 0;
+    for (id, push_token) in &acknowledged {
+        let r = http
+            .get(format!("{}/v1/tenants/acme/clients/{id}/pushtoken", h.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "client {id} lost");
+        assert_eq!(r.json::<Value>().await.unwrap()["pushToken"], push_token.as_str());
+        found += 1;
+    }
+    println!(
+        "acknowledged {} clients with tokens, found {found} after SIGKILL",
+        acknowledged.len()
+    );
+    assert_eq!(found, acknowledged.len());
+    h.kill9();
+}
+
+#[tokio::test]
+async fn offline_tenant_creation_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args([
+            "tenant",
+            "create",
+            "acme",
+            "--admin",
+            "admin",
+            "--password",
+            PASSWORD,
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args([
+            "tenant",
+            "create",
+            "acme",
+            "--admin",
+            "admin",
+            "--password",
+            PASSWORD,
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "a second create of the same tenant fails");
+    let h = Herald::start(dir.path());
+    let http = Client::new();
+    admin_token(&http, &h.base).await;
+    let r = http.get(format!("{}/readyz", h.base)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    h.kill9();
+}
