@@ -1,6 +1,7 @@
 //! The command line: `herald serve` and the offline `herald tenant create`.
 
 use crate::config::{Config, Settings};
+use herald_storage::{Store, StoreOptions};
 use crate::engine::Engine;
 use crate::models::tenant::CreateTenant;
 use clap::{Parser, Subcommand};
@@ -68,16 +69,12 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                     master_key_file,
                 },
         } => {
-            let mut config = Config::for_data_dir(data_dir);
-            config.master_key_file = master_key_file;
-            let engine = Engine::open(config)?;
-            let body = CreateTenant {
-                tenant_id: tenant_id.clone(),
-                admin_username: admin,
-                admin_password: password,
-            };
-            crate::api::tenants::create_tenant(&engine.store, &body).map_err(|e| e.message)?;
-            engine.store.durable().await.map_err(|e| e.to_string())?;
+            crate::engine::install_crypto_providers();
+            let store = Store::open(&StoreOptions { master_key_file, ..StoreOptions::new(&data_dir) })
+                .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
+            let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
+            crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;
+            store.durable().await.map_err(|e| e.to_string())?;
             println!("created tenant {tenant_id}");
             Ok(())
         }
@@ -87,7 +84,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
 async fn serve(config: Config) -> Result<(), String> {
     let generated = config.operator_token.is_none();
     let (listener, config) = crate::server::bind(config).await?;
-    let engine = Engine::open(config)?;
+    let engine = Engine::open(config).await?;
     if generated {
         // Printed once, on purpose: the operator needs it to create tenants.
         println!(
@@ -98,7 +95,8 @@ async fn serve(config: Config) -> Result<(), String> {
     tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
     println!("herald listening on {}", engine.config.public_url);
     let tls = crate::server::tls_acceptor(&engine)?;
-    crate::server::serve(engine, listener, tls, shutdown_signal()).await;
+    crate::server::serve(engine.clone(), listener, tls, shutdown_signal()).await;
+    engine.push.stop();
     tracing::info!("herald stopped");
     Ok(())
 }

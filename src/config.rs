@@ -2,6 +2,8 @@
 //! optional TOML file, in that order of precedence, over built-in defaults.
 
 use clap::Args;
+use herald_actors::{Endpoints, PushSettings};
+use std::time::Duration;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,6 +45,27 @@ pub struct Settings {
     /// Log format: `text` or `json`.
     #[arg(long, env = "HERALD_LOG_FORMAT")]
     pub log_format: Option<String>,
+    /// APNs production base URL.
+    #[arg(long, env = "HERALD_APNS_URL")]
+    pub apns_url: Option<String>,
+    /// APNs sandbox base URL (apps with `iosIsDevelopment`).
+    #[arg(long, env = "HERALD_APNS_SANDBOX_URL")]
+    pub apns_sandbox_url: Option<String>,
+    /// FCM HTTP v1 base URL (the OAuth URL comes from each service account's `token_uri`).
+    #[arg(long, env = "HERALD_FCM_URL")]
+    pub fcm_url: Option<String>,
+    /// Huawei Push Kit base URL.
+    #[arg(long, env = "HERALD_HMS_URL")]
+    pub hms_url: Option<String>,
+    /// Huawei OAuth token URL.
+    #[arg(long, env = "HERALD_HMS_TOKEN_URL")]
+    pub hms_token_url: Option<String>,
+    /// PEM file of CA certificates trusted for provider connections besides the web PKI.
+    #[arg(long, env = "HERALD_EXTRA_CA_FILE")]
+    pub extra_ca_file: Option<PathBuf>,
+    /// Milliseconds a one-client or one-user send waits for the providers.
+    #[arg(long, env = "HERALD_SEND_DEADLINE_MS")]
+    pub send_deadline_ms: Option<u64>,
 }
 
 impl Settings {
@@ -60,6 +83,13 @@ impl Settings {
             access_token_ttl: self.access_token_ttl.or(other.access_token_ttl),
             refresh_token_ttl: self.refresh_token_ttl.or(other.refresh_token_ttl),
             log_format: self.log_format.or(other.log_format),
+            apns_url: self.apns_url.or(other.apns_url),
+            apns_sandbox_url: self.apns_sandbox_url.or(other.apns_sandbox_url),
+            fcm_url: self.fcm_url.or(other.fcm_url),
+            hms_url: self.hms_url.or(other.hms_url),
+            hms_token_url: self.hms_token_url.or(other.hms_token_url),
+            extra_ca_file: self.extra_ca_file.or(other.extra_ca_file),
+            send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
         }
     }
 
@@ -82,6 +112,8 @@ pub struct Config {
     pub access_token_ttl: u64,
     pub refresh_token_ttl: u64,
     pub log_json: bool,
+    pub push: PushSettings,
+    pub send_deadline: Duration,
 }
 
 impl Config {
@@ -98,7 +130,21 @@ impl Config {
             Some("json") => true,
             Some(other) => return Err(format!("log_format: expected text or json, got {other}")),
         };
+        let defaults = Endpoints::default();
+        let endpoints = Endpoints {
+            apns: s.apns_url.unwrap_or(defaults.apns),
+            apns_sandbox: s.apns_sandbox_url.unwrap_or(defaults.apns_sandbox),
+            fcm: s.fcm_url.unwrap_or(defaults.fcm),
+            hms: s.hms_url.unwrap_or(defaults.hms),
+            hms_token: s.hms_token_url.unwrap_or(defaults.hms_token),
+        };
+        let extra_ca_pem = match &s.extra_ca_file {
+            Some(p) => std::fs::read(p).map_err(|e| format!("extra_ca_file {}: {e}", p.display()))?,
+            None => Vec::new(),
+        };
         Ok(Config {
+            push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
+            send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
             listen,
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
             master_key_file: s.master_key_file,

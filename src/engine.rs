@@ -2,6 +2,7 @@
 
 use crate::auth::KeyCache;
 use crate::config::Config;
+use herald_actors::Push;
 use herald_storage::{Store, StoreOptions};
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::sync::Arc;
@@ -13,28 +14,22 @@ pub struct Engine {
     /// The platform operator's bearer token.
     pub operator_token: String,
     pub metrics: PrometheusHandle,
+    /// The push engine's supervisor tree.
+    pub push: Push,
 }
 
 impl Engine {
-    /// Opens storage and prepares the engine; no listener is started.
-    pub fn open(config: Config) -> Result<Arc<Engine>, String> {
+    /// Opens storage and starts the actors; no listener is started.
+    pub async fn open(config: Config) -> Result<Arc<Engine>, String> {
         install_crypto_providers();
-        let store = Store::open(&StoreOptions {
-            data_dir: config.data_dir.clone(),
-            master_key_file: config.master_key_file.clone(),
-        })
+        let store = Store::open(&StoreOptions { master_key_file: config.master_key_file.clone(), ..StoreOptions::new(&config.data_dir) })
         .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
         let operator_token = match &config.operator_token {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        Ok(Arc::new(Engine {
-            config,
-            store,
-            keys: KeyCache::default(),
-            operator_token,
-            metrics: crate::metrics::handle(),
-        }))
+        let push = Push::start(store.clone(), config.push.clone()).await?;
+        Ok(Arc::new(Engine { config, store, keys: KeyCache::default(), operator_token, metrics: crate::metrics::handle(), push }))
     }
 }
 

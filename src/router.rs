@@ -114,7 +114,7 @@ where
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     metrics::counter!("herald_http_requests_total", "route" => route_label, "method" => method.to_string(), "status" => status.to_string()).increment(1);
-    metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string())
+    metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string(), "status" => status.to_string())
         .record(elapsed.as_secs_f64());
     tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, "request");
     response

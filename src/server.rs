@@ -32,6 +32,7 @@ impl Running {
     pub async fn shutdown(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
+        self.engine.push.stop();
     }
 }
 
@@ -39,7 +40,7 @@ impl Running {
 pub async fn spawn(config: Config) -> Result<Running, String> {
     let (listener, config) = bind(config).await?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let engine = Engine::open(config)?;
+    let engine = Engine::open(config).await?;
     let tls = tls_acceptor(&engine)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(serve(engine.clone(), listener, tls, async {

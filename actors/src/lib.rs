@@ -1,1 +1,17 @@
-//! Herald actors (filled in by the push engine).
+//! Herald actors: the supervisor tree (`Root` → `Tenant` → `FanOut`), provider
+//! connection pools and clients, and the delivery of notifications.
+
+pub mod credentials;
+pub mod delivery;
+pub mod fanout;
+pub mod pool;
+pub mod providers;
+pub mod push;
+pub mod root;
+pub mod send;
+pub mod settings;
+pub mod tenant;
+pub mod transport;
+
+pub use push::Push;
+pub use settings::{Endpoints, PushSettings};

@@ -4,6 +4,7 @@ pub mod apps;
 pub mod clients;
 pub mod oidc;
 pub mod ops;
+pub mod push;
 pub mod push_tokens;
 pub mod tenants;
 
@@ -47,5 +48,8 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients", TENANT, Tenant(ADMIN_OR_READ), clients::of_user),
         route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN_OR_CLIENT), push_tokens::put),
         route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN), push_tokens::get),
+        // Push.
+        route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, Tenant(ADMIN), push::send),
+        route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, Tenant(ADMIN_OR_READ), push::report),
     ]
 }

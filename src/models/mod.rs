@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod client;
+pub mod push;
 pub mod push_token;
 pub mod tenant;
 pub mod validate;

@@ -16,6 +16,7 @@ mod store;
 
 pub mod apps;
 pub mod clients;
+pub mod deliveries;
 pub mod links;
 pub mod push_tokens;
 pub mod tenants;

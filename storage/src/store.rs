@@ -12,6 +12,14 @@ pub struct StoreOptions {
     pub data_dir: PathBuf,
     /// File holding the hex master key; created in the data dir when `None`.
     pub master_key_file: Option<PathBuf>,
+    /// sled's page cache in bytes.
+    pub cache_bytes: u64,
+}
+
+impl StoreOptions {
+    pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
+        StoreOptions { data_dir: data_dir.into(), master_key_file: None, cache_bytes: 64 << 20 }
+    }
 }
 
 /// The handle every part of the engine shares. Cheap to clone.
@@ -38,6 +46,9 @@ pub(crate) struct Trees {
     pub(crate) links_by_client: sled::Tree,
     pub(crate) push_tokens: sled::Tree,
     pub(crate) tokens_by_app: sled::Tree,
+    pub(crate) jobs: sled::Tree,
+    pub(crate) reports: sled::Tree,
+    pub(crate) outcomes: sled::Tree,
 }
 
 impl Store {
@@ -48,7 +59,9 @@ impl Store {
             .clone()
             .unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
-        let db = sled::Config::new().path(opts.data_dir.join("db")).open()?;
+        // A modest page cache: Herald's working set is its indexes, and the process
+        // must stay small during million-token broadcasts.
+        let db = sled::Config::new().path(opts.data_dir.join("db")).cache_capacity(opts.cache_bytes).open()?;
         let trees = Trees {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,
@@ -59,6 +72,9 @@ impl Store {
             links_by_client: db.open_tree("links_by_client")?,
             push_tokens: db.open_tree("push_tokens")?,
             tokens_by_app: db.open_tree("tokens_by_app")?,
+            jobs: db.open_tree("jobs")?,
+            reports: db.open_tree("reports")?,
+            outcomes: db.open_tree("outcomes")?,
         };
         let flusher = Flusher::start(db.clone());
         Ok(Store {

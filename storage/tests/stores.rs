@@ -4,10 +4,7 @@ use herald_storage::users::User;
 use herald_storage::{Error, Store, StoreOptions};
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(&StoreOptions {
-        data_dir: dir.to_path_buf(),
-        master_key_file: None,
-    })
+    Store::open(&StoreOptions::new(dir.to_path_buf()))
     .unwrap()
 }
 

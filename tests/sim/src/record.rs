@@ -30,7 +30,8 @@ pub struct RecordedRequest {
     pub path: String,
     /// `"HTTP/2.0"` or `"HTTP/1.1"`.
     pub version: String,
-    /// Every header, lower-case names; repeated headers joined with `", "`.
+    /// Every header, lower-case names; repeated headers joined with `", "`. HTTP/2 requests
+    /// also show `:authority`.
     pub headers: BTreeMap<String, String>,
     /// The body: parsed JSON, a form as an object of strings, else the text; `null` if empty.
     pub body: serde_json::Value,
@@ -65,6 +66,12 @@ impl RawRequest {
                     s.push_str(&v);
                 })
                 .or_insert_with(|| v.into_owned());
+        }
+        // HTTP/2 carries the host in the `:authority` pseudo-header, kept in the URI.
+        if let Some(authority) = self.uri.authority() {
+            headers
+                .entry(":authority".to_owned())
+                .or_insert_with(|| authority.as_str().to_owned());
         }
         let is_form = headers
             .get("content-type")

@@ -1,0 +1,283 @@
+//! Delivery of one notification to clients of one app: the provider channel of
+//! each app (pool and auth), the payload prepared once per app, retries, and
+//! what a provider's answer does to the stored token.
+
+use crate::credentials::{ApnsAuth, AppCredentials};
+use crate::pool::{Lane, Pool};
+use crate::providers::auth_http::AuthHttp;
+use crate::providers::{apns, fcm, hms, Backend, FormatError, Notification, Outcome, WireRequest};
+use crate::settings::PushSettings;
+use crate::transport::{tls_config, Target, TransportError};
+use dashmap::DashMap;
+use herald_storage::deliveries::{ClientOutcome, State};
+use herald_storage::push_tokens::{PushProvider, TokenRef};
+use herald_storage::{now_ms, Store};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// The backend a stored provider value is delivered through; `None` for GCM.
+pub fn backend_of(p: PushProvider) -> Option<Backend> {
+    match p {
+        PushProvider::Apn | PushProvider::Apns => Some(Backend::Apns),
+        PushProvider::Fcm | PushProvider::Fcmf => Some(Backend::Fcm),
+        PushProvider::Hpk => Some(Backend::Hms),
+        PushProvider::Gcm => None,
+    }
+}
+
+struct ApnsChannel {
+    pool: Pool,
+    jwt: Option<apns::ApnsJwt>,
+    topic: String,
+}
+
+struct FcmChannel {
+    pool: Pool,
+    auth: fcm::FcmAuth,
+    project_id: String,
+}
+
+struct HmsChannel {
+    pool: Pool,
+    auth: hms::HmsAuth,
+    app_id: String,
+}
+
+/// Everything needed to send for one app, built from its stored configuration.
+pub struct AppChannels {
+    pub app: String,
+    modified_ms: u64,
+    pub categories: Vec<String>,
+    legacy_fcm_only: bool,
+    apns: Result<Option<ApnsChannel>, String>,
+    fcm: Result<Option<FcmChannel>, String>,
+    hms: Result<Option<HmsChannel>, String>,
+}
+
+/// One notification's payloads for one app, each built on first use.
+#[derive(Default)]
+pub struct Prepared {
+    apns: OnceLock<Result<apns::ApnsPayload, FormatError>>,
+    fcm: OnceLock<Result<fcm::FcmPayload, FormatError>>,
+    hms: OnceLock<Result<hms::HmsPayload, FormatError>>,
+}
+
+pub struct Deliverer {
+    store: Store,
+    settings: PushSettings,
+    tls: Arc<rustls::ClientConfig>,
+    auth_http: AuthHttp,
+    apps: DashMap<(String, String), Arc<AppChannels>>,
+}
+
+fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
+    ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Failed, code, message: Some(message.into()) }
+}
+
+impl Deliverer {
+    pub fn new(store: Store, settings: PushSettings) -> Result<Deliverer, String> {
+        let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
+        let auth_http = AuthHttp::new(auth_tls(&tls));
+        Ok(Deliverer { store, settings, tls, auth_http, apps: DashMap::new() })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn settings(&self) -> &PushSettings {
+        &self.settings
+    }
+
+    /// The channels of an app, rebuilt when its configuration changed.
+    pub fn channels(&self, tenant: &str, app: &str) -> Result<Option<Arc<AppChannels>>, String> {
+        let Some(record) = self.store.apps().get(tenant, app).map_err(|e| e.to_string())? else { return Ok(None) };
+        let key = (tenant.to_string(), app.to_string());
+        if let Some(c) = self.apps.get(&key) {
+            if c.modified_ms == record.modified_ms {
+                return Ok(Some(c.clone()));
+            }
+        }
+        let creds = AppCredentials::load(&self.store, tenant, &record)?;
+        let channels = Arc::new(self.build(app, record.modified_ms, creds));
+        self.apps.insert(key, channels.clone());
+        Ok(Some(channels))
+    }
+
+    fn build(&self, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
+        let e = &self.settings.endpoints;
+        let limits = self.settings.limits.clone();
+        let apns = creds
+            .apns
+            .map(|a| -> Result<ApnsChannel, String> {
+                let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
+                let (tls, jwt) = match a.auth {
+                    ApnsAuth::Token { key, key_id, team_id } => (self.tls.clone(), Some(apns::ApnsJwt::new(&key, &key_id, &team_id)?)),
+                    ApnsAuth::Certificate { cert_pem, key_pem } => {
+                        (tls_config(&self.settings.extra_ca_pem, Some((&cert_pem, &key_pem))).map_err(|e| e.to_string())?, None)
+                    }
+                };
+                let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
+                Ok(ApnsChannel { pool: Pool::new("apns", target, limits.clone()), jwt, topic: a.topic })
+            })
+            .transpose();
+        let fcm = creds
+            .fcm
+            .map(|sa| -> Result<FcmChannel, String> {
+                let target = Target::from_url(&e.fcm, self.tls.clone()).map_err(|e| e.to_string())?;
+                let project_id = sa.project_id.clone();
+                Ok(FcmChannel { pool: Pool::new("fcm", target, limits.clone()), auth: fcm::FcmAuth::new(sa, self.auth_http.clone())?, project_id })
+            })
+            .transpose();
+        let hms = creds
+            .hms
+            .map(|(id, secret)| -> Result<HmsChannel, String> {
+                let target = Target::from_url(&e.hms, self.tls.clone()).map_err(|e| e.to_string())?;
+                let auth = hms::HmsAuth::new(&id, &secret, &e.hms_token, self.auth_http.clone());
+                Ok(HmsChannel { pool: Pool::new("hms", target, limits.clone()), auth, app_id: id })
+            })
+            .transpose();
+        AppChannels { app: app.to_string(), modified_ms, categories: creds.categories, legacy_fcm_only: creds.legacy_fcm_only, apns, fcm, hms }
+    }
+
+    /// Sends to one client's token and records what the answer means for it.
+    pub async fn deliver(
+        &self,
+        tenant: &str,
+        ch: &AppChannels,
+        prepared: &Prepared,
+        n: &Notification,
+        client_id: &str,
+        token: &TokenRef,
+        lane: Lane,
+    ) -> ClientOutcome {
+        let app = ch.app.as_str();
+        let Some(backend) = backend_of(token.provider) else {
+            return failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON");
+        };
+        let provider = backend.as_str();
+        let outcome = match self.attempts(ch, prepared, n, backend, &token.token, lane).await {
+            Ok(o) => o,
+            Err(e) => return failed(app, provider, e.status, e.message),
+        };
+        match outcome {
+            Outcome::Sent { .. } => {
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "sent").increment(1);
+                ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Sent, code: 200, message: None }
+            }
+            Outcome::Dead { status, reason } => {
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "invalid").increment(1);
+                if let Err(e) = self.store.push_tokens().invalidate(tenant, client_id, &token.token, now_ms()) {
+                    tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid");
+                }
+                ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Invalid, code: status, message: Some(reason) }
+            }
+            Outcome::Retry { status, reason, .. } | Outcome::AuthRefused { status, reason } | Outcome::Failed { status, reason } => {
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "failed").increment(1);
+                failed(app, provider, status, reason)
+            }
+        }
+    }
+
+    /// Up to `max_attempts` tries: transient answers and lost connections wait
+    /// and retry; a refused auth token is renewed once.
+    async fn attempts(&self, ch: &AppChannels, p: &Prepared, n: &Notification, backend: Backend, token: &str, lane: Lane) -> Result<Outcome, FormatError> {
+        let unconfigured = |what: &str| FormatError { status: 412, message: format!("app {} has no {what} credentials", ch.app) };
+        let mut last = Outcome::Failed { status: 503, reason: "no attempt made".into() };
+        let mut auth_renewed = false;
+        for attempt in 0..self.settings.max_attempts.max(1) {
+            let result = match backend {
+                Backend::Apns => {
+                    let c = ch.apns.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| unconfigured("APNs"))?;
+                    let payload = p.apns.get_or_init(|| apns::prepare(n, &c.topic)).as_ref().map_err(Clone::clone)?;
+                    let bearer = c.jwt.as_ref().map(|j| j.current());
+                    let req = payload.request(token, bearer.as_deref());
+                    self.post(&c.pool, lane, &req, |s, h, b| apns::parse_response(s, h, b)).await
+                }
+                Backend::Fcm => {
+                    let c = ch.fcm.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| {
+                        if ch.legacy_fcm_only {
+                            FormatError { status: 501, message: "the app has only a legacy FCM server key (androidApiKey), which Google no longer accepts: configure fcmServiceAccountJSON".into() }
+                        } else {
+                            unconfigured("FCM")
+                        }
+                    })?;
+                    let payload = p.fcm.get_or_init(|| fcm::prepare(n)).as_ref().map_err(Clone::clone)?;
+                    match c.auth.token().await {
+                        Ok(bearer) => {
+                            let req = payload.request(&c.project_id, token, &bearer)?;
+                            self.post(&c.pool, lane, &req, |s, h, b| fcm::parse_response(s, h, b)).await
+                        }
+                        Err(e) => Outcome::Retry { status: 503, reason: format!("FCM auth: {e}"), after: None },
+                    }
+                }
+                Backend::Hms => {
+                    let c = ch.hms.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| unconfigured("HMS"))?;
+                    let payload = p.hms.get_or_init(|| hms::prepare(n)).as_ref().map_err(Clone::clone)?;
+                    match c.auth.token().await {
+                        Ok(bearer) => {
+                            let req = payload.request(&c.app_id, &[token], &bearer)?;
+                            self.post(&c.pool, lane, &req, |s, h, b| {
+                                hms::parse_response(s, h, b, &[token]).into_iter().next().unwrap_or(Outcome::Failed { status: 502, reason: "empty HMS answer".into() })
+                            })
+                            .await
+                        }
+                        Err(e) => Outcome::Retry { status: 503, reason: format!("HMS auth: {e}"), after: None },
+                    }
+                }
+            };
+            match result {
+                Outcome::Retry { after, .. } if attempt + 1 < self.settings.max_attempts => {
+                    metrics::counter!("herald_provider_retries_total", "provider" => backend.as_str()).increment(1);
+                    let backoff = self.settings.retry_base * 2u32.saturating_pow(attempt);
+                    tokio::time::sleep(after.unwrap_or(backoff).min(Duration::from_secs(60))).await;
+                    last = result;
+                }
+                Outcome::AuthRefused { .. } if !auth_renewed => {
+                    auth_renewed = true;
+                    self.renew_auth(ch, backend);
+                    last = result;
+                }
+                other => return Ok(other),
+            }
+        }
+        Ok(last)
+    }
+
+    fn renew_auth(&self, ch: &AppChannels, backend: Backend) {
+        match backend {
+            Backend::Apns => {
+                if let Ok(Some(c)) = &ch.apns {
+                    if let Some(j) = &c.jwt {
+                        j.refused();
+                    }
+                }
+            }
+            Backend::Fcm => {
+                if let Ok(Some(c)) = &ch.fcm {
+                    c.auth.invalidate();
+                }
+            }
+            Backend::Hms => {
+                if let Ok(Some(c)) = &ch.hms {
+                    c.auth.invalidate();
+                }
+            }
+        }
+    }
+
+    async fn post(&self, pool: &Pool, lane: Lane, req: &WireRequest, parse: impl Fn(u16, &http::HeaderMap, &[u8]) -> Outcome) -> Outcome {
+        match pool.post(lane, req).await {
+            Ok(reply) => parse(reply.status, &reply.headers, &reply.body),
+            Err(TransportError::Config(e)) => Outcome::Failed { status: 500, reason: e },
+            Err(e) => Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) },
+        }
+    }
+}
+
+/// The OAuth endpoints speak HTTP/1.1 or HTTP/2: the same roots, both ALPNs.
+fn auth_tls(tls: &Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
+    let mut c = (**tls).clone();
+    c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(c)
+}

@@ -1,0 +1,140 @@
+//! A provider connection pool: a few HTTP/2 connections to one provider for one
+//! credential set, each carrying up to the peer's stream limit.
+//!
+//! Two lanes share the connections. Bulk work (broadcasts) may fill a
+//! connection only up to its limit minus a reserve; interactive sends (one
+//! client, one user) may use the reserve too. So a broadcast that saturates the
+//! pool never makes a payment notification wait for a stream.
+
+use crate::providers::WireRequest;
+use crate::transport::{Connection, Reply, Target, TransportError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    Interactive,
+    Bulk,
+}
+
+/// Tuning of one pool.
+#[derive(Clone, Debug)]
+pub struct PoolLimits {
+    /// Connections opened at most.
+    pub max_connections: usize,
+    /// Streams per connection at most, whatever the peer allows.
+    pub max_streams: usize,
+    /// Time for one request (connect excluded).
+    pub request_timeout: Duration,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        PoolLimits { max_connections: 4, max_streams: 1000, request_timeout: Duration::from_secs(15) }
+    }
+}
+
+pub struct Pool {
+    target: Target,
+    limits: PoolLimits,
+    /// `apns`, `fcm` or `hms`: the metrics label.
+    provider: &'static str,
+    conns: Mutex<Vec<Arc<Connection>>>,
+    /// Serialises connection opening, so a burst opens one connection, not fifty.
+    opening: tokio::sync::Mutex<()>,
+    freed: Notify,
+}
+
+/// A stream slot on one connection, given back on drop.
+struct Lease<'a> {
+    pool: &'a Pool,
+    conn: Arc<Connection>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!("herald_pool_streams_in_flight", "provider" => self.pool.provider).decrement(1.0);
+        self.pool.freed.notify_waiters();
+    }
+}
+
+impl Pool {
+    pub fn new(provider: &'static str, target: Target, limits: PoolLimits) -> Pool {
+        Pool { target, limits, provider, conns: Mutex::new(Vec::new()), opening: tokio::sync::Mutex::new(()), freed: Notify::new() }
+    }
+
+    /// Sends one request on a free stream, opening a connection when all are busy.
+    pub async fn post(&self, lane: Lane, req: &WireRequest) -> Result<Reply, TransportError> {
+        let lease = self.acquire(lane).await?;
+        let started = std::time::Instant::now();
+        let result = lease.conn.post(req, self.limits.request_timeout).await;
+        metrics::histogram!("herald_provider_request_duration_seconds", "provider" => self.provider).record(started.elapsed().as_secs_f64());
+        result
+    }
+
+    /// Connections currently open.
+    pub fn connections(&self) -> usize {
+        self.conns.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    async fn acquire(&self, lane: Lane) -> Result<Lease<'_>, TransportError> {
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            let can_open = {
+                let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                let before = conns.len();
+                conns.retain(|c| c.is_alive());
+                if conns.len() != before {
+                    metrics::gauge!("herald_pool_connections", "provider" => self.provider).decrement((before - conns.len()) as f64);
+                }
+                if let Some(conn) = self.free_stream(&conns, lane) {
+                    return Ok(Lease { pool: self, conn });
+                }
+                conns.len() < self.limits.max_connections
+            };
+            if can_open {
+                if let Ok(_guard) = self.opening.try_lock() {
+                    let conn = Connection::open(&self.target).await;
+                    let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                    match conn {
+                        Ok(c) => {
+                            metrics::gauge!("herald_pool_connections", "provider" => self.provider).increment(1.0);
+                            conns.push(c);
+                            continue;
+                        }
+                        Err(e) if conns.is_empty() => return Err(e),
+                        Err(e) => tracing::warn!(provider = self.provider, error = %e, "could not open another connection"),
+                    }
+                }
+            }
+            // Wait for a stream to free up; the timeout also picks up a connection
+            // that another task opened, and GOAWAYs.
+            let _ = tokio::time::timeout(Duration::from_millis(20), freed).await;
+        }
+    }
+
+    fn free_stream(&self, conns: &[Arc<Connection>], lane: Lane) -> Option<Arc<Connection>> {
+        // Fill the least loaded connection first, so load spreads once several are open.
+        let mut best: Option<(&Arc<Connection>, usize)> = None;
+        for c in conns {
+            let cap = c.capacity(self.limits.max_streams);
+            let limit = match lane {
+                Lane::Interactive => cap,
+                Lane::Bulk => cap - (cap / 10).max(1).min(cap - 1),
+            };
+            let used = c.in_flight.load(Ordering::Acquire);
+            if used < limit && best.is_none_or(|(_, u)| used < u) {
+                best = Some((c, used));
+            }
+        }
+        let (conn, _) = best?;
+        conn.in_flight.fetch_add(1, Ordering::AcqRel);
+        metrics::gauge!("herald_pool_streams_in_flight", "provider" => self.provider).increment(1.0);
+        Some(conn.clone())
+    }
+}

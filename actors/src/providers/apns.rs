@@ -1,0 +1,769 @@
+//! Apple Push Notification service: the HTTP/2 request (`POST /3/device/{token}`),
+//! the meaning of its answers, and the ES256 provider token of token auth.
+//!
+//! A notification is formatted once ([`prepare`]) and the same body and headers
+//! go to every device token; only the path (and the bearer) differ per request.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
+use ring::rand::SystemRandom;
+use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+use serde_json::{json, Map, Value};
+
+use super::{excerpt, header_value, retry_after, unix_now, FormatError, Notification, Outcome, Priority, WireRequest};
+
+/// The longest `apns-expiration` we ask for. Apple keeps undelivered
+/// notifications for a limited time anyway; 30 days bounds what we promise.
+pub const MAX_TTL_SECS: i64 = 30 * 24 * 3600;
+
+/// Apple refuses `apns-collapse-id` values longer than this (400 `BadCollapseId`).
+pub const MAX_COLLAPSE_ID: usize = 64;
+
+static APNS_TOPIC: HeaderName = HeaderName::from_static("apns-topic");
+static APNS_PUSH_TYPE: HeaderName = HeaderName::from_static("apns-push-type");
+static APNS_PRIORITY: HeaderName = HeaderName::from_static("apns-priority");
+static APNS_EXPIRATION: HeaderName = HeaderName::from_static("apns-expiration");
+static APNS_COLLAPSE_ID: HeaderName = HeaderName::from_static("apns-collapse-id");
+static APNS_ID: HeaderName = HeaderName::from_static("apns-id");
+
+/// A notification formatted for APNs: prepared once per notification and app;
+/// the same body goes to every token.
+#[derive(Clone, Debug)]
+pub struct ApnsPayload {
+    body: Bytes,
+    /// The headers that do not depend on the token.
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl ApnsPayload {
+    /// The JSON body (for tests and logs).
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The token-independent headers (for tests and logs).
+    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+        &self.headers
+    }
+
+    /// The request for one device token: `POST /3/device/{token}`, with
+    /// `authorization: bearer <jwt>` under token auth (`None` under certificate
+    /// auth, where the TLS client certificate authenticates the connection).
+    pub fn request(&self, token: &str, bearer: Option<&str>) -> WireRequest {
+        let mut path = String::with_capacity(10 + token.len());
+        path.push_str("/3/device/");
+        super::push_path_segment(&mut path, token);
+        let mut headers = Vec::with_capacity(self.headers.len() + 1);
+        headers.extend(self.headers.iter().cloned());
+        if let Some(jwt) = bearer {
+            // Our own JWT is base64url and dots: it always makes a valid header.
+            if let Ok(value) = super::authorization("bearer", jwt) {
+                headers.push((http::header::AUTHORIZATION, value));
+            }
+        }
+        WireRequest {
+            path,
+            headers,
+            body: self.body.clone(),
+        }
+    }
+}
+
+/// Formats `n` for the app whose bundle id is `topic`.
+///
+/// Headers: `apns-topic`; `apns-push-type` `alert`, or `background` when silent;
+/// `apns-priority` 10/5/1 for HIGH/NORMAL/LOW, but always 5 for a background
+/// push (Apple refuses 10 there); `apns-expiration` now + time to live, capped at
+/// 30 days (`0`, "deliver once or drop", for a ttl of 0 or less; absent without a
+/// ttl); `apns-collapse-id` from the collapse key.
+///
+/// Body: `{"aps": {"alert": {..}, "sound", "mutable-content": 1}, <customData>,
+/// "sender": {"tenantId", "userId"}, "notificationId", "category"}`. A silent
+/// push has `{"aps": {"content-available": 1}}` and the same data, no alert.
+/// `mutable-content` lets the app's notification service extension rewrite the
+/// alert from the data (decrypt, localise, attach media) before it is shown.
+pub fn prepare(n: &Notification, topic: &str) -> Result<ApnsPayload, FormatError> {
+    prepare_at(n, topic, unix_now())
+}
+
+fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, FormatError> {
+    let mut headers = Vec::with_capacity(5);
+    headers.push((APNS_TOPIC.clone(), header_value("apns-topic (the bundle id)", topic)?));
+    let (push_type, priority) = if n.silent {
+        ("background", "5")
+    } else {
+        let p = match n.priority {
+            Priority::High => "10",
+            Priority::Normal => "5",
+            Priority::Low => "1",
+        };
+        ("alert", p)
+    };
+    headers.push((APNS_PUSH_TYPE.clone(), HeaderValue::from_static(push_type)));
+    headers.push((APNS_PRIORITY.clone(), HeaderValue::from_static(priority)));
+    if let Some(ttl) = n.time_to_live {
+        let expiration = if ttl <= 0 {
+            0
+        } else {
+            now.saturating_add(ttl.min(MAX_TTL_SECS) as u64)
+        };
+        headers.push((APNS_EXPIRATION.clone(), HeaderValue::from(expiration)));
+    }
+    if let Some(key) = &n.collapse_key {
+        if key.len() > MAX_COLLAPSE_ID {
+            return Err(FormatError {
+                status: 400,
+                message: format!(
+                    "collapseKey of {} bytes exceeds APNs' {MAX_COLLAPSE_ID}-byte limit",
+                    key.len()
+                ),
+            });
+        }
+        headers.push((APNS_COLLAPSE_ID.clone(), header_value("collapseKey", key)?));
+    }
+
+    let body = serde_json::to_vec(&body_json(n)).map_err(|e| FormatError {
+        status: 400,
+        message: format!("cannot encode the APNs payload: {e}"),
+    })?;
+    if body.len() > super::MAX_PAYLOAD {
+        return Err(FormatError {
+            status: 413,
+            message: format!(
+                "payload of {} bytes exceeds APNs' {}-byte limit",
+                body.len(),
+                super::MAX_PAYLOAD
+            ),
+        });
+    }
+    Ok(ApnsPayload {
+        body: Bytes::from(body),
+        headers,
+    })
+}
+
+fn body_json(n: &Notification) -> Value {
+    let mut aps = Map::new();
+    if n.silent {
+        aps.insert("content-available".into(), json!(1));
+    } else {
+        let mut alert = Map::new();
+        let mut put = |k: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                alert.insert(k.into(), Value::String(v.clone()));
+            }
+        };
+        put("title", &n.title);
+        put("body", &n.body);
+        put("title-loc-key", &n.title_loc_key);
+        put("loc-key", &n.body_loc_key);
+        if !n.title_loc_args.is_empty() {
+            alert.insert("title-loc-args".into(), json!(n.title_loc_args));
+        }
+        if !n.body_loc_args.is_empty() {
+            alert.insert("loc-args".into(), json!(n.body_loc_args));
+        }
+        if !alert.is_empty() {
+            aps.insert("alert".into(), Value::Object(alert));
+        }
+        if let Some(sound) = &n.sound {
+            aps.insert("sound".into(), Value::String(sound.clone()));
+        }
+        aps.insert("mutable-content".into(), json!(1));
+    }
+
+    let mut top = Map::new();
+    for (k, v) in &n.custom_data {
+        // `aps` is Apple's dictionary: custom data must not replace it.
+        if k != "aps" {
+            top.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some((tenant, user)) = &n.sender {
+        top.insert("sender".into(), json!({ "tenantId": tenant, "userId": user }));
+    }
+    top.insert("notificationId".into(), Value::String(n.id.clone()));
+    top.insert("category".into(), Value::String(n.category.clone()));
+    top.insert("aps".into(), Value::Object(aps));
+    Value::Object(top)
+}
+
+/// What an APNs answer means for the token.
+///
+/// 200: sent (with Apple's `apns-id`). 410 (`Unregistered`, `ExpiredToken`) and
+/// 400 `BadDeviceToken`: the token is dead. 403 `ExpiredProviderToken` or
+/// `InvalidProviderToken`: our JWT was refused, refresh it. 429
+/// (`TooManyRequests`, `TooManyProviderTokenUpdates`) and 5xx: retry, after
+/// `retry-after` when given. Anything else (bad topic, payload, headers, a
+/// missing or bad certificate) is a permanent failure of this notification.
+pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Outcome {
+    if status == 200 {
+        let id = headers
+            .get(&APNS_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        return Outcome::Sent { id };
+    }
+    let reason = reason(status, body);
+    match (status, reason.as_str()) {
+        (410, _) | (400, "BadDeviceToken") => Outcome::Dead { status, reason },
+        (403, "ExpiredProviderToken" | "InvalidProviderToken") => Outcome::AuthRefused { status, reason },
+        (429, _) | (500..=599, _) => Outcome::Retry {
+            status,
+            reason,
+            after: retry_after(headers),
+        },
+        _ => Outcome::Failed { status, reason },
+    }
+}
+
+/// Apple's `{"reason": "..."}`, or what the body says when it is not that.
+fn reason(status: u16, body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        reason: String,
+    }
+    match serde_json::from_slice::<Answer>(body) {
+        Ok(a) => a.reason,
+        Err(_) if body.is_empty() => http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no reason given")
+            .to_owned(),
+        Err(_) => excerpt(body),
+    }
+}
+
+/// A new provider token is signed once the current one is this old. Apple
+/// refuses tokens older than an hour and refreshes more frequent than every 20
+/// minutes; 40 minutes is safely between.
+pub const JWT_REFRESH_AFTER: Duration = Duration::from_secs(40 * 60);
+
+/// After a refusal, a token younger than this is kept: signing again so soon
+/// would be answered `TooManyProviderTokenUpdates`.
+pub const JWT_MIN_AGE_FOR_REFRESH: Duration = Duration::from_secs(20 * 60);
+
+/// A source of Unix time in seconds; tests substitute their own.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+struct Signed {
+    token: Arc<str>,
+    iat: u64,
+}
+
+/// The ES256 provider token of APNs token auth, shared by every request of one
+/// key: reused until it is 40 minutes old, then replaced by a newly signed one.
+///
+/// [`ApnsJwt::current`] runs for every request, so its common path is a read
+/// lock and an `Arc` clone; signing happens under the write lock, once.
+pub struct ApnsJwt {
+    key: EcdsaKeyPair,
+    rng: SystemRandom,
+    key_id: String,
+    /// `base64url({"alg":"ES256","kid":..}) + "."`, fixed for the key.
+    header: String,
+    /// `{"iss":"<team id>","iat":` up to the timestamp.
+    claims_prefix: String,
+    clock: Clock,
+    current: RwLock<Signed>,
+}
+
+impl std::fmt::Debug for ApnsJwt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApnsJwt").field("key_id", &self.key_id).finish_non_exhaustive()
+    }
+}
+
+impl ApnsJwt {
+    /// From the `.p8` key (PKCS#8, PEM `-----BEGIN PRIVATE KEY-----` or raw DER),
+    /// its key id and the team id. Signs the first token at once, so a bad key
+    /// is reported when the app is configured, not on its first send.
+    pub fn new(key: &[u8], key_id: &str, team_id: &str) -> Result<ApnsJwt, String> {
+        Self::with_clock(key, key_id, team_id, Arc::new(unix_now))
+    }
+
+    /// As [`ApnsJwt::new`], reading the time from `clock` (Unix seconds), so tests
+    /// can move time.
+    pub fn with_clock(key: &[u8], key_id: &str, team_id: &str, clock: Clock) -> Result<ApnsJwt, String> {
+        let der = pkcs8_der(key)?;
+        let rng = SystemRandom::new();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
+            .map_err(|e| format!("the APNs key is not a PKCS#8 P-256 key (.p8): {e}"))?;
+        if key_id.is_empty() || team_id.is_empty() {
+            return Err("the APNs key id and team id must not be empty".into());
+        }
+        let header = serde_json::to_vec(&json!({ "alg": "ES256", "kid": key_id }))
+            .map_err(|e| format!("cannot encode the JWT header: {e}"))?;
+        let iss = serde_json::to_string(team_id).map_err(|e| format!("cannot encode the team id: {e}"))?;
+        let mut jwt = ApnsJwt {
+            key,
+            rng,
+            key_id: key_id.to_owned(),
+            header: format!("{}.", URL_SAFE_NO_PAD.encode(header)),
+            claims_prefix: format!("{{\"iss\":{iss},\"iat\":"),
+            clock,
+            current: RwLock::new(Signed {
+                token: Arc::from(""),
+                iat: 0,
+            }),
+        };
+        let now = (jwt.clock)();
+        let token = jwt.sign(now)?;
+        *jwt.current.get_mut().unwrap_or_else(|e| e.into_inner()) = Signed { token, iat: now };
+        count_refresh();
+        Ok(jwt)
+    }
+
+    /// The key id (the JWT's `kid`).
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// The token to send now: the current one while it is under 40 minutes old,
+    /// else a newly signed one.
+    pub fn current(&self) -> Arc<str> {
+        let now = (self.clock)();
+        {
+            let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
+            if now.saturating_sub(guard.iat) < JWT_REFRESH_AFTER.as_secs() {
+                return guard.token.clone();
+            }
+        }
+        self.replace_if(|iat| now.saturating_sub(iat) >= JWT_REFRESH_AFTER.as_secs(), now)
+    }
+
+    /// Apple refused the token (`AuthRefused`). A token at least 20 minutes old
+    /// is replaced; a younger one is kept, since Apple would refuse a new one as
+    /// too frequent an update and a young token's refusal points at the key or
+    /// the clock, not at its age.
+    pub fn refused(&self) {
+        let now = (self.clock)();
+        let age = {
+            let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
+            now.saturating_sub(guard.iat)
+        };
+        if age < JWT_MIN_AGE_FOR_REFRESH.as_secs() {
+            tracing::warn!(
+                key_id = %self.key_id,
+                age_secs = age,
+                "APNs refused a provider token younger than 20 minutes; keeping it (check the key, team id and clock)"
+            );
+            return;
+        }
+        self.replace_if(
+            |iat| now.saturating_sub(iat) >= JWT_MIN_AGE_FOR_REFRESH.as_secs(),
+            now,
+        );
+    }
+
+    /// Under the write lock: signs a new token if `stale(iat)` still holds (another
+    /// thread may have replaced it meanwhile), and returns the token in force.
+    fn replace_if(&self, stale: impl Fn(u64) -> bool, now: u64) -> Arc<str> {
+        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+        if stale(guard.iat) {
+            match self.sign(now) {
+                Ok(token) => {
+                    *guard = Signed { token, iat: now };
+                    count_refresh();
+                    tracing::debug!(key_id = %self.key_id, "APNs provider token refreshed");
+                }
+                // Only the system RNG can fail here; the old token may still work.
+                Err(e) => tracing::error!(key_id = %self.key_id, error = %e, "cannot sign an APNs provider token"),
+            }
+        }
+        guard.token.clone()
+    }
+
+    fn sign(&self, iat: u64) -> Result<Arc<str>, String> {
+        let claims = format!("{}{iat}}}", self.claims_prefix);
+        let mut jwt = String::with_capacity(self.header.len() + claims.len() * 4 / 3 + 90);
+        jwt.push_str(&self.header);
+        URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut jwt);
+        let signature = self
+            .key
+            .sign(&self.rng, jwt.as_bytes())
+            .map_err(|_| "ECDSA signing failed".to_owned())?;
+        jwt.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut jwt);
+        Ok(jwt.into())
+    }
+}
+
+fn count_refresh() {
+    metrics::counter!("herald_provider_auth_refreshes_total", "provider" => "apns").increment(1);
+}
+
+/// The DER of a PKCS#8 key given as PEM (`PRIVATE KEY`) or as DER.
+fn pkcs8_der(key: &[u8]) -> Result<Vec<u8>, String> {
+    let trimmed = key.trim_ascii_start();
+    if !trimmed.starts_with(b"-----BEGIN") {
+        return Ok(key.to_vec());
+    }
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::PrivatePkcs8KeyDer::from_pem_slice(trimmed)
+        .map(|k| k.secret_pkcs8_der().to_vec())
+        .map_err(|e| format!("the APNs key is not a PEM \"PRIVATE KEY\" (PKCS#8 .p8 file): {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    fn notification() -> Notification {
+        Notification {
+            id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
+            category: "chat".into(),
+            title: Some("Hello".into()),
+            body: Some("World".into()),
+            priority: Priority::High,
+            ..Default::default()
+        }
+    }
+
+    fn header<'a>(p: &'a ApnsPayload, name: &str) -> Option<&'a str> {
+        p.headers()
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.to_str().ok())
+    }
+
+    fn body(p: &ApnsPayload) -> Value {
+        serde_json::from_slice(p.body()).unwrap()
+    }
+
+    #[test]
+    fn an_alert_push() {
+        let mut n = notification();
+        n.sound = Some("ping.caf".into());
+        n.title_loc_key = Some("T_KEY".into());
+        n.title_loc_args = vec!["a".into()];
+        n.body_loc_key = Some("B_KEY".into());
+        n.body_loc_args = vec!["b".into(), "c".into()];
+        n.custom_data.insert("orderId".into(), json!(42));
+        n.custom_data.insert("aps".into(), json!({"evil": true}));
+        n.custom_data.insert("nested".into(), json!({"a": [1, 2]}));
+        n.sender = Some(("acme".into(), "u1".into()));
+        let p = prepare(&n, "com.herald.demo").unwrap();
+        assert_eq!(header(&p, "apns-topic"), Some("com.herald.demo"));
+        assert_eq!(header(&p, "apns-push-type"), Some("alert"));
+        assert_eq!(header(&p, "apns-priority"), Some("10"));
+        assert_eq!(header(&p, "apns-expiration"), None);
+        assert_eq!(header(&p, "apns-collapse-id"), None);
+        assert_eq!(
+            body(&p),
+            json!({
+                "aps": {
+                    "alert": {
+                        "title": "Hello", "body": "World",
+                        "title-loc-key": "T_KEY", "title-loc-args": ["a"],
+                        "loc-key": "B_KEY", "loc-args": ["b", "c"],
+                    },
+                    "sound": "ping.caf",
+                    "mutable-content": 1,
+                },
+                "orderId": 42,
+                "nested": {"a": [1, 2]},
+                "sender": {"tenantId": "acme", "userId": "u1"},
+                "notificationId": "01HZX5J3K9Q8W7E6R5T4Y3U2I1",
+                "category": "chat",
+            })
+        );
+    }
+
+    #[test]
+    fn priorities() {
+        let mut n = notification();
+        for (p, want) in [(Priority::High, "10"), (Priority::Normal, "5"), (Priority::Low, "1")] {
+            n.priority = p;
+            assert_eq!(header(&prepare(&n, "t").unwrap(), "apns-priority"), Some(want));
+        }
+    }
+
+    #[test]
+    fn a_silent_push_is_background_at_priority_5() {
+        let mut n = notification();
+        n.silent = true;
+        n.sound = Some("x".into());
+        n.custom_data.insert("k".into(), json!("v"));
+        let p = prepare(&n, "com.herald.demo").unwrap();
+        assert_eq!(header(&p, "apns-push-type"), Some("background"));
+        assert_eq!(header(&p, "apns-priority"), Some("5"));
+        assert_eq!(
+            body(&p),
+            json!({
+                "aps": {"content-available": 1},
+                "k": "v",
+                "notificationId": "01HZX5J3K9Q8W7E6R5T4Y3U2I1",
+                "category": "chat",
+            })
+        );
+    }
+
+    #[test]
+    fn expiration_is_capped_at_30_days() {
+        let mut n = notification();
+        n.time_to_live = Some(3600);
+        let p = prepare_at(&n, "t", 1_000_000).unwrap();
+        assert_eq!(header(&p, "apns-expiration"), Some("1003600"));
+        n.time_to_live = Some(365 * 24 * 3600);
+        let p = prepare_at(&n, "t", 1_000_000).unwrap();
+        assert_eq!(header(&p, "apns-expiration"), Some("3592000"));
+        n.time_to_live = Some(0);
+        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
+        n.time_to_live = Some(-5);
+        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
+        // prepare() uses the real clock.
+        n.time_to_live = Some(60);
+        let exp: u64 = header(&prepare(&n, "t").unwrap(), "apns-expiration").unwrap().parse().unwrap();
+        assert!(exp.abs_diff(unix_now() + 60) <= 2);
+    }
+
+    #[test]
+    fn collapse_id() {
+        let mut n = notification();
+        n.collapse_key = Some("thread-1".into());
+        assert_eq!(header(&prepare(&n, "t").unwrap(), "apns-collapse-id"), Some("thread-1"));
+        n.collapse_key = Some("x".repeat(64));
+        assert!(prepare(&n, "t").is_ok());
+        n.collapse_key = Some("x".repeat(65));
+        let e = prepare(&n, "t").unwrap_err();
+        assert_eq!(e.status, 400);
+        assert!(e.message.contains("65 bytes"), "{e}");
+        n.collapse_key = Some("a\nb".into());
+        assert_eq!(prepare(&n, "t").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn a_bad_topic_is_a_format_error() {
+        assert_eq!(prepare(&notification(), "com.x\r\n").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn the_4k_limit() {
+        let mut n = notification();
+        // Find the largest body that fits, then one byte more.
+        let base = prepare(&n, "t").unwrap().body().len();
+        n.custom_data.insert("pad".into(), json!(""));
+        let with_key = prepare(&n, "t").unwrap().body().len();
+        let fill = super::super::MAX_PAYLOAD - with_key;
+        assert!(fill > 0 && base < with_key);
+        n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
+        assert_eq!(prepare(&n, "t").unwrap().body().len(), 4096);
+        n.custom_data.insert("pad".into(), json!("x".repeat(fill + 1)));
+        let e = prepare(&n, "t").unwrap_err();
+        assert_eq!(e.status, 413);
+        assert_eq!(e.message, "payload of 4097 bytes exceeds APNs' 4096-byte limit");
+    }
+
+    #[test]
+    fn the_request() {
+        let p = prepare(&notification(), "com.herald.demo").unwrap();
+        let r = p.request("abcd1234", Some("h.c.s"));
+        assert_eq!(r.path, "/3/device/abcd1234");
+        assert_eq!(r.body, *p.body());
+        let auth = r.headers.iter().find(|(k, _)| k == http::header::AUTHORIZATION).unwrap();
+        assert_eq!(auth.1, "bearer h.c.s");
+        assert!(auth.1.is_sensitive());
+        assert_eq!(r.headers.len(), p.headers().len() + 1);
+        let r = p.request("ab/cd", None);
+        assert_eq!(r.path, "/3/device/ab%2Fcd");
+        assert!(r.headers.iter().all(|(k, _)| k != http::header::AUTHORIZATION));
+    }
+
+    fn answer(status: u16, retry: Option<&str>, body: &str) -> Outcome {
+        let mut h = http::HeaderMap::new();
+        if let Some(r) = retry {
+            h.insert(http::header::RETRY_AFTER, r.parse().unwrap());
+        }
+        parse_response(status, &h, body.as_bytes())
+    }
+
+    #[test]
+    fn answers() {
+        let mut h = http::HeaderMap::new();
+        h.insert("apns-id", "EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".parse().unwrap());
+        assert_eq!(
+            parse_response(200, &h, b""),
+            Outcome::Sent {
+                id: Some("EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".into())
+            }
+        );
+        assert_eq!(parse_response(200, &http::HeaderMap::new(), b""), Outcome::Sent { id: None });
+        let dead = |status: u16, reason: &str| Outcome::Dead {
+            status,
+            reason: reason.into(),
+        };
+        assert_eq!(
+            answer(410, None, r#"{"reason":"Unregistered","timestamp":1700000000000}"#),
+            dead(410, "Unregistered")
+        );
+        assert_eq!(answer(410, None, r#"{"reason":"ExpiredToken"}"#), dead(410, "ExpiredToken"));
+        assert_eq!(answer(400, None, r#"{"reason":"BadDeviceToken"}"#), dead(400, "BadDeviceToken"));
+        for reason in ["ExpiredProviderToken", "InvalidProviderToken"] {
+            assert_eq!(
+                answer(403, None, &format!(r#"{{"reason":"{reason}"}}"#)),
+                Outcome::AuthRefused {
+                    status: 403,
+                    reason: reason.into()
+                }
+            );
+        }
+        assert_eq!(
+            answer(429, Some("3"), r#"{"reason":"TooManyRequests"}"#),
+            Outcome::Retry {
+                status: 429,
+                reason: "TooManyRequests".into(),
+                after: Some(Duration::from_secs(3))
+            }
+        );
+        assert_eq!(
+            answer(429, None, r#"{"reason":"TooManyProviderTokenUpdates"}"#),
+            Outcome::Retry {
+                status: 429,
+                reason: "TooManyProviderTokenUpdates".into(),
+                after: None
+            }
+        );
+        for (status, reason) in [(500, "InternalServerError"), (503, "ServiceUnavailable")] {
+            assert_eq!(
+                answer(status, Some("1"), &format!(r#"{{"reason":"{reason}"}}"#)),
+                Outcome::Retry {
+                    status,
+                    reason: reason.into(),
+                    after: Some(Duration::from_secs(1))
+                }
+            );
+        }
+        for (status, reason) in [
+            (400, "BadCollapseId"),
+            (400, "TopicDisallowed"),
+            (400, "DeviceTokenNotForTopic"),
+            (403, "MissingProviderToken"),
+            (403, "BadCertificate"),
+            (413, "PayloadTooLarge"),
+            (405, "MethodNotAllowed"),
+        ] {
+            assert_eq!(
+                answer(status, None, &format!(r#"{{"reason":"{reason}"}}"#)),
+                Outcome::Failed {
+                    status,
+                    reason: reason.into()
+                }
+            );
+        }
+        assert_eq!(
+            answer(404, None, ""),
+            Outcome::Failed {
+                status: 404,
+                reason: "Not Found".into()
+            }
+        );
+        assert_eq!(
+            answer(400, None, "<html>bad</html>"),
+            Outcome::Failed {
+                status: 400,
+                reason: "<html>bad</html>".into()
+            }
+        );
+    }
+
+    // A P-256 key generated by ring, as PKCS#8 DER and PEM.
+    fn test_key() -> (Vec<u8>, String) {
+        let der = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .unwrap()
+            .as_ref()
+            .to_vec();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&der);
+        let lines: Vec<&str> = b64
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
+        (der, pem)
+    }
+
+    fn decode(token: &str) -> (Value, Value, Vec<u8>) {
+        let parts: Vec<&str> = token.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let h = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+        let c = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        (h, c, URL_SAFE_NO_PAD.decode(parts[2]).unwrap())
+    }
+
+    #[test]
+    fn the_jwt_is_a_valid_es256_token() {
+        let (der, pem) = test_key();
+        let jwt = ApnsJwt::new(pem.as_bytes(), "ABCDE12345", "TEAM123456").unwrap();
+        let token = jwt.current();
+        let (h, c, sig) = decode(&token);
+        assert_eq!(h, json!({"alg": "ES256", "kid": "ABCDE12345"}));
+        assert_eq!(c["iss"], "TEAM123456");
+        assert!(c["iat"].as_u64().unwrap().abs_diff(unix_now()) <= 2);
+        assert_eq!(c.as_object().unwrap().len(), 2);
+        // Verify with the public key.
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &SystemRandom::new()).unwrap();
+        use ring::signature::KeyPair;
+        let public = ring::signature::UnparsedPublicKey::new(
+            &ring::signature::ECDSA_P256_SHA256_FIXED,
+            pair.public_key().as_ref().to_vec(),
+        );
+        let signed = &token[..token.rfind('.').unwrap()];
+        public.verify(signed.as_bytes(), &sig).unwrap();
+        // DER works too.
+        assert!(ApnsJwt::new(&der, "K", "T").is_ok());
+    }
+
+    #[test]
+    fn bad_keys_are_refused() {
+        assert!(ApnsJwt::new(b"nonsense", "K", "T").is_err());
+        assert!(ApnsJwt::new(b"-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n", "K", "T").is_err());
+        let (_, pem) = test_key();
+        assert!(ApnsJwt::new(pem.as_bytes(), "", "T").is_err());
+    }
+
+    #[test]
+    fn the_jwt_is_reused_for_40_minutes_and_kept_on_early_refusals() {
+        let (_, pem) = test_key();
+        let now = Arc::new(AtomicU64::new(1_700_000_000));
+        let clock = now.clone();
+        let jwt = ApnsJwt::with_clock(
+            pem.as_bytes(),
+            "K",
+            "T",
+            Arc::new(move || clock.load(Ordering::SeqCst)),
+        )
+        .unwrap();
+        let first = jwt.current();
+        let iat = |t: &str| decode(t).1["iat"].as_u64().unwrap();
+        assert_eq!(iat(&first), 1_700_000_000);
+
+        now.fetch_add(39 * 60 + 59, Ordering::SeqCst);
+        assert!(Arc::ptr_eq(&jwt.current(), &first), "reused under 40 minutes");
+
+        // Refused at 10 minutes old: kept.
+        now.store(1_700_000_000 + 10 * 60, Ordering::SeqCst);
+        jwt.refused();
+        assert!(Arc::ptr_eq(&jwt.current(), &first), "kept when refused under 20 minutes");
+
+        // Refused at 25 minutes old: replaced.
+        now.store(1_700_000_000 + 25 * 60, Ordering::SeqCst);
+        jwt.refused();
+        let second = jwt.current();
+        assert_ne!(second, first);
+        assert_eq!(iat(&second), 1_700_000_000 + 25 * 60);
+
+        // 40 minutes after the second one: a third.
+        now.fetch_add(40 * 60, Ordering::SeqCst);
+        let third = jwt.current();
+        assert_ne!(third, second);
+        assert_eq!(iat(&third), 1_700_000_000 + 65 * 60);
+        assert!(Arc::ptr_eq(&jwt.current(), &third));
+    }
+}

@@ -1,0 +1,679 @@
+//! Huawei Push Kit (HMS): the request (`POST /v1/{appId}/messages:send`, up to
+//! 1000 tokens per request), the meaning of its answers per token, and the
+//! OAuth2 client-credentials access token.
+//!
+//! A notification is formatted once ([`prepare`]) into the JSON after the token
+//! list; a request is the envelope, the token list and that suffix.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{json, Map, Value};
+
+use super::auth_http::{read_token_answer, AuthHttp, TokenCache};
+use super::{excerpt, retry_after, FormatError, Notification, Outcome, Priority, WireRequest};
+
+/// The most tokens Push Kit accepts in one request.
+pub const MAX_TOKENS: usize = 1000;
+
+/// Push Kit keeps undelivered messages at most 15 days.
+pub const MAX_TTL_SECS: i64 = 1_296_000;
+
+/// Push Kit collapse keys are offline-cache group numbers `0..=100` (`-1`:
+/// cache everything, the default).
+pub const MAX_COLLAPSE_KEY: i64 = 100;
+
+/// Push Kit's answer codes.
+pub mod codes {
+    pub const SUCCESS: &str = "80000000";
+    /// Some tokens were illegal; `msg` lists them.
+    pub const PARTIAL: &str = "80100000";
+    pub const BAD_PARAMETERS: &str = "80100003";
+    pub const AUTH_FAILED: &str = "80200001";
+    pub const AUTH_EXPIRED: &str = "80200003";
+    /// Every token was illegal.
+    pub const ALL_TOKENS_INVALID: &str = "80300007";
+    pub const TOO_LARGE: &str = "80300008";
+    pub const INTERNAL: &str = "81000001";
+}
+
+const PREFIX: &[u8] = br#"{"validate_only":false,"message":{"token":"#;
+
+/// A notification formatted for Push Kit: the message JSON after the token list.
+#[derive(Clone, Debug)]
+pub struct HmsPayload {
+    /// `,"android":{..},"data":".."}}`.
+    suffix: Bytes,
+}
+
+impl HmsPayload {
+    /// The request for up to [`MAX_TOKENS`] tokens of the app `app_id` (the
+    /// OAuth client id), authorised with an access token from [`HmsAuth::token`].
+    pub fn request(&self, app_id: &str, tokens: &[&str], bearer: &str) -> Result<WireRequest, FormatError> {
+        if tokens.is_empty() || tokens.len() > MAX_TOKENS {
+            return Err(FormatError {
+                status: 400,
+                message: format!(
+                    "an HMS request carries 1 to {MAX_TOKENS} tokens, not {}",
+                    tokens.len()
+                ),
+            });
+        }
+        let mut path = String::with_capacity(24 + app_id.len());
+        path.push_str("/v1/");
+        super::push_path_segment(&mut path, app_id);
+        path.push_str("/messages:send");
+        let token_bytes: usize = tokens.iter().map(|t| t.len() + 3).sum();
+        let mut writer = BytesMut::with_capacity(PREFIX.len() + token_bytes + 2 + self.suffix.len()).writer();
+        writer.get_mut().put_slice(PREFIX);
+        serde_json::to_writer(&mut writer, tokens).map_err(|e| FormatError {
+            status: 400,
+            message: format!("cannot encode the HMS tokens: {e}"),
+        })?;
+        let mut body = writer.into_inner();
+        body.put_slice(&self.suffix);
+        Ok(WireRequest {
+            path,
+            headers: vec![
+                (
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json; charset=UTF-8"),
+                ),
+                (http::header::AUTHORIZATION, super::authorization("Bearer", bearer)?),
+            ],
+            body: body.freeze(),
+        })
+    }
+}
+
+/// Formats `n` as a Push Kit message: `{"validate_only": false, "message":
+/// {"token": [..], "data": "<JSON>", "android": {"urgency", "ttl",
+/// "collapse_key", "notification": {.., "click_action": {"type": 3}}}}}`.
+///
+/// `data` is one string, the JSON of customData (values as they are) plus
+/// `sender` (`{"tenantId","userId"}`), `notificationId` and `category`. Urgency
+/// is `HIGH` for HIGH priority and `NORMAL` otherwise. The ttl is capped at 15
+/// days. A silent notification has no `notification`: a data message. A
+/// notification opens the app when tapped (`click_action` type 3).
+///
+/// Push Kit's `collapse_key` is a number, an offline-cache group `0..=100`: a
+/// collapse key that is such a number is used as it is; any other string is
+/// mapped to `fnv1a64(key) % 100`, stable across processes and releases, so the
+/// same key always lands in the same group (different keys may share a group:
+/// there are only 101).
+///
+/// Push Kit requires a title and body on an Android notification; when only
+/// the localisation key is given, it is sent as the title (or body) too, so the
+/// device has something to show if it cannot resolve the key.
+///
+/// Push Kit's `android.category` (message self-classification such as `IM`,
+/// `FINANCE`) is not set: it needs Huawei's approval per app, and our category
+/// travels in `data`.
+///
+/// The size limit is Push Kit's: the message without its token list must fit in
+/// 4096 bytes (413 otherwise), so it is checked here, once.
+pub fn prepare(n: &Notification) -> Result<HmsPayload, FormatError> {
+    let mut data = Map::new();
+    for (k, v) in &n.custom_data {
+        data.insert(k.clone(), v.clone());
+    }
+    if let Some((tenant, user)) = &n.sender {
+        data.insert("sender".into(), json!({ "tenantId": tenant, "userId": user }));
+    }
+    data.insert("notificationId".into(), Value::String(n.id.clone()));
+    data.insert("category".into(), Value::String(n.category.clone()));
+
+    let mut android = Map::new();
+    let urgency = match n.priority {
+        Priority::High => "HIGH",
+        Priority::Normal | Priority::Low => "NORMAL",
+    };
+    android.insert("urgency".into(), json!(urgency));
+    if let Some(ttl) = n.time_to_live {
+        android.insert("ttl".into(), json!(format!("{}s", ttl.clamp(0, MAX_TTL_SECS))));
+    }
+    if let Some(key) = &n.collapse_key {
+        android.insert("collapse_key".into(), json!(collapse_group(key)));
+    }
+    if !n.silent {
+        android.insert("notification".into(), android_notification(n));
+    }
+
+    let mut rest = Map::new();
+    rest.insert("android".into(), Value::Object(android));
+    rest.insert("data".into(), Value::String(Value::Object(data).to_string()));
+    let rest = serde_json::to_vec(&Value::Object(rest)).map_err(|e| FormatError {
+        status: 400,
+        message: format!("cannot encode the HMS message: {e}"),
+    })?;
+    // `{"android":..,"data":".."}` is the message without its token list, which
+    // is what Push Kit weighs.
+    if rest.len() > super::MAX_PAYLOAD {
+        return Err(FormatError {
+            status: 413,
+            message: format!(
+                "payload of {} bytes exceeds HMS' {}-byte limit",
+                rest.len(),
+                super::MAX_PAYLOAD
+            ),
+        });
+    }
+    let mut suffix = Vec::with_capacity(rest.len() + 1);
+    suffix.push(b',');
+    suffix.extend_from_slice(&rest[1..]);
+    suffix.push(b'}');
+    Ok(HmsPayload {
+        suffix: Bytes::from(suffix),
+    })
+}
+
+/// The Push Kit cache group of a collapse key: the key itself when it is a
+/// number in `0..=100`, else FNV-1a (64 bit) of its bytes modulo 100.
+pub fn collapse_group(key: &str) -> i64 {
+    if let Ok(k) = key.trim().parse::<i64>() {
+        if (0..=MAX_COLLAPSE_KEY).contains(&k) {
+            return k;
+        }
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash % 100) as i64
+}
+
+fn android_notification(n: &Notification) -> Value {
+    let mut o = Map::new();
+    let fields = [
+        ("title", n.title.as_ref().or(n.title_loc_key.as_ref())),
+        ("body", n.body.as_ref().or(n.body_loc_key.as_ref())),
+        ("title_loc_key", n.title_loc_key.as_ref()),
+        ("body_loc_key", n.body_loc_key.as_ref()),
+        ("sound", n.sound.as_ref()),
+        ("icon", n.icon.as_ref()),
+    ];
+    for (k, v) in fields {
+        if let Some(v) = v {
+            o.insert(k.into(), Value::String(v.clone()));
+        }
+    }
+    if !n.title_loc_args.is_empty() {
+        o.insert("title_loc_args".into(), json!(n.title_loc_args));
+    }
+    if !n.body_loc_args.is_empty() {
+        o.insert("body_loc_args".into(), json!(n.body_loc_args));
+    }
+    o.insert("click_action".into(), json!({ "type": 3 }));
+    Value::Object(o)
+}
+
+/// Push Kit's answer body: `{"code", "msg", "requestId"}` (the code is a
+/// string; a number is read too).
+#[derive(Default)]
+struct Answer {
+    code: Option<String>,
+    msg: Option<String>,
+    request_id: Option<String>,
+}
+
+impl Answer {
+    fn parse(body: &[u8]) -> Answer {
+        let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(body) else {
+            return Answer::default();
+        };
+        let text = |v: Option<&Value>| match v {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        Answer {
+            code: text(o.get("code")),
+            msg: text(o.get("msg")),
+            request_id: text(o.get("requestId")),
+        }
+    }
+}
+
+/// What a Push Kit answer means for each of the request's `tokens` (one outcome
+/// per token, in order).
+///
+/// `80000000`: all sent. `80100000`: some tokens were illegal; `msg` is a JSON
+/// string whose `illegal_tokens` are dead, the others sent (if `msg` cannot be
+/// read, all count as sent: some were, and a token is never marked dead without
+/// Huawei naming it). `80300007`: every token is dead. HTTP 401, `80200001`,
+/// `80200003`: our access token was refused, refresh it. HTTP 429 or 5xx, or
+/// `81000001`: retry, after `retry-after` when given. `80300008`: the message is
+/// too large (413). `80100003` and other `801xxxxx`: a bad message (400).
+/// Anything else: a failure with Huawei's code and message.
+pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
+    let answer = Answer::parse(body);
+    let code = answer.code.as_deref().unwrap_or("");
+    let reason = match (&answer.code, &answer.msg) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c.clone(),
+        (None, _) if body.is_empty() => http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no reason given")
+            .to_owned(),
+        (None, _) => excerpt(body),
+    };
+    let all = |o: Outcome| vec![o; tokens.len()];
+
+    if status == 401 || code == codes::AUTH_FAILED || code == codes::AUTH_EXPIRED {
+        return all(Outcome::AuthRefused { status, reason });
+    }
+    if status == 429 || (500..=599).contains(&status) || code == codes::INTERNAL {
+        return all(Outcome::Retry {
+            status,
+            reason,
+            after: retry_after(headers),
+        });
+    }
+    let sent = || Outcome::Sent {
+        id: answer.request_id.clone(),
+    };
+    match code {
+        codes::SUCCESS if (200..300).contains(&status) => all(sent()),
+        codes::PARTIAL => {
+            let illegal = answer.msg.as_deref().and_then(illegal_tokens);
+            match illegal {
+                Some(illegal) => tokens
+                    .iter()
+                    .map(|t| {
+                        if illegal.iter().any(|i| i == t) {
+                            Outcome::Dead {
+                                status: 400,
+                                reason: format!("{}: illegal token", codes::PARTIAL),
+                            }
+                        } else {
+                            sent()
+                        }
+                    })
+                    .collect(),
+                None => all(sent()),
+            }
+        }
+        codes::ALL_TOKENS_INVALID => all(Outcome::Dead {
+            status: error_status(status),
+            reason,
+        }),
+        codes::TOO_LARGE => all(Outcome::Failed { status: 413, reason }),
+        c if c.starts_with("801") => all(Outcome::Failed { status: 400, reason }),
+        // A 2xx without a code: Huawei accepted the request.
+        "" if (200..300).contains(&status) => all(sent()),
+        _ => all(Outcome::Failed {
+            status: error_status(status),
+            reason,
+        }),
+    }
+}
+
+/// A refusal carried in a 2xx answer is reported as 400, never as an error
+/// with a success status.
+fn error_status(status: u16) -> u16 {
+    if (200..300).contains(&status) {
+        400
+    } else {
+        status
+    }
+}
+
+/// The `illegal_tokens` of a partial-success `msg`.
+fn illegal_tokens(msg: &str) -> Option<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Partial {
+        #[serde(default)]
+        illegal_tokens: Vec<String>,
+    }
+    serde_json::from_str::<Partial>(msg).ok().map(|p| p.illegal_tokens)
+}
+
+/// The OAuth2 access token of a Push Kit app (client credentials: app id and
+/// secret), cached until 5 minutes before it expires.
+pub struct HmsAuth {
+    client_id: String,
+    client_secret: String,
+    token_url: String,
+    http: AuthHttp,
+    cache: TokenCache,
+}
+
+impl std::fmt::Debug for HmsAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HmsAuth")
+            .field("client_id", &self.client_id)
+            .field("token_url", &self.token_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Huawei's OAuth token endpoint.
+pub const DEFAULT_TOKEN_URL: &str = "https://oauth-login.cloud.huawei.com/oauth2/v3/token";
+
+impl HmsAuth {
+    pub fn new(client_id: &str, client_secret: &str, token_url: &str, http: AuthHttp) -> HmsAuth {
+        HmsAuth {
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            token_url: token_url.to_owned(),
+            http,
+            cache: TokenCache::new("hms"),
+        }
+    }
+
+    /// The app id (the client id), which send URLs name.
+    pub fn app_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// A valid access token: the cached one, or a new one (one fetch shared by
+    /// all concurrent callers).
+    pub async fn token(&self) -> Result<Arc<str>, String> {
+        self.cache.get(|| self.fetch()).await
+    }
+
+    /// Drops the cached token after Push Kit refused it (`AuthRefused`).
+    pub fn invalidate(&self) {
+        self.cache.invalidate();
+    }
+
+    /// Drops the cached token only if it is still `refused` (see
+    /// [`super::fcm::FcmAuth::invalidate_token`]).
+    pub fn invalidate_token(&self, refused: &str) {
+        self.cache.invalidate_token(refused);
+    }
+
+    async fn fetch(&self) -> Result<(String, u64), String> {
+        let (status, body) = self
+            .http
+            .post_form(
+                &self.token_url,
+                &[
+                    ("grant_type", "client_credentials"),
+                    ("client_id", &self.client_id),
+                    ("client_secret", &self.client_secret),
+                ],
+            )
+            .await?;
+        read_token_answer("HMS (Huawei OAuth)", status, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn notification() -> Notification {
+        Notification {
+            id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
+            category: "tms".into(),
+            title: Some("Hi".into()),
+            body: Some("There".into()),
+            priority: Priority::High,
+            ..Default::default()
+        }
+    }
+
+    fn body(n: &Notification, tokens: &[&str]) -> Value {
+        let r = prepare(n).unwrap().request("123456789", tokens, "tok").unwrap();
+        serde_json::from_slice(&r.body).unwrap()
+    }
+
+    #[test]
+    fn a_notification_message() {
+        let mut n = notification();
+        n.title_loc_key = Some("T".into());
+        n.title_loc_args = vec!["a".into()];
+        n.body_loc_key = Some("B".into());
+        n.body_loc_args = vec!["b".into()];
+        n.sound = Some("s.mp3".into());
+        n.icon = Some("/raw/ic".into());
+        n.time_to_live = Some(86400);
+        n.collapse_key = Some("7".into());
+        n.sender = Some(("acme".into(), "u1".into()));
+        n.custom_data.insert("n".into(), json!(1));
+        n.custom_data.insert("s".into(), json!("x"));
+        let v = body(&n, &["t1", "t2"]);
+        assert_eq!(v["validate_only"], false);
+        let m = &v["message"];
+        assert_eq!(m["token"], json!(["t1", "t2"]));
+        let data: Value = serde_json::from_str(m["data"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            data,
+            json!({
+                "n": 1, "s": "x",
+                "sender": {"tenantId": "acme", "userId": "u1"},
+                "notificationId": "01HZX5J3K9Q8W7E6R5T4Y3U2I1",
+                "category": "tms",
+            })
+        );
+        assert_eq!(
+            m["android"],
+            json!({
+                "urgency": "HIGH",
+                "ttl": "86400s",
+                "collapse_key": 7,
+                "notification": {
+                    "title": "Hi", "body": "There",
+                    "title_loc_key": "T", "title_loc_args": ["a"],
+                    "body_loc_key": "B", "body_loc_args": ["b"],
+                    "sound": "s.mp3", "icon": "/raw/ic",
+                    "click_action": {"type": 3},
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn urgency_ttl_and_silence() {
+        let mut n = notification();
+        for (p, want) in [(Priority::High, "HIGH"), (Priority::Normal, "NORMAL"), (Priority::Low, "NORMAL")] {
+            n.priority = p;
+            assert_eq!(body(&n, &["t"])["message"]["android"]["urgency"], want);
+        }
+        assert!(body(&n, &["t"])["message"]["android"].get("ttl").is_none());
+        n.time_to_live = Some(30 * 24 * 3600);
+        assert_eq!(body(&n, &["t"])["message"]["android"]["ttl"], "1296000s");
+        n.time_to_live = Some(-3);
+        assert_eq!(body(&n, &["t"])["message"]["android"]["ttl"], "0s");
+        n.silent = true;
+        let m = body(&n, &["t"]);
+        assert!(m["message"]["android"].get("notification").is_none());
+        assert!(m["message"].get("notification").is_none());
+        assert!(m["message"]["data"].as_str().unwrap().contains("notificationId"));
+    }
+
+    #[test]
+    fn loc_keys_stand_in_for_a_missing_title_and_body() {
+        let mut n = notification();
+        n.title = None;
+        n.body = None;
+        n.title_loc_key = Some("T".into());
+        n.body_loc_key = Some("B".into());
+        let nf = &body(&n, &["t"])["message"]["android"]["notification"];
+        assert_eq!(nf["title"], "T");
+        assert_eq!(nf["body"], "B");
+    }
+
+    #[test]
+    fn collapse_keys() {
+        assert_eq!(collapse_group("0"), 0);
+        assert_eq!(collapse_group("100"), 100);
+        assert_eq!(collapse_group(" 42 "), 42);
+        // Out of range numbers and strings hash into 0..100, stably.
+        for key in ["101", "-1", "chat-thread-9", "", "ünïcode"] {
+            let g = collapse_group(key);
+            assert!((0..100).contains(&g), "{key}: {g}");
+            assert_eq!(g, collapse_group(key));
+        }
+        // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c.
+        assert_eq!(collapse_group("a"), (0xaf63_dc4c_8601_ec8c_u64 % 100) as i64);
+        let mut n = notification();
+        n.collapse_key = Some("orders".into());
+        assert_eq!(
+            body(&n, &["t"])["message"]["android"]["collapse_key"],
+            json!(collapse_group("orders"))
+        );
+    }
+
+    #[test]
+    fn token_counts_and_the_request() {
+        let p = prepare(&notification()).unwrap();
+        assert_eq!(p.request("1", &[], "b").unwrap_err().status, 400);
+        let many = vec!["t"; MAX_TOKENS + 1];
+        assert_eq!(p.request("1", &many, "b").unwrap_err().status, 400);
+        let r = p.request("1", &many[..MAX_TOKENS], "b").unwrap();
+        assert_eq!(r.path, "/v1/1/messages:send");
+        let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer b");
+        assert!(get(http::header::CONTENT_TYPE).is_some());
+        assert_eq!(p.request("1", &["t"], "b\r\n").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn the_4k_limit_excludes_tokens() {
+        let mut n = notification();
+        n.custom_data.insert("pad".into(), json!(""));
+        let base = prepare(&n).unwrap().suffix.len() - 1; // the message without "{" + tokens, plus "}"
+        // The weighed message is `{` + suffix[1..] minus the envelope's final `}`.
+        let weighed = base;
+        let fill = 4096 - weighed;
+        n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
+        let p = prepare(&n).unwrap();
+        let big_tokens = vec!["x".repeat(200); 1000];
+        let refs: Vec<&str> = big_tokens.iter().map(String::as_str).collect();
+        assert!(p.request("1", &refs, "b").is_ok());
+        n.custom_data.insert("pad".into(), json!("x".repeat(fill + 1)));
+        let e = prepare(&n).unwrap_err();
+        assert_eq!(e.status, 413);
+        assert_eq!(e.message, "payload of 4097 bytes exceeds HMS' 4096-byte limit");
+    }
+
+    fn answer(status: u16, retry: Option<&str>, body: &str, tokens: &[&str]) -> Vec<Outcome> {
+        let mut h = http::HeaderMap::new();
+        if let Some(r) = retry {
+            h.insert(http::header::RETRY_AFTER, r.parse().unwrap());
+        }
+        parse_response(status, &h, body.as_bytes(), tokens)
+    }
+
+    #[test]
+    fn answers() {
+        let t = ["a", "b", "c"];
+        let sent = Outcome::Sent { id: Some("r1".into()) };
+        assert_eq!(
+            answer(200, None, r#"{"code":"80000000","msg":"Success","requestId":"r1"}"#, &t),
+            vec![sent.clone(); 3]
+        );
+        let partial = json!({
+            "code": "80100000",
+            "msg": json!({"success": 1, "failure": 2, "illegal_tokens": ["a", "c"]}).to_string(),
+            "requestId": "r1",
+        })
+        .to_string();
+        let dead = Outcome::Dead {
+            status: 400,
+            reason: "80100000: illegal token".into(),
+        };
+        assert_eq!(
+            answer(200, None, &partial, &t),
+            vec![dead.clone(), sent.clone(), dead.clone()]
+        );
+        assert_eq!(
+            answer(200, None, r#"{"code":"80100000","msg":"garbled","requestId":"r1"}"#, &t),
+            vec![sent.clone(); 3]
+        );
+        assert_eq!(
+            answer(400, None, r#"{"code":"80300007","msg":"All the tokens are invalid","requestId":"r2"}"#, &t),
+            vec![
+                Outcome::Dead {
+                    status: 400,
+                    reason: "80300007: All the tokens are invalid".into()
+                };
+                3
+            ]
+        );
+        for (status, code) in [(401, "80200001"), (401, "80200003"), (401, "1"), (200, "80200003")] {
+            let o = answer(status, None, &format!(r#"{{"code":"{code}","msg":"m"}}"#), &t);
+            assert!(matches!(o[0], Outcome::AuthRefused { .. }), "{code}: {o:?}");
+            assert_eq!(o.len(), 3);
+        }
+        for (status, code) in [(429, "80300013"), (503, "81000001"), (500, "81000001"), (200, "81000001")] {
+            let o = answer(status, Some("4"), &format!(r#"{{"code":"{code}","msg":"m"}}"#), &t);
+            assert_eq!(
+                o[2],
+                Outcome::Retry {
+                    status,
+                    reason: format!("{code}: m"),
+                    after: Some(Duration::from_secs(4))
+                }
+            );
+        }
+        assert_eq!(
+            answer(413, None, r#"{"code":"80300008","msg":"too big"}"#, &t)[0],
+            Outcome::Failed {
+                status: 413,
+                reason: "80300008: too big".into()
+            }
+        );
+        for code in ["80100003", "80100013", "80100001"] {
+            assert_eq!(
+                answer(400, None, &format!(r#"{{"code":"{code}","msg":"bad"}}"#), &t)[1],
+                Outcome::Failed {
+                    status: 400,
+                    reason: format!("{code}: bad")
+                }
+            );
+        }
+        assert_eq!(
+            answer(400, None, r#"{"code":"80300010","msg":"tokens"}"#, &t)[0],
+            Outcome::Failed {
+                status: 400,
+                reason: "80300010: tokens".into()
+            }
+        );
+        assert_eq!(
+            answer(200, None, r#"{"code":80300002,"msg":"no permission"}"#, &t)[0],
+            Outcome::Failed {
+                status: 400,
+                reason: "80300002: no permission".into()
+            }
+        );
+        assert_eq!(answer(200, None, "", &t), vec![Outcome::Sent { id: None }; 3]);
+        assert_eq!(answer(200, None, "", &[]), vec![]);
+    }
+
+    #[tokio::test]
+    async fn tokens_are_fetched_with_client_credentials() {
+        use super::super::auth_http::test_server;
+        let server = test_server::start(
+            vec![
+                (200, r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into()),
+                (401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into()),
+            ],
+            Duration::from_millis(30),
+        )
+        .await;
+        let auth = Arc::new(HmsAuth::new("123", "s&cret", &server.url, test_server::client()));
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let auth = auth.clone();
+            tasks.push(tokio::spawn(async move { auth.token().await }));
+        }
+        for t in tasks {
+            assert_eq!(&*t.await.unwrap().unwrap(), "h1");
+        }
+        assert_eq!(server.requests(), 1);
+        assert_eq!(
+            server.bodies.lock().unwrap()[0],
+            "grant_type=client_credentials&client_id=123&client_secret=s%26cret"
+        );
+        auth.invalidate();
+        let e = auth.token().await.unwrap_err();
+        assert!(e.contains("401") && e.contains("20152"), "{e}");
+        assert!(!format!("{auth:?}").contains("s&cret"));
+    }
+}

@@ -1,0 +1,65 @@
+//! The push engine as the rest of Herald sees it: send, report, shut down.
+
+use crate::delivery::Deliverer;
+use crate::root::{Root, RootArgs, RootMsg};
+use crate::send::{SendAnswer, SendError, SendRequest};
+use crate::settings::PushSettings;
+use crate::tenant::TenantMsg;
+use dashmap::DashMap;
+use herald_storage::Store;
+use ractor::{Actor, ActorRef};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct Push {
+    root: ActorRef<RootMsg>,
+    registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+    deliverer: Arc<Deliverer>,
+}
+
+impl Push {
+    /// Starts the supervisor tree; unfinished broadcasts resume.
+    pub async fn start(store: Store, settings: PushSettings) -> Result<Push, String> {
+        let deliverer = Arc::new(Deliverer::new(store, settings)?);
+        let registry = Arc::new(DashMap::new());
+        let args = RootArgs { deliverer: deliverer.clone(), registry: registry.clone() };
+        let (root, _) = Actor::spawn(None, Root, args).await.map_err(|e| format!("starting the root actor: {e}"))?;
+        Ok(Push { root, registry, deliverer })
+    }
+
+    async fn tenant(&self, tenant: &str) -> Result<ActorRef<TenantMsg>, SendError> {
+        if let Some(a) = self.registry.get(tenant) {
+            return Ok(a.clone());
+        }
+        let answer = self.root.call(|reply| RootMsg::Tenant(tenant.to_string(), reply), Some(Duration::from_secs(10))).await;
+        match answer {
+            Ok(ractor::rpc::CallResult::Success(Ok(a))) => Ok(a),
+            Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(SendError::Internal(e)),
+            other => Err(SendError::Internal(format!("tenant actor unavailable: {other:?}"))),
+        }
+    }
+
+    /// Sends through the tenant's actor; waits at most `deadline` for providers.
+    pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
+        let tenant = self.tenant(&req.tenant).await?;
+        match tenant.call(|reply| TenantMsg::Send(req, reply), Some(deadline)).await {
+            Ok(ractor::rpc::CallResult::Success(answer)) => answer,
+            Ok(ractor::rpc::CallResult::Timeout) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
+            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => Err(SendError::Internal("the tenant actor stopped during the send".into())),
+        }
+    }
+
+    /// Makes the tenant's actor fail, to exercise supervision.
+    pub async fn crash_tenant(&self, tenant: &str) -> Result<(), SendError> {
+        let a = self.tenant(tenant).await?;
+        a.cast(TenantMsg::Crash).map_err(|e| SendError::Internal(e.to_string()))
+    }
+
+    pub fn deliverer(&self) -> &Arc<Deliverer> {
+        &self.deliverer
+    }
+
+    pub fn stop(&self) {
+        self.root.stop(None);
+    }
+}

@@ -1,0 +1,87 @@
+//! The `Root` supervisor: starts tenant actors on demand and restarts one that
+//! fails, without touching the others.
+
+use crate::delivery::Deliverer;
+use crate::tenant::{Tenant, TenantArgs, TenantMsg};
+use dashmap::DashMap;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct Root;
+
+pub enum RootMsg {
+    /// The tenant's actor, started when needed.
+    Tenant(String, RpcReplyPort<Result<ActorRef<TenantMsg>, String>>),
+}
+
+pub struct RootArgs {
+    pub deliverer: Arc<Deliverer>,
+    /// Shared with the engine for lookups without a round trip through Root.
+    pub registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+}
+
+pub struct RootState {
+    deliverer: Arc<Deliverer>,
+    registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+    names: HashMap<ractor::ActorId, String>,
+}
+
+impl RootState {
+    async fn start_tenant(&mut self, myself: &ActorRef<RootMsg>, tenant: &str) -> Result<ActorRef<TenantMsg>, ActorProcessingErr> {
+        if let Some(a) = self.registry.get(tenant) {
+            return Ok(a.clone());
+        }
+        let args = TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone() };
+        let (actor, _) = Actor::spawn_linked(None, Tenant, args, myself.get_cell()).await?;
+        self.names.insert(actor.get_id(), tenant.to_string());
+        self.registry.insert(tenant.to_string(), actor.clone());
+        Ok(actor)
+    }
+}
+
+impl Actor for Root {
+    type Msg = RootMsg;
+    type State = RootState;
+    type Arguments = RootArgs;
+
+    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
+        let mut state = RootState { deliverer: args.deliverer, registry: args.registry, names: HashMap::new() };
+        // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
+        let mut tenants: Vec<String> = state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().map(|j| j.tenant).collect();
+        tenants.dedup();
+        for t in tenants {
+            state.start_tenant(&myself, &t).await?;
+        }
+        Ok(state)
+    }
+
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: RootMsg, state: &mut RootState) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RootMsg::Tenant(name, reply) => {
+                let answer = state.start_tenant(&myself, &name).await.map_err(|e| e.to_string());
+                let _ = reply.send(answer);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(&self, myself: ActorRef<Self::Msg>, evt: SupervisionEvent, state: &mut RootState) -> Result<(), ActorProcessingErr> {
+        let (cell, failed) = match evt {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                tracing::error!(actor = ?cell.get_id(), error = %err, "tenant actor failed; restarting it");
+                (cell, true)
+            }
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, false),
+            _ => return Ok(()),
+        };
+        if let Some(tenant) = state.names.remove(&cell.get_id()) {
+            state.registry.remove(&tenant);
+            if failed {
+                metrics::counter!("herald_actor_restarts_total", "actor" => "tenant").increment(1);
+                state.start_tenant(&myself, &tenant).await?;
+            }
+        }
+        Ok(())
+    }
+}

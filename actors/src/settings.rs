@@ -1,0 +1,57 @@
+//! Where the providers are and how hard to push them.
+
+use crate::pool::PoolLimits;
+use std::time::Duration;
+
+/// Base URLs of the providers; the defaults are the real services, tests and
+/// the demo point them at the simulators.
+#[derive(Clone, Debug)]
+pub struct Endpoints {
+    pub apns: String,
+    pub apns_sandbox: String,
+    pub fcm: String,
+    pub hms: String,
+    pub hms_token: String,
+}
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        Endpoints {
+            apns: "https://api.push.apple.com".into(),
+            apns_sandbox: "https://api.sandbox.push.apple.com".into(),
+            fcm: "https://fcm.googleapis.com".into(),
+            hms: "https://push-api.cloud.huawei.com".into(),
+            hms_token: "https://oauth-login.cloud.huawei.com/oauth2/v3/token".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PushSettings {
+    pub endpoints: Endpoints,
+    /// PEM CA certificates trusted besides the web PKI roots (the simulators' CA).
+    pub extra_ca_pem: Vec<u8>,
+    pub limits: PoolLimits,
+    /// Attempts per token for transient failures (429, 5xx, lost connections).
+    pub max_attempts: u32,
+    /// First retry delay; doubled per attempt unless the provider says when.
+    pub retry_base: Duration,
+    /// Tokens a broadcast reads and checkpoints at a time.
+    pub batch_size: usize,
+    /// Tokens one broadcast keeps in flight at most.
+    pub fanout_in_flight: usize,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        PushSettings {
+            endpoints: Endpoints::default(),
+            extra_ca_pem: Vec::new(),
+            limits: PoolLimits::default(),
+            max_attempts: 5,
+            retry_base: Duration::from_millis(200),
+            batch_size: 2000,
+            fanout_in_flight: 4000,
+        }
+    }
+}

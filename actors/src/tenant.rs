@@ -1,0 +1,96 @@
+//! The `Tenant` actor: the router of one tenant's sends and the supervisor of
+//! its broadcasts. A failing broadcast is restarted from its checkpoint.
+
+use crate::delivery::Deliverer;
+use crate::fanout::{FanOut, FanOutArgs};
+use crate::send::{self, SendAnswer, SendError, SendRequest};
+use herald_storage::deliveries::Job;
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct Tenant;
+
+pub enum TenantMsg {
+    Send(SendRequest, RpcReplyPort<Result<SendAnswer, SendError>>),
+    /// Start (or restart) the fan-out of a broadcast job.
+    Broadcast(Job),
+    /// Fail on purpose: proves supervision in tests.
+    Crash,
+}
+
+pub struct TenantArgs {
+    pub tenant: String,
+    pub deliverer: Arc<Deliverer>,
+}
+
+pub struct TenantState {
+    tenant: String,
+    deliverer: Arc<Deliverer>,
+    /// Running fan-outs by actor, with their job id, to restart a failed one.
+    fanouts: HashMap<ActorId, String>,
+}
+
+impl Actor for Tenant {
+    type Msg = TenantMsg;
+    type State = TenantState;
+    type Arguments = TenantArgs;
+
+    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: TenantArgs) -> Result<TenantState, ActorProcessingErr> {
+        // Broadcasts interrupted by a crash or restart continue from their checkpoint.
+        for job in args.deliverer.store().deliveries().unfinished_jobs()? {
+            if job.tenant == args.tenant {
+                myself.cast(TenantMsg::Broadcast(job))?;
+            }
+        }
+        Ok(TenantState { tenant: args.tenant, deliverer: args.deliverer, fanouts: HashMap::new() })
+    }
+
+    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: TenantMsg, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
+        match msg {
+            TenantMsg::Send(req, reply) => {
+                // Sends wait on providers: run them beside the mailbox, not in it.
+                let d = state.deliverer.clone();
+                tokio::spawn(async move {
+                    let answer = send::execute(&d, req).await;
+                    if let Ok(SendAnswer::Broadcast { job, .. }) = &answer {
+                        let _ = myself.cast(TenantMsg::Broadcast((**job).clone()));
+                    }
+                    let _ = reply.send(answer);
+                });
+            }
+            TenantMsg::Broadcast(job) => {
+                if state.fanouts.values().any(|id| *id == job.id) {
+                    return Ok(());
+                }
+                let id = job.id.clone();
+                let args = FanOutArgs { deliverer: state.deliverer.clone(), job };
+                let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
+                state.fanouts.insert(actor.get_id(), id);
+            }
+            TenantMsg::Crash => panic!("tenant {} crashed on request", state.tenant),
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(&self, myself: ActorRef<Self::Msg>, evt: SupervisionEvent, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
+        match evt {
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                state.fanouts.remove(&cell.get_id());
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
+                    tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, "broadcast failed; restarting from its checkpoint");
+                    metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
+                    if let Some(job) = state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().find(|j| j.id == job_id) {
+                        // Give a persistent fault (provider down) a moment before the retry.
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        myself.cast(TenantMsg::Broadcast(job))?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,200 @@
+//! One HTTP/2 connection over TLS to a provider, multiplexing many streams.
+//!
+//! Built on h2 directly (not hyper's client) because the pool needs what h2
+//! exposes: the peer's SETTINGS_MAX_CONCURRENT_STREAMS and GOAWAY.
+
+use crate::providers::WireRequest;
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method, Uri};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// Where a pool connects: the authority of a base URL and the TLS to use.
+#[derive(Clone)]
+pub struct Target {
+    /// `host:port`, for the TCP connection and the `:authority` of requests.
+    pub authority: http::uri::Authority,
+    pub tls: Arc<rustls::ClientConfig>,
+}
+
+impl Target {
+    /// From an `https://host[:port]` base URL; `tls` must offer ALPN `h2`.
+    pub fn from_url(base: &str, tls: Arc<rustls::ClientConfig>) -> Result<Target, TransportError> {
+        let uri: Uri = base.parse().map_err(|_| TransportError::Config(format!("bad provider URL {base}")))?;
+        if uri.scheme_str() != Some("https") {
+            return Err(TransportError::Config(format!("provider URL {base} must be https")));
+        }
+        let authority = uri.authority().cloned().ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
+        Ok(Target { authority, tls })
+    }
+
+    fn addr(&self) -> String {
+        format!("{}:{}", self.authority.host(), self.authority.port_u16().unwrap_or(443))
+    }
+}
+
+/// A provider's answer.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TransportError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("connecting: {0}")]
+    Connect(String),
+    /// The peer refused the stream before processing it (GOAWAY, REFUSED_STREAM):
+    /// always safe to send again.
+    #[error("refused before processing: {0}")]
+    Refused(String),
+    /// The connection broke while the request was in flight: it may or may not
+    /// have been processed.
+    #[error("connection lost: {0}")]
+    Lost(String),
+    #[error("timed out")]
+    Timeout,
+}
+
+/// One live HTTP/2 connection.
+pub struct Connection {
+    send: h2::client::SendRequest<Bytes>,
+    authority: http::uri::Authority,
+    /// Streams this process has open on the connection.
+    pub(crate) in_flight: AtomicUsize,
+    alive: Arc<AtomicBool>,
+    /// Streams opened since connect, for logs and GOAWAY-after-N tests.
+    pub(crate) opened: AtomicUsize,
+}
+
+impl Connection {
+    pub async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
+        let connect = async {
+            let tcp = TcpStream::connect(target.addr()).await.map_err(|e| TransportError::Connect(e.to_string()))?;
+            let _ = tcp.set_nodelay(true);
+            let name = rustls::pki_types::ServerName::try_from(target.authority.host().to_string())
+                .map_err(|e| TransportError::Config(e.to_string()))?;
+            let tls = TlsConnector::from(target.tls.clone())
+                .connect(name, tcp)
+                .await
+                .map_err(|e| TransportError::Connect(format!("TLS: {e}")))?;
+            h2::client::Builder::new()
+                .initial_window_size(1 << 20)
+                .initial_connection_window_size(16 << 20)
+                .handshake::<_, Bytes>(tls)
+                .await
+                .map_err(|e| TransportError::Connect(format!("HTTP/2 handshake: {e}")))
+        };
+        let (send, conn) = tokio::time::timeout(Duration::from_secs(10), connect).await.map_err(|_| TransportError::Timeout)??;
+        let alive = Arc::new(AtomicBool::new(true));
+        let flag = alive.clone();
+        let authority = target.authority.clone();
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%authority, error = %e, "provider connection ended");
+            }
+            flag.store(false, Ordering::Release);
+        });
+        let send = send.ready().await.map_err(|e| TransportError::Connect(e.to_string()))?;
+        Ok(Arc::new(Connection {
+            send,
+            authority: target.authority.clone(),
+            in_flight: AtomicUsize::new(0),
+            alive,
+            opened: AtomicUsize::new(0),
+        }))
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// Streams the peer allows at once (its SETTINGS), at most `cap`.
+    pub fn capacity(&self, cap: usize) -> usize {
+        self.send.current_max_send_streams().clamp(1, cap)
+    }
+
+    /// Sends one POST and reads the whole answer, within `timeout`.
+    pub async fn post(&self, req: &WireRequest, timeout: Duration) -> Result<Reply, TransportError> {
+        match tokio::time::timeout(timeout, self.exchange(req)).await {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::Timeout),
+        }
+    }
+
+    async fn exchange(&self, req: &WireRequest) -> Result<Reply, TransportError> {
+        let uri = Uri::builder()
+            .scheme("https")
+            .authority(self.authority.clone())
+            .path_and_query(req.path.as_str())
+            .build()
+            .map_err(|e| TransportError::Config(e.to_string()))?;
+        let mut request = http::Request::builder().method(Method::POST).uri(uri).body(()).map_err(|e| TransportError::Config(e.to_string()))?;
+        let headers = request.headers_mut();
+        for (k, v) in &req.headers {
+            headers.append(k.clone(), v.clone());
+        }
+        headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(req.body.len()));
+        let mut send = self.send.clone().ready().await.map_err(|e| self.classify(e))?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let (response, mut stream) = send.send_request(request, req.body.is_empty()).map_err(|e| self.classify(e))?;
+        if !req.body.is_empty() {
+            stream.send_data(req.body.clone(), true).map_err(|e| self.classify(e))?;
+        }
+        let response = response.await.map_err(|e| self.classify(e))?;
+        let (parts, mut body) = response.into_parts();
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(|e| self.classify(e))?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(Reply { status: parts.status.as_u16(), headers: parts.headers, body: buf.freeze() })
+    }
+
+    /// Refused streams are safe to resend; a GOAWAY also retires the connection.
+    fn classify(&self, e: h2::Error) -> TransportError {
+        if e.is_go_away() || e.is_io() {
+            self.alive.store(false, Ordering::Release);
+        }
+        let refused = e.reason() == Some(h2::Reason::REFUSED_STREAM) || (e.is_go_away() && e.is_remote());
+        if refused {
+            TransportError::Refused(e.to_string())
+        } else {
+            TransportError::Lost(e.to_string())
+        }
+    }
+}
+
+/// TLS for provider connections: the platform's web PKI roots plus extra CA
+/// certificates (PEM), ALPN `h2`, and optionally a client certificate (APNs
+/// certificate auth).
+pub fn tls_config(extra_ca_pem: &[u8], client_identity: Option<(&[u8], &[u8])>) -> Result<Arc<rustls::ClientConfig>, TransportError> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for cert in rustls_pemfile::certs(&mut &extra_ca_pem[..]) {
+        let cert = cert.map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
+        roots.add(cert).map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
+    }
+    let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+    let mut config = match client_identity {
+        None => builder.with_no_client_auth(),
+        Some((cert_pem, key_pem)) => {
+            let certs = rustls_pemfile::certs(&mut &cert_pem[..])
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| TransportError::Config(format!("client certificate: {e}")))?;
+            let key = rustls_pemfile::private_key(&mut &key_pem[..])
+                .map_err(|e| TransportError::Config(format!("client key: {e}")))?
+                .ok_or_else(|| TransportError::Config("client key: no private key in PEM".into()))?;
+            builder.with_client_auth_cert(certs, key).map_err(|e| TransportError::Config(format!("client certificate: {e}")))?
+        }
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(config))
+}

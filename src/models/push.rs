@@ -1,0 +1,210 @@
+//! The send body (spec 000 "PushNotificationEvent") and its answer.
+
+use super::validate;
+use crate::error::{ApiError, ApiResult};
+use herald_actors::providers::{Notification, Priority};
+use herald_actors::send::Recipient as Target;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Chat,
+    Payment,
+    Tms,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Chat => "chat",
+            Category::Payment => "payment",
+            Category::Tms => "tms",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushNotificationEvent {
+    pub category: Category,
+    pub recipient: Recipient,
+    pub payload: Payload,
+    pub sender: Option<Sender>,
+    #[serde(default)]
+    pub silent: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Recipient {
+    pub tenant_id: Option<String>,
+    pub user_id: Option<String>,
+    pub ast_client_id: Option<String>,
+    pub topic: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Payload {
+    pub message: Message,
+    pub custom_data: Option<Map<String, Value>>,
+}
+
+/// A string or an array of strings (spec: `*LocArgs`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum LocArgs {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl LocArgs {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            LocArgs::One(s) => vec![s],
+            LocArgs::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MessagePriority {
+    High,
+    Normal,
+    Low,
+}
+
+/// Additional properties are allowed by the spec and ignored.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub title: Option<String>,
+    pub title_loc_key: Option<String>,
+    pub title_loc_args: Option<LocArgs>,
+    pub body: Option<String>,
+    pub body_loc_key: Option<String>,
+    pub body_loc_args: Option<LocArgs>,
+    pub sound: Option<String>,
+    pub icon: Option<String>,
+    pub collapse_key: Option<String>,
+    pub time_to_live: Option<i64>,
+    pub priority: Option<MessagePriority>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Sender {
+    pub tenant_id: String,
+    pub user_id: String,
+}
+
+impl PushNotificationEvent {
+    /// Checks the recipient rules of API.md and the field limits; answers the
+    /// target and the provider-neutral notification.
+    pub fn into_parts(self, path_tenant: &str, id: String) -> ApiResult<(Target, Notification)> {
+        let r = &self.recipient;
+        match &r.tenant_id {
+            None => return Err(ApiError::field("recipient.tenantId", "is required")),
+            Some(t) if t != path_tenant => return Err(ApiError::field("recipient.tenantId", "must equal the tenant of the path")),
+            _ => {}
+        }
+        let nonempty = |field: &str, v: &Option<String>| -> ApiResult<()> {
+            match v {
+                Some(s) => validate::id(field, s, 1, 255),
+                None => Ok(()),
+            }
+        };
+        nonempty("recipient.userId", &r.user_id)?;
+        nonempty("recipient.topic", &r.topic)?;
+        if let Some(c) = &r.ast_client_id {
+            validate::ulid("recipient.astClientId", c)?;
+        }
+        let target = match (&r.user_id, &r.ast_client_id, &r.topic) {
+            (Some(u), None, None) => Target::User { user: u.clone() },
+            (Some(u), Some(c), None) => Target::Client { user: u.clone(), client: c.clone() },
+            (None, None, Some(t)) => Target::Topic { topic: t.clone() },
+            _ => {
+                return Err(ApiError::field(
+                    "recipient",
+                    "must be exactly one of {tenantId, userId}, {tenantId, userId, astClientId}, {tenantId, topic}",
+                ))
+            }
+        };
+        if let Some(s) = &self.sender {
+            validate::length("sender.tenantId", &s.tenant_id, 1, 255)?;
+            validate::length("sender.userId", &s.user_id, 1, 255)?;
+        }
+        let m = self.payload.message;
+        if let Some(ttl) = m.time_to_live {
+            if ttl < 0 {
+                return Err(ApiError::field("payload.message.timeToLive", "must not be negative"));
+            }
+        }
+        let notification = Notification {
+            id,
+            category: self.category.as_str().to_string(),
+            title: m.title,
+            title_loc_key: m.title_loc_key,
+            title_loc_args: m.title_loc_args.map(LocArgs::into_vec).unwrap_or_default(),
+            body: m.body,
+            body_loc_key: m.body_loc_key,
+            body_loc_args: m.body_loc_args.map(LocArgs::into_vec).unwrap_or_default(),
+            sound: m.sound,
+            icon: m.icon,
+            collapse_key: m.collapse_key,
+            time_to_live: m.time_to_live,
+            priority: match m.priority {
+                Some(MessagePriority::High) => Priority::High,
+                Some(MessagePriority::Low) => Priority::Low,
+                Some(MessagePriority::Normal) | None => Priority::Normal,
+            },
+            silent: self.silent,
+            custom_data: self.payload.custom_data.unwrap_or_default(),
+            sender: self.sender.map(|s| (s.tenant_id, s.user_id)),
+        };
+        Ok((target, notification))
+    }
+}
+
+/// Spec 000 "Error" inside a result.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct ResultError {
+    pub message: String,
+    pub code: u16,
+    pub subsystem: u16,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum ResultValue {
+    Text(String),
+    Error(ResultError),
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationResult {
+    pub result: ResultValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ast_client_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationResponse {
+    pub tenant_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ast_client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    pub notification_id: String,
+    pub is_successful: bool,
+    pub results: Vec<NotificationResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
