@@ -21,6 +21,9 @@ pub enum Command {
         /// TOML file of settings (flags and HERALD_* variables take precedence).
         #[arg(long, env = "HERALD_CONFIG")]
         config: Option<PathBuf>,
+        /// Start the provider simulators in-process and seed tenant `demo` for a first try.
+        #[arg(long, env = "HERALD_DEMO")]
+        demo: bool,
         #[command(flatten)]
         settings: Settings,
     },
@@ -50,14 +53,14 @@ pub enum TenantCommand {
 /// Runs the command line; the exit code is the process's.
 pub async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Serve { config, settings } => {
+        Command::Serve { config, settings, demo } => {
             let from_file = match config {
                 Some(path) => Settings::from_toml_file(&path)?,
                 None => Settings::default(),
             };
             let config = Config::resolve(settings.or(from_file))?;
             init_logging(config.log_json);
-            serve(config).await
+            serve(config, demo).await
         }
         Command::Tenant {
             command:
@@ -81,10 +84,17 @@ pub async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-async fn serve(config: Config) -> Result<(), String> {
+async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     let generated = config.operator_token.is_none();
+    let sims = match demo {
+        true => Some(crate::demo::start_simulators(&mut config).await?),
+        false => None,
+    };
     let (listener, config) = crate::server::bind(config).await?;
     let engine = Engine::open(config).await?;
+    if let Some(sims) = &sims {
+        crate::demo::seed(&engine, sims).await?;
+    }
     if generated {
         // Printed once, on purpose: the operator needs it to create tenants.
         println!(
@@ -94,6 +104,9 @@ async fn serve(config: Config) -> Result<(), String> {
     }
     tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
     println!("herald listening on {}", engine.config.public_url);
+    if let Some(sims) = &sims {
+        println!("{}", crate::demo::instructions(&engine.config.public_url, sims));
+    }
     let tls = crate::server::tls_acceptor(&engine)?;
     crate::server::serve(engine.clone(), listener, tls, shutdown_signal()).await;
     engine.push.stop();

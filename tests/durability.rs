@@ -3,47 +3,10 @@
 //! every acknowledged record is read back.
 
 mod common;
-use common::{fcm_app_body, OPERATOR, PASSWORD};
+use common::{fcm_app_body, Herald, OPERATOR, PASSWORD};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
-struct Herald {
-    child: Child,
-    base: String,
-}
-
-impl Herald {
-    fn start(data_dir: &Path) -> Herald {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("HERALD_OPERATOR_TOKEN", OPERATOR)
-            .env("HERALD_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("herald starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let base = loop {
-            let line = lines.next().expect("herald prints its address").unwrap();
-            if let Some(url) = line.strip_prefix("herald listening on ") {
-                break url.trim().to_string();
-            }
-        };
-        Herald { child, base }
-    }
-
-    fn kill9(mut self) {
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
-}
+use std::process::Command;
 
 async fn post(http: &Client, url: String, token: &str, body: Value) -> (StatusCode, Value) {
     let r = http.post(url).bearer_auth(token).json(&body).send().await.unwrap();
@@ -72,7 +35,7 @@ async fn admin_token(http: &Client, base: &str) -> String {
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let http = Client::new();
-    let h = Herald::start(dir.path());
+    let h = Herald::start(dir.path(), &[]);
     let (st, _) = post(
         &http,
         format!("{}/v1/tenants", h.base),
@@ -123,7 +86,7 @@ async fn acknowledged_writes_survive_sigkill() {
     }
     h.kill9();
 
-    let h = Herald::start(dir.path());
+    let h = Herald::start(dir.path(), &[]);
     let token = admin_token(&http, &h.base).await;
     let mut found = 0;
     for (id, push_token) in &acknowledged {
@@ -178,7 +141,7 @@ async fn offline_tenant_creation_is_served() {
         .output()
         .unwrap();
     assert!(!again.status.success(), "a second create of the same tenant fails");
-    let h = Herald::start(dir.path());
+    let h = Herald::start(dir.path(), &[]);
     let http = Client::new();
     admin_token(&http, &h.base).await;
     let r = http.get(format!("{}/readyz", h.base)).send().await.unwrap();

@@ -6,7 +6,9 @@ use herald::config::Config;
 use herald::server::Running;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 pub const OPERATOR: &str = "operator-secret-token";
 pub const PASSWORD: &str = "admin-password-1";
@@ -251,3 +253,43 @@ pub fn apns_token(seed: u64) -> String {
 pub fn to_client(user: &str, client: &str, message: Value) -> Value {
     json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": user, "astClientId": client}, "payload": {"message": message}})
 }
+
+/// `herald serve` as a child process, on an ephemeral port.
+pub struct Herald {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Herald {
+    pub fn start(data_dir: &Path, env: &[(&str, String)]) -> Herald {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("HERALD_OPERATOR_TOKEN", OPERATOR)
+            .env("HERALD_LOG", "warn")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("herald starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            let line = lines.next().expect("herald prints its address").unwrap();
+            if let Some(url) = line.strip_prefix("herald listening on ") {
+                break url.trim().to_string();
+            }
+        };
+        // Keep draining stdout so the child never writes into a closed pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Herald { child, base }
+    }
+
+    pub fn kill9(mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+

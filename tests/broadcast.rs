@@ -1,0 +1,171 @@
+//! Topic broadcasts: durable fan-out jobs across apps and providers, and their
+//! resumption after `kill -9`.
+
+mod common;
+use common::*;
+use herald_sim::{Faults, Provider, ProviderFaults};
+use herald_storage::clients::Client;
+use herald_storage::push_tokens::{PushProvider, PushToken};
+use herald_storage::{Store, StoreOptions};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+fn topic(category: &str) -> Value {
+    json!({"category": category, "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"title": "All", "body": "hands"}}})
+}
+
+#[tokio::test]
+async fn a_topic_reaches_every_valid_client_of_every_app() {
+    let w = PushWorld::start().await;
+    let mut second = w.creds.app_json.clone();
+    second["categories"] = json!(["chat", "tms"]);
+    let (st, _) = w.server.call(Method::POST, "/v1/tenants/acme/apps/second", Some(&w.admin), Some(second)).await;
+    assert_eq!(st, StatusCode::CREATED);
+    let mut only_pay = w.creds.app_json.clone();
+    only_pay["categories"] = json!(["payment"]);
+    w.server.call(Method::POST, "/v1/tenants/acme/apps/paying", Some(&w.admin), Some(only_pay)).await;
+    for i in 0..5 {
+        w.client("demo", "user1", &format!("APNS:{}", apns_token(i))).await;
+        w.client("second", "user2", &format!("FCM:fcm-{i}")).await;
+    }
+    w.client("second", "user3", "HPK:hms-1").await;
+    w.client("demo", "user3", "FCM:dead-1").await;
+    w.client("paying", "user3", "FCM:not-for-chat").await;
+
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let entries = r.as_array().unwrap();
+    assert_eq!(entries.len(), 3, "one entry per app: {r}");
+    let by_app = |name: &str| entries.iter().find(|e| e["metadata"]["appName"] == name).unwrap().clone();
+    assert_eq!(by_app("demo")["metadata"]["targeted"], 6);
+    assert_eq!(by_app("second")["metadata"]["targeted"], 6);
+    assert_eq!(by_app("paying")["isSuccessful"], false);
+    assert_eq!(by_app("demo")["topic"], "news");
+    let id = entries[0]["notificationId"].as_str().unwrap();
+    assert!(entries.iter().all(|e| e["notificationId"] == id));
+
+    let report = w.wait_report(id, 20).await;
+    assert_eq!(report["state"], "COMPLETED", "{report}");
+    assert_eq!(report["counts"]["targeted"], 12);
+    assert_eq!(report["counts"]["sent"], 11, "{report}");
+    assert_eq!(report["counts"]["invalid"], 1);
+    assert_eq!(report["counts"]["pending"], 0);
+    assert_eq!(report["byProvider"]["apns"]["sent"], 5);
+    assert_eq!(report["byProvider"]["fcm"]["sent"], 5);
+    assert_eq!(report["byProvider"]["hms"]["sent"], 1);
+    let s = w.sims.stats();
+    assert_eq!((s.apns.accepted, s.fcm.accepted, s.hms.accepted), (5, 5, 1));
+    assert!(s.fcm.by_reason.contains_key("UNREGISTERED"));
+    let (_, page) = w.server.call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}?page=1&page_size=5"), Some(&w.admin), None).await;
+    assert_eq!(page["clients"].as_array().unwrap().len(), 5);
+}
+
+/// Seeds `n` APNs clients of app `demo` straight into a stopped Herald's storage.
+fn seed(data_dir: &std::path::Path, n: u64) -> Vec<String> {
+    let store = Store::open(&StoreOptions::new(data_dir)).unwrap();
+    let mut tokens = Vec::new();
+    for i in 0..n {
+        let id = ulid::Ulid::generate().to_string();
+        let client = Client { id: id.clone(), app_name: "demo".into(), platform: "ios".into(), lock_state: "NONE".into(), ..Client::default() };
+        store.clients().create("acme", &client).unwrap();
+        let token = apns_token(1_000_000 + i);
+        store
+            .push_tokens()
+            .set("acme", &id, &PushToken { app_name: "demo".into(), provider: PushProvider::Apns, token: token.clone(), is_valid: true, updated_ms: 1 })
+            .unwrap();
+        tokens.push(token);
+    }
+    store.flush_now().unwrap();
+    tokens
+}
+
+async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Value {
+    http.get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base)).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}
+
+async fn login(http: &reqwest::Client, h: &Herald) -> String {
+    let r = http
+        .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_broadcast_killed_mid_way_completes_after_restart() {
+    const N: u64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, sims.ca_pem()).unwrap();
+    let env = vec![
+        ("HERALD_APNS_URL", sims.apns_url()),
+        ("HERALD_APNS_SANDBOX_URL", sims.apns_url()),
+        ("HERALD_FCM_URL", sims.fcm_url()),
+        ("HERALD_HMS_URL", sims.hms_url()),
+        ("HERALD_HMS_TOKEN_URL", sims.hms_token_url()),
+        ("HERALD_EXTRA_CA_FILE", ca.display().to_string()),
+    ];
+    let data = dir.path().join("data");
+    let http = reqwest::Client::new();
+
+    // Tenant and app through the API, then 20 000 clients straight into storage.
+    let h = Herald::start(&data, &env);
+    let r = http
+        .post(format!("{}/v1/tenants", h.base))
+        .bearer_auth(OPERATOR)
+        .json(&json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let token = login(&http, &h).await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&token).json(&creds.app_json).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    h.kill9();
+    let tokens = seed(&data, N);
+
+    // Slow the simulator down so the kill lands mid-broadcast.
+    sims.set_faults(Faults { apns: ProviderFaults { latency_ms: Some(40), max_concurrent_streams: Some(40), ..Default::default() }, ..Default::default() });
+    let h = Herald::start(&data, &env);
+    let token = login(&http, &h).await;
+    let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&token).json(&topic("chat")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer[0]["metadata"]["targeted"], N);
+    let id = answer[0]["notificationId"].as_str().unwrap().to_string();
+    loop {
+        let accepted = sims.stats().apns.accepted;
+        if accepted >= N / 10 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    h.kill9();
+    let before_restart = sims.stats().apns.accepted;
+    assert!(before_restart < N, "the kill landed mid-broadcast ({before_restart} of {N})");
+
+    sims.set_faults(Faults::default());
+    let h = Herald::start(&data, &env);
+    let token = login(&http, &h).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let done = loop {
+        let r = report(&http, &h, &token, &id).await;
+        if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    h.kill9();
+    assert_eq!(done["state"], "COMPLETED", "{done}");
+    let accepted = sims.accepted(Provider::Apns);
+    let missing = tokens.iter().filter(|t| !accepted.contains_key(*t)).count();
+    let resent = accepted.values().filter(|c| **c > 1).count();
+    println!("broadcast of {N}: {before_restart} accepted before SIGKILL, {missing} missing, {resent} delivered twice after the restart");
+    assert_eq!(missing, 0, "every token delivered at least once: {done}");
+    assert_eq!(done["counts"]["sent"], N, "every client counted exactly once: {done}");
+    assert_eq!(done["counts"]["targeted"], N);
+}

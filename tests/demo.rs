@@ -1,0 +1,62 @@
+//! `herald serve --demo` as a newcomer runs it: the printed instructions work.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[tokio::test]
+async fn demo_mode_sends_to_the_in_process_simulators() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("HERALD_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut base, mut stats) = (None, None);
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(url) = line.strip_prefix("herald listening on ") {
+            base = Some(url.trim().to_string());
+        }
+        if line.starts_with("curl -s http") && line.ends_with("/stats") {
+            stats = Some(line.trim_start_matches("curl -s ").to_string());
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let (base, stats) = (base.expect("address printed"), stats.expect("stats URL printed"));
+    let http = reqwest::Client::new();
+    let tokens: Value = http
+        .post(format!("{base}/auth/realms/demo/protocol/openid-connect/token"))
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", "demo-password")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = tokens["access_token"].as_str().expect("the demo admin logs in");
+    let r = http
+        .post(format!("{base}/v1/tenants/demo/push_notification/send"))
+        .bearer_auth(token)
+        .json(&json!({"category": "chat", "recipient": {"tenantId": "demo", "userId": "alice"}, "payload": {"message": {"title": "Hello", "body": "from Herald"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer.as_array().unwrap().len(), 3, "alice has a client on each provider: {answer}");
+    assert!(answer.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{answer}");
+    let s: Value = http.get(&stats).send().await.unwrap().json().await.unwrap();
+    for p in ["apns", "fcm", "hms"] {
+        assert_eq!(s[p]["accepted"], 1, "{p}: {s}");
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    assert!(child.wait().unwrap().success(), "SIGTERM shuts down cleanly");
+}
