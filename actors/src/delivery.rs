@@ -12,6 +12,8 @@ use dashmap::DashMap;
 use herald_storage::deliveries::{ClientOutcome, State};
 use herald_storage::push_tokens::{PushProvider, TokenRef};
 use herald_storage::{now_ms, Store};
+use herald_storage::provider_tokens::ProviderToken;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -29,6 +31,9 @@ struct ApnsChannel {
     pool: Pool,
     jwt: Option<apns::ApnsJwt>,
     topic: String,
+    tenant: String,
+    /// `iat` of the provider token last saved, so a restart reuses it.
+    saved_iat: AtomicU64,
 }
 
 struct FcmChannel {
@@ -99,12 +104,12 @@ impl Deliverer {
             }
         }
         let creds = AppCredentials::load(&self.store, tenant, &record)?;
-        let channels = Arc::new(self.build(app, record.modified_ms, creds));
+        let channels = Arc::new(self.build(tenant, app, record.modified_ms, creds));
         self.apps.insert(key, channels.clone());
         Ok(Some(channels))
     }
 
-    fn build(&self, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
+    fn build(&self, tenant: &str, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
         let e = &self.settings.endpoints;
         let limits = self.settings.limits.clone();
         let apns = creds
@@ -112,13 +117,27 @@ impl Deliverer {
             .map(|a| -> Result<ApnsChannel, String> {
                 let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
                 let (tls, jwt) = match a.auth {
-                    ApnsAuth::Token { key, key_id, team_id } => (self.tls.clone(), Some(apns::ApnsJwt::new(&key, &key_id, &team_id)?)),
+                    ApnsAuth::Token { key, key_id, team_id } => {
+                        let jwt = apns::ApnsJwt::new(&key, &key_id, &team_id)?;
+                        if let Ok(Some(saved)) = self.store.provider_tokens().get(tenant, app, "apns") {
+                            if saved.key_id == key_id {
+                                jwt.adopt(&saved.token, saved.issued_at);
+                            }
+                        }
+                        (self.tls.clone(), Some(jwt))
+                    }
                     ApnsAuth::Certificate { cert_pem, key_pem } => {
                         (tls_config(&self.settings.extra_ca_pem, Some((&cert_pem, &key_pem))).map_err(|e| e.to_string())?, None)
                     }
                 };
                 let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
-                Ok(ApnsChannel { pool: Pool::new("apns", target, limits.clone()), jwt, topic: a.topic })
+                Ok(ApnsChannel {
+                    pool: Pool::new("apns", target, limits.clone()),
+                    jwt,
+                    topic: a.topic,
+                    tenant: tenant.to_string(),
+                    saved_iat: AtomicU64::new(0),
+                })
             })
             .transpose();
         let fcm = creds
@@ -191,6 +210,7 @@ impl Deliverer {
                     let c = ch.apns.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| unconfigured("APNs"))?;
                     let payload = p.apns.get_or_init(|| apns::prepare(n, &c.topic)).as_ref().map_err(Clone::clone)?;
                     let bearer = c.jwt.as_ref().map(|j| j.current());
+                    self.save_jwt(&ch.app, c);
                     let req = payload.request(token, bearer.as_deref());
                     self.post(&c.pool, lane, &req, |s, h, b| apns::parse_response(s, h, b)).await
                 }
@@ -242,6 +262,18 @@ impl Deliverer {
             }
         }
         Ok(last)
+    }
+
+    /// Saves the APNs provider token when it changed since last saved.
+    fn save_jwt(&self, app: &str, c: &ApnsChannel) {
+        let Some(jwt) = &c.jwt else { return };
+        let (token, iat) = jwt.snapshot();
+        if c.saved_iat.swap(iat, Ordering::AcqRel) != iat {
+            let saved = ProviderToken { key_id: jwt.key_id().to_string(), token: token.to_string(), issued_at: iat };
+            if let Err(e) = self.store.provider_tokens().put(&c.tenant, app, "apns", &saved) {
+                tracing::warn!(error = %e, "could not save the APNs provider token");
+            }
+        }
     }
 
     fn renew_auth(&self, ch: &AppChannels, backend: Backend) {

@@ -18,6 +18,7 @@ pub mod apps;
 pub mod clients;
 pub mod deliveries;
 pub mod links;
+pub mod provider_tokens;
 pub mod push_tokens;
 pub mod tenants;
 pub mod users;

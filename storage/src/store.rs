@@ -49,6 +49,7 @@ pub(crate) struct Trees {
     pub(crate) jobs: sled::Tree,
     pub(crate) reports: sled::Tree,
     pub(crate) outcomes: sled::Tree,
+    pub(crate) provider_tokens: sled::Tree,
 }
 
 impl Store {
@@ -75,6 +76,7 @@ impl Store {
             jobs: db.open_tree("jobs")?,
             reports: db.open_tree("reports")?,
             outcomes: db.open_tree("outcomes")?,
+            provider_tokens: db.open_tree("provider_tokens")?,
         };
         let flusher = Flusher::start(db.clone());
         Ok(Store {

@@ -767,3 +767,25 @@ mod tests {
         assert!(Arc::ptr_eq(&jwt.current(), &third));
     }
 }
+
+/// Survival across restarts: the token in force can be saved and taken up again.
+impl ApnsJwt {
+    /// The token in force and its `iat`, to save.
+    pub fn snapshot(&self) -> (Arc<str>, u64) {
+        let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
+        (guard.token.clone(), guard.iat)
+    }
+
+    /// Takes up a token saved by an earlier process when it is still young
+    /// enough to reuse; true when adopted. Signing a new one instead would count
+    /// as an update at Apple, which refuses more than one per 20 minutes.
+    pub fn adopt(&self, token: &str, iat: u64) -> bool {
+        let now = (self.clock)();
+        if iat > now || now - iat >= JWT_REFRESH_AFTER.as_secs() {
+            return false;
+        }
+        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+        *guard = Signed { token: Arc::from(token), iat };
+        true
+    }
+}
