@@ -47,8 +47,7 @@ fn durable_creates(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&StoreOptions::new(dir.path().to_path_buf()))
-    .expect("store");
+    let store = Store::open(&StoreOptions::new(dir.path().to_path_buf())).expect("store");
     let next = Arc::new(AtomicU64::new(0));
     let mut group = c.benchmark_group("durable_creates");
     group.throughput(Throughput::Elements(WRITERS));

@@ -1,10 +1,10 @@
 //! The command line: `herald serve` and the offline `herald tenant create`.
 
 use crate::config::{Config, Settings};
-use herald_storage::{Store, StoreOptions};
 use crate::engine::Engine;
 use crate::models::tenant::CreateTenant;
 use clap::{Parser, Subcommand};
+use herald_storage::{Store, StoreOptions};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -25,7 +25,7 @@ pub enum Command {
         #[arg(long, env = "HERALD_DEMO")]
         demo: bool,
         #[command(flatten)]
-        settings: Settings,
+        settings: Box<Settings>,
     },
     /// Tenant administration without a running server.
     Tenant {
@@ -73,9 +73,16 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 },
         } => {
             crate::engine::install_crypto_providers();
-            let store = Store::open(&StoreOptions { master_key_file, ..StoreOptions::new(&data_dir) })
-                .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
-            let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
+            let store = Store::open(&StoreOptions {
+                master_key_file,
+                ..StoreOptions::new(&data_dir)
+            })
+            .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
+            let body = CreateTenant {
+                tenant_id: tenant_id.clone(),
+                admin_username: admin,
+                admin_password: password,
+            };
             crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;
             store.durable().await.map_err(|e| e.to_string())?;
             println!("created tenant {tenant_id}");

@@ -3,10 +3,10 @@
 
 use clap::Args;
 use herald_actors::{Endpoints, PushSettings};
-use std::time::Duration;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Every setting of `herald serve`, each optional so sources can be layered.
 #[derive(Args, Debug, Clone, Default, Deserialize)]
@@ -143,7 +143,11 @@ impl Config {
             None => Vec::new(),
         };
         Ok(Config {
-            push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
+            push: PushSettings {
+                endpoints,
+                extra_ca_pem,
+                ..PushSettings::default()
+            },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
             listen,
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),

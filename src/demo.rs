@@ -18,7 +18,9 @@ pub const PASSWORD: &str = "demo-password";
 /// Starts the simulators and points the configuration at them.
 pub async fn start_simulators(config: &mut Config) -> Result<herald_sim::Simulators, String> {
     let dir = config.data_dir.join("demo");
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.join("certs"))).await.map_err(|e| format!("starting the simulators: {e}"))?;
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.join("certs")))
+        .await
+        .map_err(|e| format!("starting the simulators: {e}"))?;
     config.push.endpoints = herald_actors::Endpoints {
         apns: sims.apns_url(),
         apns_sandbox: sims.apns_url(),
@@ -31,20 +33,35 @@ pub async fn start_simulators(config: &mut Config) -> Result<herald_sim::Simulat
 }
 
 /// Calls the engine's own router, as an HTTP client would.
-async fn call(engine: &Arc<Engine>, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Result<(StatusCode, Value), String> {
+async fn call(
+    engine: &Arc<Engine>,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> Result<(StatusCode, Value), String> {
     let mut req = Request::builder().method(method).uri(path);
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
     }
     let body = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-    let req = req.header("content-type", "application/json").body(Full::new(body)).map_err(|e| e.to_string())?;
+    let req = req
+        .header("content-type", "application/json")
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())?;
     let resp = dispatch(engine.clone(), req).await;
     let status = resp.status();
     let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
     Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
 }
 
-async fn expect(engine: &Arc<Engine>, method: Method, path: &str, token: Option<&str>, body: Value) -> Result<Value, String> {
+async fn expect(
+    engine: &Arc<Engine>,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Value,
+) -> Result<Value, String> {
     let (status, answer) = call(engine, method.clone(), path, token, Some(body)).await?;
     if status.is_success() {
         Ok(answer)
@@ -57,13 +74,25 @@ async fn expect(engine: &Arc<Engine>, method: Method, path: &str, token: Option<
 /// client on each provider.
 pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result<(), String> {
     let body = json!({ "tenantId": TENANT, "adminUsername": ADMIN, "adminPassword": PASSWORD });
-    let (status, _) = call(engine, Method::POST, "/v1/tenants", Some(&engine.operator_token), Some(body)).await?;
+    let (status, _) = call(
+        engine,
+        Method::POST,
+        "/v1/tenants",
+        Some(&engine.operator_token),
+        Some(body),
+    )
+    .await?;
     if status == StatusCode::CONFLICT {
         return Ok(()); // seeded by an earlier start
     }
-    let creds = sims.generate_credentials(&engine.config.data_dir.join("demo").join("creds")).map_err(|e| e.to_string())?;
+    let creds = sims
+        .generate_credentials(&engine.config.data_dir.join("demo").join("creds"))
+        .map_err(|e| e.to_string())?;
     let (_, tokens) = call_form_token(engine).await?;
-    let token = tokens["access_token"].as_str().ok_or("no demo admin token")?.to_string();
+    let token = tokens["access_token"]
+        .as_str()
+        .ok_or("no demo admin token")?
+        .to_string();
     let full = creds.app_json.clone();
     let pick = |keys: &[&str]| -> Value {
         let mut app = json!({ "categories": full["categories"].clone() });
@@ -73,23 +102,61 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
         app
     };
     let apps = [
-        ("demo-apns", pick(&["iosApnsPrivateKey", "iosApnsKeyId", "iosApnsTeamId", "iosBundleId", "iosIsDevelopment"]), "APNS"),
+        (
+            "demo-apns",
+            pick(&[
+                "iosApnsPrivateKey",
+                "iosApnsKeyId",
+                "iosApnsTeamId",
+                "iosBundleId",
+                "iosIsDevelopment",
+            ]),
+            "APNS",
+        ),
         ("demo-fcm", pick(&["fcmServiceAccountJSON"]), "FCM"),
         ("demo-hms", pick(&["hpkClientId", "hpkClientSecret"]), "HPK"),
     ];
     for (app, body, _) in &apps {
-        expect(engine, Method::POST, &format!("/v1/tenants/{TENANT}/apps/{app}"), Some(&token), body.clone()).await?;
+        expect(
+            engine,
+            Method::POST,
+            &format!("/v1/tenants/{TENANT}/apps/{app}"),
+            Some(&token),
+            body.clone(),
+        )
+        .await?;
     }
     for (n, user) in ["alice", "bob"].iter().enumerate() {
         for (i, (app, _, provider)) in apps.iter().enumerate() {
-            let c = expect(engine, Method::POST, &format!("/v1/tenants/{TENANT}/clients"), Some(&token), json!({ "appName": app, "platform": provider.to_lowercase() })).await?;
+            let c = expect(
+                engine,
+                Method::POST,
+                &format!("/v1/tenants/{TENANT}/clients"),
+                Some(&token),
+                json!({ "appName": app, "platform": provider.to_lowercase() }),
+            )
+            .await?;
             let id = c["astClientId"].as_str().ok_or("no client id")?;
-            expect(engine, Method::PUT, &format!("/v1/tenants/{TENANT}/users/{user}/clients/{id}"), Some(&token), json!({ "mLoA": "none" })).await?;
+            expect(
+                engine,
+                Method::PUT,
+                &format!("/v1/tenants/{TENANT}/users/{user}/clients/{id}"),
+                Some(&token),
+                json!({ "mLoA": "none" }),
+            )
+            .await?;
             let push_token = match *provider {
                 "APNS" => format!("{:064x}", n * 10 + i + 1),
                 other => format!("{}-demo-token-{user}", other.to_lowercase()),
             };
-            expect(engine, Method::PUT, &format!("/v1/tenants/{TENANT}/clients/{id}/pushtoken"), Some(&token), json!({ "appName": app, "pushToken": format!("{provider}:{push_token}") })).await?;
+            expect(
+                engine,
+                Method::PUT,
+                &format!("/v1/tenants/{TENANT}/clients/{id}/pushtoken"),
+                Some(&token),
+                json!({ "appName": app, "pushToken": format!("{provider}:{push_token}") }),
+            )
+            .await?;
         }
     }
     Ok(())

@@ -22,14 +22,24 @@ impl Engine {
     /// Opens storage and starts the actors; no listener is started.
     pub async fn open(config: Config) -> Result<Arc<Engine>, String> {
         install_crypto_providers();
-        let store = Store::open(&StoreOptions { master_key_file: config.master_key_file.clone(), ..StoreOptions::new(&config.data_dir) })
+        let store = Store::open(&StoreOptions {
+            master_key_file: config.master_key_file.clone(),
+            ..StoreOptions::new(&config.data_dir)
+        })
         .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
         let operator_token = match &config.operator_token {
             Some(t) => t.clone(),
             None => random_token()?,
         };
         let push = Push::start(store.clone(), config.push.clone()).await?;
-        Ok(Arc::new(Engine { config, store, keys: KeyCache::default(), operator_token, metrics: crate::metrics::handle(), push }))
+        Ok(Arc::new(Engine {
+            config,
+            store,
+            keys: KeyCache::default(),
+            operator_token,
+            metrics: crate::metrics::handle(),
+            push,
+        }))
     }
 }
 

@@ -19,11 +19,26 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     let w = PushWorld::start().await;
     let mut second = w.creds.app_json.clone();
     second["categories"] = json!(["chat", "tms"]);
-    let (st, _) = w.server.call(Method::POST, "/v1/tenants/acme/apps/second", Some(&w.admin), Some(second)).await;
+    let (st, _) = w
+        .server
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/apps/second",
+            Some(&w.admin),
+            Some(second),
+        )
+        .await;
     assert_eq!(st, StatusCode::CREATED);
     let mut only_pay = w.creds.app_json.clone();
     only_pay["categories"] = json!(["payment"]);
-    w.server.call(Method::POST, "/v1/tenants/acme/apps/paying", Some(&w.admin), Some(only_pay)).await;
+    w.server
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/apps/paying",
+            Some(&w.admin),
+            Some(only_pay),
+        )
+        .await;
     for i in 0..5 {
         w.client("demo", "user1", &format!("APNS:{}", apns_token(i))).await;
         w.client("second", "user2", &format!("FCM:fcm-{i}")).await;
@@ -36,7 +51,13 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     assert_eq!(st, StatusCode::ACCEPTED, "{r}");
     let entries = r.as_array().unwrap();
     assert_eq!(entries.len(), 3, "one entry per app: {r}");
-    let by_app = |name: &str| entries.iter().find(|e| e["metadata"]["appName"] == name).unwrap().clone();
+    let by_app = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e["metadata"]["appName"] == name)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(by_app("demo")["metadata"]["targeted"], 6);
     assert_eq!(by_app("second")["metadata"]["targeted"], 6);
     assert_eq!(by_app("paying")["isSuccessful"], false);
@@ -56,7 +77,15 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     let s = w.sims.stats();
     assert_eq!((s.apns.accepted, s.fcm.accepted, s.hms.accepted), (5, 5, 1));
     assert!(s.fcm.by_reason.contains_key("UNREGISTERED"));
-    let (_, page) = w.server.call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}?page=1&page_size=5"), Some(&w.admin), None).await;
+    let (_, page) = w
+        .server
+        .call(
+            Method::GET,
+            &format!("/v1/tenants/acme/push_notification/{id}?page=1&page_size=5"),
+            Some(&w.admin),
+            None,
+        )
+        .await;
     assert_eq!(page["clients"].as_array().unwrap().len(), 5);
 }
 
@@ -66,12 +95,28 @@ fn seed(data_dir: &std::path::Path, n: u64) -> Vec<String> {
     let mut tokens = Vec::new();
     for i in 0..n {
         let id = ulid::Ulid::generate().to_string();
-        let client = Client { id: id.clone(), app_name: "demo".into(), platform: "ios".into(), lock_state: "NONE".into(), ..Client::default() };
+        let client = Client {
+            id: id.clone(),
+            app_name: "demo".into(),
+            platform: "ios".into(),
+            lock_state: "NONE".into(),
+            ..Client::default()
+        };
         store.clients().create("acme", &client).unwrap();
         let token = apns_token(1_000_000 + i);
         store
             .push_tokens()
-            .set("acme", &id, &PushToken { app_name: "demo".into(), provider: PushProvider::Apns, token: token.clone(), is_valid: true, updated_ms: 1 })
+            .set(
+                "acme",
+                &id,
+                &PushToken {
+                    app_name: "demo".into(),
+                    provider: PushProvider::Apns,
+                    token: token.clone(),
+                    is_valid: true,
+                    updated_ms: 1,
+                },
+            )
             .unwrap();
         tokens.push(token);
     }
@@ -80,24 +125,40 @@ fn seed(data_dir: &std::path::Path, n: u64) -> Vec<String> {
 }
 
 async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Value {
-    http.get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base)).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+    http.get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 async fn login(http: &reqwest::Client, h: &Herald) -> String {
     let r = http
         .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
-        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
+        .form(&[
+            ("grant_type", "password"),
+            ("username", "admin"),
+            ("password", PASSWORD),
+        ])
         .send()
         .await
         .unwrap();
-    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
+    r.json::<Value>().await.unwrap()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]
 async fn a_broadcast_killed_mid_way_completes_after_restart() {
     const N: u64 = 20_000;
     let dir = tempfile::tempdir().unwrap();
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs")))
+        .await
+        .unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, sims.ca_pem()).unwrap();
@@ -123,16 +184,35 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     let token = login(&http, &h).await;
-    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&token).json(&creds.app_json).send().await.unwrap();
+    let r = http
+        .post(format!("{}/v1/tenants/acme/apps/demo", h.base))
+        .bearer_auth(&token)
+        .json(&creds.app_json)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     h.kill9();
     let tokens = seed(&data, N);
 
     // Slow the simulator down so the kill lands mid-broadcast.
-    sims.set_faults(Faults { apns: ProviderFaults { latency_ms: Some(40), max_concurrent_streams: Some(40), ..Default::default() }, ..Default::default() });
+    sims.set_faults(Faults {
+        apns: ProviderFaults {
+            latency_ms: Some(40),
+            max_concurrent_streams: Some(40),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
     let h = Herald::start(&data, &env);
     let token = login(&http, &h).await;
-    let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&token).json(&topic("chat")).send().await.unwrap();
+    let r = http
+        .post(format!("{}/v1/tenants/acme/push_notification/send", h.base))
+        .bearer_auth(&token)
+        .json(&topic("chat"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     let answer: Value = r.json().await.unwrap();
     assert_eq!(answer[0]["metadata"]["targeted"], N);
@@ -146,7 +226,10 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     }
     h.kill9();
     let before_restart = sims.stats().apns.accepted;
-    assert!(before_restart < N, "the kill landed mid-broadcast ({before_restart} of {N})");
+    assert!(
+        before_restart < N,
+        "the kill landed mid-broadcast ({before_restart} of {N})"
+    );
 
     sims.set_faults(Faults::default());
     let h = Herald::start(&data, &env);

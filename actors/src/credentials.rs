@@ -33,8 +33,15 @@ pub fn to_pem(bytes: Vec<u8>, label: &str) -> Vec<u8> {
 }
 
 pub enum ApnsAuth {
-    Token { key: Vec<u8>, key_id: String, team_id: String },
-    Certificate { cert_pem: Vec<u8>, key_pem: Vec<u8> },
+    Token {
+        key: Vec<u8>,
+        key_id: String,
+        team_id: String,
+    },
+    Certificate {
+        cert_pem: Vec<u8>,
+        key_pem: Vec<u8>,
+    },
 }
 
 pub struct ApnsCredentials {
@@ -53,34 +60,59 @@ pub struct AppCredentials {
     pub legacy_fcm_only: bool,
 }
 
-fn open_text(store: &Store, tenant: &str, app: &str, field: &str, s: &Option<Secret>) -> Result<Option<String>, String> {
+fn open_text(
+    store: &Store,
+    tenant: &str,
+    app: &str,
+    field: &str,
+    s: &Option<Secret>,
+) -> Result<Option<String>, String> {
     match s {
         None => Ok(None),
         Some(secret) => {
-            let bytes = store.unseal(secret, &App::secret_context(tenant, app, field)).map_err(|e| format!("{field}: {e}"))?;
-            String::from_utf8(bytes).map(Some).map_err(|_| format!("{field}: not text"))
+            let bytes = store
+                .unseal(secret, &App::secret_context(tenant, app, field))
+                .map_err(|e| format!("{field}: {e}"))?;
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| format!("{field}: not text"))
         }
     }
 }
 
 fn decoded(field: &str, value: Option<String>) -> Result<Option<Vec<u8>>, String> {
-    value.map(|v| decode_base64(&v).ok_or_else(|| format!("{field}: not base64"))).transpose()
+    value
+        .map(|v| decode_base64(&v).ok_or_else(|| format!("{field}: not base64")))
+        .transpose()
 }
 
 impl AppCredentials {
     pub fn load(store: &Store, tenant: &str, app: &App) -> Result<AppCredentials, String> {
         let name = app.name.as_str();
-        let key = decoded("iosApnsPrivateKey", open_text(store, tenant, name, "iosApnsPrivateKey", &app.ios_apns_private_key)?)?;
-        let cert = decoded("iosApnsCertificate", open_text(store, tenant, name, "iosApnsCertificate", &app.ios_apns_certificate)?)?;
+        let key = decoded(
+            "iosApnsPrivateKey",
+            open_text(store, tenant, name, "iosApnsPrivateKey", &app.ios_apns_private_key)?,
+        )?;
+        let cert = decoded(
+            "iosApnsCertificate",
+            open_text(store, tenant, name, "iosApnsCertificate", &app.ios_apns_certificate)?,
+        )?;
         let apns = match (key, cert, &app.ios_bundle_id) {
             (Some(key), Some(cert), Some(topic)) => Some(ApnsCredentials {
-                auth: ApnsAuth::Certificate { cert_pem: to_pem(cert, "CERTIFICATE"), key_pem: to_pem(key, "PRIVATE KEY") },
+                auth: ApnsAuth::Certificate {
+                    cert_pem: to_pem(cert, "CERTIFICATE"),
+                    key_pem: to_pem(key, "PRIVATE KEY"),
+                },
                 topic: topic.clone(),
                 sandbox: app.ios_is_development.unwrap_or(false),
             }),
             (Some(key), None, Some(topic)) => match (&app.ios_apns_key_id, &app.ios_apns_team_id) {
                 (Some(key_id), Some(team_id)) => Some(ApnsCredentials {
-                    auth: ApnsAuth::Token { key, key_id: key_id.clone(), team_id: team_id.clone() },
+                    auth: ApnsAuth::Token {
+                        key,
+                        key_id: key_id.clone(),
+                        team_id: team_id.clone(),
+                    },
                     topic: topic.clone(),
                     sandbox: app.ios_is_development.unwrap_or(false),
                 }),
@@ -95,7 +127,10 @@ impl AppCredentials {
             }
             None => None,
         };
-        let hms = match (&app.hpk_client_id, open_text(store, tenant, name, "hpkClientSecret", &app.hpk_client_secret)?) {
+        let hms = match (
+            &app.hpk_client_id,
+            open_text(store, tenant, name, "hpkClientSecret", &app.hpk_client_secret)?,
+        ) {
             (Some(id), Some(secret)) => Some((id.clone(), secret)),
             _ => None,
         };

@@ -10,9 +10,9 @@ use crate::settings::PushSettings;
 use crate::transport::{tls_config, Target, TransportError};
 use dashmap::DashMap;
 use herald_storage::deliveries::{ClientOutcome, State};
+use herald_storage::provider_tokens::ProviderToken;
 use herald_storage::push_tokens::{PushProvider, TokenRef};
 use herald_storage::{now_ms, Store};
-use herald_storage::provider_tokens::ProviderToken;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -59,6 +59,15 @@ pub struct AppChannels {
     hms: Result<Option<HmsChannel>, String>,
 }
 
+/// One notification going to clients of one app.
+#[derive(Clone, Copy)]
+pub struct Job<'a> {
+    pub tenant: &'a str,
+    pub channels: &'a AppChannels,
+    pub prepared: &'a Prepared,
+    pub notification: &'a Notification,
+}
+
 /// One notification's payloads for one app, each built on first use.
 #[derive(Default)]
 pub struct Prepared {
@@ -76,14 +85,26 @@ pub struct Deliverer {
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
-    ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Failed, code, message: Some(message.into()) }
+    ClientOutcome {
+        app: app.to_string(),
+        provider: provider.to_string(),
+        state: State::Failed,
+        code,
+        message: Some(message.into()),
+    }
 }
 
 impl Deliverer {
     pub fn new(store: Store, settings: PushSettings) -> Result<Deliverer, String> {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(auth_tls(&tls));
-        Ok(Deliverer { store, settings, tls, auth_http, apps: DashMap::new() })
+        Ok(Deliverer {
+            store,
+            settings,
+            tls,
+            auth_http,
+            apps: DashMap::new(),
+        })
     }
 
     pub fn store(&self) -> &Store {
@@ -96,7 +117,9 @@ impl Deliverer {
 
     /// The channels of an app, rebuilt when its configuration changed.
     pub fn channels(&self, tenant: &str, app: &str) -> Result<Option<Arc<AppChannels>>, String> {
-        let Some(record) = self.store.apps().get(tenant, app).map_err(|e| e.to_string())? else { return Ok(None) };
+        let Some(record) = self.store.apps().get(tenant, app).map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
         let key = (tenant.to_string(), app.to_string());
         if let Some(c) = self.apps.get(&key) {
             if c.modified_ms == record.modified_ms {
@@ -126,9 +149,11 @@ impl Deliverer {
                         }
                         (self.tls.clone(), Some(jwt))
                     }
-                    ApnsAuth::Certificate { cert_pem, key_pem } => {
-                        (tls_config(&self.settings.extra_ca_pem, Some((&cert_pem, &key_pem))).map_err(|e| e.to_string())?, None)
-                    }
+                    ApnsAuth::Certificate { cert_pem, key_pem } => (
+                        tls_config(&self.settings.extra_ca_pem, Some((&cert_pem, &key_pem)))
+                            .map_err(|e| e.to_string())?,
+                        None,
+                    ),
                 };
                 let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
                 Ok(ApnsChannel {
@@ -145,7 +170,11 @@ impl Deliverer {
             .map(|sa| -> Result<FcmChannel, String> {
                 let target = Target::from_url(&e.fcm, self.tls.clone()).map_err(|e| e.to_string())?;
                 let project_id = sa.project_id.clone();
-                Ok(FcmChannel { pool: Pool::new("fcm", target, limits.clone()), auth: fcm::FcmAuth::new(sa, self.auth_http.clone())?, project_id })
+                Ok(FcmChannel {
+                    pool: Pool::new("fcm", target, limits.clone()),
+                    auth: fcm::FcmAuth::new(sa, self.auth_http.clone())?,
+                    project_id,
+                })
             })
             .transpose();
         let hms = creds
@@ -153,23 +182,32 @@ impl Deliverer {
             .map(|(id, secret)| -> Result<HmsChannel, String> {
                 let target = Target::from_url(&e.hms, self.tls.clone()).map_err(|e| e.to_string())?;
                 let auth = hms::HmsAuth::new(&id, &secret, &e.hms_token, self.auth_http.clone());
-                Ok(HmsChannel { pool: Pool::new("hms", target, limits.clone()), auth, app_id: id })
+                Ok(HmsChannel {
+                    pool: Pool::new("hms", target, limits.clone()),
+                    auth,
+                    app_id: id,
+                })
             })
             .transpose();
-        AppChannels { app: app.to_string(), modified_ms, categories: creds.categories, legacy_fcm_only: creds.legacy_fcm_only, apns, fcm, hms }
+        AppChannels {
+            app: app.to_string(),
+            modified_ms,
+            categories: creds.categories,
+            legacy_fcm_only: creds.legacy_fcm_only,
+            apns,
+            fcm,
+            hms,
+        }
     }
 
     /// Sends to one client's token and records what the answer means for it.
-    pub async fn deliver(
-        &self,
-        tenant: &str,
-        ch: &AppChannels,
-        prepared: &Prepared,
-        n: &Notification,
-        client_id: &str,
-        token: &TokenRef,
-        lane: Lane,
-    ) -> ClientOutcome {
+    pub async fn deliver(&self, job: &Job<'_>, client_id: &str, token: &TokenRef, lane: Lane) -> ClientOutcome {
+        let Job {
+            tenant,
+            channels: ch,
+            prepared,
+            notification: n,
+        } = *job;
         let app = ch.app.as_str();
         let Some(backend) = backend_of(token.provider) else {
             return failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON");
@@ -181,18 +219,39 @@ impl Deliverer {
         };
         match outcome {
             Outcome::Sent { .. } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "sent").increment(1);
-                ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Sent, code: 200, message: None }
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "sent")
+                    .increment(1);
+                ClientOutcome {
+                    app: app.to_string(),
+                    provider: provider.to_string(),
+                    state: State::Sent,
+                    code: 200,
+                    message: None,
+                }
             }
             Outcome::Dead { status, reason } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "invalid").increment(1);
-                if let Err(e) = self.store.push_tokens().invalidate(tenant, client_id, &token.token, now_ms()) {
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "invalid")
+                    .increment(1);
+                if let Err(e) = self
+                    .store
+                    .push_tokens()
+                    .invalidate(tenant, client_id, &token.token, now_ms())
+                {
                     tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid");
                 }
-                ClientOutcome { app: app.to_string(), provider: provider.to_string(), state: State::Invalid, code: status, message: Some(reason) }
+                ClientOutcome {
+                    app: app.to_string(),
+                    provider: provider.to_string(),
+                    state: State::Invalid,
+                    code: status,
+                    message: Some(reason),
+                }
             }
-            Outcome::Retry { status, reason, .. } | Outcome::AuthRefused { status, reason } | Outcome::Failed { status, reason } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "failed").increment(1);
+            Outcome::Retry { status, reason, .. }
+            | Outcome::AuthRefused { status, reason }
+            | Outcome::Failed { status, reason } => {
+                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "failed")
+                    .increment(1);
                 failed(app, provider, status, reason)
             }
         }
@@ -200,19 +259,45 @@ impl Deliverer {
 
     /// Up to `max_attempts` tries: transient answers and lost connections wait
     /// and retry; a refused auth token is renewed once.
-    async fn attempts(&self, ch: &AppChannels, p: &Prepared, n: &Notification, backend: Backend, token: &str, lane: Lane) -> Result<Outcome, FormatError> {
-        let unconfigured = |what: &str| FormatError { status: 412, message: format!("app {} has no {what} credentials", ch.app) };
-        let mut last = Outcome::Failed { status: 503, reason: "no attempt made".into() };
+    async fn attempts(
+        &self,
+        ch: &AppChannels,
+        p: &Prepared,
+        n: &Notification,
+        backend: Backend,
+        token: &str,
+        lane: Lane,
+    ) -> Result<Outcome, FormatError> {
+        let unconfigured = |what: &str| FormatError {
+            status: 412,
+            message: format!("app {} has no {what} credentials", ch.app),
+        };
+        let mut last = Outcome::Failed {
+            status: 503,
+            reason: "no attempt made".into(),
+        };
         let mut auth_renewed = false;
         for attempt in 0..self.settings.max_attempts.max(1) {
             let result = match backend {
                 Backend::Apns => {
-                    let c = ch.apns.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| unconfigured("APNs"))?;
-                    let payload = p.apns.get_or_init(|| apns::prepare(n, &c.topic)).as_ref().map_err(Clone::clone)?;
+                    let c = ch
+                        .apns
+                        .as_ref()
+                        .map_err(|e| FormatError {
+                            status: 412,
+                            message: e.clone(),
+                        })?
+                        .as_ref()
+                        .ok_or_else(|| unconfigured("APNs"))?;
+                    let payload = p
+                        .apns
+                        .get_or_init(|| apns::prepare(n, &c.topic))
+                        .as_ref()
+                        .map_err(Clone::clone)?;
                     let bearer = c.jwt.as_ref().map(|j| j.current());
                     self.save_jwt(&ch.app, c);
                     let req = payload.request(token, bearer.as_deref());
-                    self.post(&c.pool, lane, &req, |s, h, b| apns::parse_response(s, h, b)).await
+                    self.post(&c.pool, lane, &req, apns::parse_response).await
                 }
                 Backend::Fcm => {
                     let c = ch.fcm.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| {
@@ -226,23 +311,45 @@ impl Deliverer {
                     match c.auth.token().await {
                         Ok(bearer) => {
                             let req = payload.request(&c.project_id, token, &bearer)?;
-                            self.post(&c.pool, lane, &req, |s, h, b| fcm::parse_response(s, h, b)).await
+                            self.post(&c.pool, lane, &req, fcm::parse_response).await
                         }
-                        Err(e) => Outcome::Retry { status: 503, reason: format!("FCM auth: {e}"), after: None },
+                        Err(e) => Outcome::Retry {
+                            status: 503,
+                            reason: format!("FCM auth: {e}"),
+                            after: None,
+                        },
                     }
                 }
                 Backend::Hms => {
-                    let c = ch.hms.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| unconfigured("HMS"))?;
+                    let c = ch
+                        .hms
+                        .as_ref()
+                        .map_err(|e| FormatError {
+                            status: 412,
+                            message: e.clone(),
+                        })?
+                        .as_ref()
+                        .ok_or_else(|| unconfigured("HMS"))?;
                     let payload = p.hms.get_or_init(|| hms::prepare(n)).as_ref().map_err(Clone::clone)?;
                     match c.auth.token().await {
                         Ok(bearer) => {
                             let req = payload.request(&c.app_id, &[token], &bearer)?;
                             self.post(&c.pool, lane, &req, |s, h, b| {
-                                hms::parse_response(s, h, b, &[token]).into_iter().next().unwrap_or(Outcome::Failed { status: 502, reason: "empty HMS answer".into() })
+                                hms::parse_response(s, h, b, &[token])
+                                    .into_iter()
+                                    .next()
+                                    .unwrap_or(Outcome::Failed {
+                                        status: 502,
+                                        reason: "empty HMS answer".into(),
+                                    })
                             })
                             .await
                         }
-                        Err(e) => Outcome::Retry { status: 503, reason: format!("HMS auth: {e}"), after: None },
+                        Err(e) => Outcome::Retry {
+                            status: 503,
+                            reason: format!("HMS auth: {e}"),
+                            after: None,
+                        },
                     }
                 }
             };
@@ -269,7 +376,11 @@ impl Deliverer {
         let Some(jwt) = &c.jwt else { return };
         let (token, iat) = jwt.snapshot();
         if c.saved_iat.swap(iat, Ordering::AcqRel) != iat {
-            let saved = ProviderToken { key_id: jwt.key_id().to_string(), token: token.to_string(), issued_at: iat };
+            let saved = ProviderToken {
+                key_id: jwt.key_id().to_string(),
+                token: token.to_string(),
+                issued_at: iat,
+            };
             if let Err(e) = self.store.provider_tokens().put(&c.tenant, app, "apns", &saved) {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }
@@ -298,11 +409,21 @@ impl Deliverer {
         }
     }
 
-    async fn post(&self, pool: &Pool, lane: Lane, req: &WireRequest, parse: impl Fn(u16, &http::HeaderMap, &[u8]) -> Outcome) -> Outcome {
+    async fn post(
+        &self,
+        pool: &Pool,
+        lane: Lane,
+        req: &WireRequest,
+        parse: impl Fn(u16, &http::HeaderMap, &[u8]) -> Outcome,
+    ) -> Outcome {
         match pool.post(lane, req).await {
             Ok(reply) => parse(reply.status, &reply.headers, &reply.body),
             Err(TransportError::Config(e)) => Outcome::Failed { status: 500, reason: e },
-            Err(e) => Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) },
+            Err(e) => Outcome::Retry {
+                status: 503,
+                reason: e.to_string(),
+                after: Some(Duration::ZERO),
+            },
         }
     }
 }

@@ -1,11 +1,11 @@
 //! The `FanOut` actor: one topic broadcast, streamed from the token index in
 //! batches with bounded in-flight sends, checkpointed after every batch.
 
-use crate::delivery::{Deliverer, Prepared};
+use crate::delivery::{Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
 use futures::StreamExt;
-use herald_storage::deliveries::{Job, Report};
+use herald_storage::deliveries::{Job as BroadcastJob, Report};
 use herald_storage::now_ms;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::sync::Arc;
@@ -18,12 +18,12 @@ pub enum FanOutMsg {
 
 pub struct FanOutArgs {
     pub deliverer: Arc<Deliverer>,
-    pub job: Job,
+    pub job: BroadcastJob,
 }
 
 pub struct FanOutState {
     deliverer: Arc<Deliverer>,
-    job: Job,
+    job: BroadcastJob,
 }
 
 impl Actor for FanOut {
@@ -31,12 +31,24 @@ impl Actor for FanOut {
     type State = FanOutState;
     type Arguments = FanOutArgs;
 
-    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: FanOutArgs) -> Result<FanOutState, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: FanOutArgs,
+    ) -> Result<FanOutState, ActorProcessingErr> {
         myself.cast(FanOutMsg::Run)?;
-        Ok(FanOutState { deliverer: args.deliverer, job: args.job })
+        Ok(FanOutState {
+            deliverer: args.deliverer,
+            job: args.job,
+        })
     }
 
-    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: FanOutMsg, state: &mut FanOutState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: FanOutMsg,
+        state: &mut FanOutState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             FanOutMsg::Run => {
                 run(&state.deliverer, &mut state.job).await?;
@@ -48,10 +60,16 @@ impl Actor for FanOut {
 }
 
 /// Delivers every remaining batch of the job; resumable from its checkpoint.
-pub async fn run(d: &Arc<Deliverer>, job: &mut Job) -> Result<(), ActorProcessingErr> {
+pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), ActorProcessingErr> {
     let store = d.store().clone();
     let n: Notification = serde_json::from_str(&job.notification_json)?;
-    let mut report = store.deliveries().report(&job.tenant, &job.id)?.unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
+    let mut report = store
+        .deliveries()
+        .report(&job.tenant, &job.id)?
+        .unwrap_or_else(|| Report {
+            id: job.id.clone(),
+            ..Report::default()
+        });
     let settings = d.settings().clone();
     let tenant = job.tenant.clone();
     for i in 0..job.apps.len() {
@@ -62,7 +80,10 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut Job) -> Result<(), ActorProcessin
         let channels = d.channels(&tenant, &app).map_err(|e| format!("app {app}: {e}"))?;
         let prepared = Prepared::default();
         loop {
-            let batch = store.push_tokens().valid_of_app(&tenant, &app, job.apps[i].cursor.as_deref(), settings.batch_size)?;
+            let batch =
+                store
+                    .push_tokens()
+                    .valid_of_app(&tenant, &app, job.apps[i].cursor.as_deref(), settings.batch_size)?;
             let Some((last, _)) = batch.last() else { break };
             let last = last.clone();
             if let Some(ch) = &channels {
@@ -73,7 +94,13 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut Job) -> Result<(), ActorProcessin
                         if let Ok(Some(done)) = store.deliveries().outcome(tenant, id, &client) {
                             return done;
                         }
-                        let outcome = d.deliver(tenant, ch, prepared, n, &client, &token, Lane::Bulk).await;
+                        let send = Job {
+                            tenant,
+                            channels: ch,
+                            prepared,
+                            notification: n,
+                        };
+                        let outcome = d.deliver(&send, &client, &token, Lane::Bulk).await;
                         if let Err(e) = store.deliveries().record_outcome(tenant, id, &client, &outcome) {
                             tracing::error!(error = %e, "could not record a broadcast outcome");
                         }

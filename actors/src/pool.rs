@@ -32,7 +32,11 @@ pub struct PoolLimits {
 
 impl Default for PoolLimits {
     fn default() -> Self {
-        PoolLimits { max_connections: 4, max_streams: 1000, request_timeout: Duration::from_secs(15) }
+        PoolLimits {
+            max_connections: 4,
+            max_streams: 1000,
+            request_timeout: Duration::from_secs(15),
+        }
     }
 }
 
@@ -63,7 +67,14 @@ impl Drop for Lease<'_> {
 
 impl Pool {
     pub fn new(provider: &'static str, target: Target, limits: PoolLimits) -> Pool {
-        Pool { target, limits, provider, conns: Mutex::new(Vec::new()), opening: tokio::sync::Mutex::new(()), freed: Notify::new() }
+        Pool {
+            target,
+            limits,
+            provider,
+            conns: Mutex::new(Vec::new()),
+            opening: tokio::sync::Mutex::new(()),
+            freed: Notify::new(),
+        }
     }
 
     /// Sends one request on a free stream, opening a connection when all are busy.
@@ -71,7 +82,8 @@ impl Pool {
         let lease = self.acquire(lane).await?;
         let started = std::time::Instant::now();
         let result = lease.conn.post(req, self.limits.request_timeout).await;
-        metrics::histogram!("herald_provider_request_duration_seconds", "provider" => self.provider).record(started.elapsed().as_secs_f64());
+        metrics::histogram!("herald_provider_request_duration_seconds", "provider" => self.provider)
+            .record(started.elapsed().as_secs_f64());
         result
     }
 
@@ -86,11 +98,15 @@ impl Pool {
             tokio::pin!(freed);
             freed.as_mut().enable();
             let can_open = {
-                let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                let mut conns = self
+                    .conns
+                    .lock()
+                    .map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
                 let before = conns.len();
                 conns.retain(|c| c.is_alive());
                 if conns.len() != before {
-                    metrics::gauge!("herald_pool_connections", "provider" => self.provider).decrement((before - conns.len()) as f64);
+                    metrics::gauge!("herald_pool_connections", "provider" => self.provider)
+                        .decrement((before - conns.len()) as f64);
                 }
                 if let Some(conn) = self.free_stream(&conns, lane) {
                     return Ok(Lease { pool: self, conn });
@@ -100,7 +116,10 @@ impl Pool {
             if can_open {
                 if let Ok(_guard) = self.opening.try_lock() {
                     let conn = Connection::open(&self.target).await;
-                    let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                    let mut conns = self
+                        .conns
+                        .lock()
+                        .map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
                     match conn {
                         Ok(c) => {
                             metrics::gauge!("herald_pool_connections", "provider" => self.provider).increment(1.0);
@@ -108,7 +127,9 @@ impl Pool {
                             continue;
                         }
                         Err(e) if conns.is_empty() => return Err(e),
-                        Err(e) => tracing::warn!(provider = self.provider, error = %e, "could not open another connection"),
+                        Err(e) => {
+                            tracing::warn!(provider = self.provider, error = %e, "could not open another connection")
+                        }
                     }
                 }
             }

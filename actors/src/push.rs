@@ -22,16 +22,31 @@ impl Push {
     pub async fn start(store: Store, settings: PushSettings) -> Result<Push, String> {
         let deliverer = Arc::new(Deliverer::new(store, settings)?);
         let registry = Arc::new(DashMap::new());
-        let args = RootArgs { deliverer: deliverer.clone(), registry: registry.clone() };
-        let (root, _) = Actor::spawn(None, Root, args).await.map_err(|e| format!("starting the root actor: {e}"))?;
-        Ok(Push { root, registry, deliverer })
+        let args = RootArgs {
+            deliverer: deliverer.clone(),
+            registry: registry.clone(),
+        };
+        let (root, _) = Actor::spawn(None, Root, args)
+            .await
+            .map_err(|e| format!("starting the root actor: {e}"))?;
+        Ok(Push {
+            root,
+            registry,
+            deliverer,
+        })
     }
 
     async fn tenant(&self, tenant: &str) -> Result<ActorRef<TenantMsg>, SendError> {
         if let Some(a) = self.registry.get(tenant) {
             return Ok(a.clone());
         }
-        let answer = self.root.call(|reply| RootMsg::Tenant(tenant.to_string(), reply), Some(Duration::from_secs(10))).await;
+        let answer = self
+            .root
+            .call(
+                |reply| RootMsg::Tenant(tenant.to_string(), reply),
+                Some(Duration::from_secs(10)),
+            )
+            .await;
         match answer {
             Ok(ractor::rpc::CallResult::Success(Ok(a))) => Ok(a),
             Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(SendError::Internal(e)),
@@ -42,10 +57,17 @@ impl Push {
     /// Sends through the tenant's actor; waits at most `deadline` for providers.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
         let tenant = self.tenant(&req.tenant).await?;
-        match tenant.call(|reply| TenantMsg::Send(req, reply), Some(deadline)).await {
+        match tenant
+            .call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline))
+            .await
+        {
             Ok(ractor::rpc::CallResult::Success(answer)) => answer,
-            Ok(ractor::rpc::CallResult::Timeout) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
-            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => Err(SendError::Internal("the tenant actor stopped during the send".into())),
+            Ok(ractor::rpc::CallResult::Timeout) => Err(SendError::Internal(
+                "the providers did not answer within the deadline".into(),
+            )),
+            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
+                Err(SendError::Internal("the tenant actor stopped during the send".into()))
+            }
         }
     }
 

@@ -28,11 +28,18 @@ pub struct RootState {
 }
 
 impl RootState {
-    async fn start_tenant(&mut self, myself: &ActorRef<RootMsg>, tenant: &str) -> Result<ActorRef<TenantMsg>, ActorProcessingErr> {
+    async fn start_tenant(
+        &mut self,
+        myself: &ActorRef<RootMsg>,
+        tenant: &str,
+    ) -> Result<ActorRef<TenantMsg>, ActorProcessingErr> {
         if let Some(a) = self.registry.get(tenant) {
             return Ok(a.clone());
         }
-        let args = TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone() };
+        let args = TenantArgs {
+            tenant: tenant.to_string(),
+            deliverer: self.deliverer.clone(),
+        };
         let (actor, _) = Actor::spawn_linked(None, Tenant, args, myself.get_cell()).await?;
         self.names.insert(actor.get_id(), tenant.to_string());
         self.registry.insert(tenant.to_string(), actor.clone());
@@ -46,9 +53,20 @@ impl Actor for Root {
     type Arguments = RootArgs;
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
-        let mut state = RootState { deliverer: args.deliverer, registry: args.registry, names: HashMap::new() };
+        let mut state = RootState {
+            deliverer: args.deliverer,
+            registry: args.registry,
+            names: HashMap::new(),
+        };
         // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
-        let mut tenants: Vec<String> = state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().map(|j| j.tenant).collect();
+        let mut tenants: Vec<String> = state
+            .deliverer
+            .store()
+            .deliveries()
+            .unfinished_jobs()?
+            .into_iter()
+            .map(|j| j.tenant)
+            .collect();
         tenants.dedup();
         for t in tenants {
             state.start_tenant(&myself, &t).await?;
@@ -56,7 +74,12 @@ impl Actor for Root {
         Ok(state)
     }
 
-    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: RootMsg, state: &mut RootState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: RootMsg,
+        state: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             RootMsg::Tenant(name, reply) => {
                 let answer = state.start_tenant(&myself, &name).await.map_err(|e| e.to_string());
@@ -66,7 +89,12 @@ impl Actor for Root {
         Ok(())
     }
 
-    async fn handle_supervisor_evt(&self, myself: ActorRef<Self::Msg>, evt: SupervisionEvent, state: &mut RootState) -> Result<(), ActorProcessingErr> {
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
         let (cell, failed) = match evt {
             SupervisionEvent::ActorFailed(cell, err) => {
                 tracing::error!(actor = ?cell.get_id(), error = %err, "tenant actor failed; restarting it");

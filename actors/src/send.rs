@@ -2,10 +2,10 @@
 //! client or all of a user's clients and wait for the answers, or create the
 //! durable job of a topic broadcast.
 
-use crate::delivery::{Deliverer, Prepared};
+use crate::delivery::{Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
-use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
+use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, JobApp, Report, State};
 use herald_storage::now_ms;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -42,7 +42,10 @@ pub struct AppQueued {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendAnswer {
     Clients(Vec<ClientResult>),
-    Broadcast { job: Box<Job>, apps: Vec<AppQueued> },
+    Broadcast {
+        job: Box<BroadcastJob>,
+        apps: Vec<AppQueued>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -60,7 +63,13 @@ impl From<herald_storage::Error> for SendError {
 }
 
 fn failed(app: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
-    ClientOutcome { app: app.to_string(), provider: String::new(), state: State::Failed, code, message: Some(message.into()) }
+    ClientOutcome {
+        app: app.to_string(),
+        provider: String::new(),
+        state: State::Failed,
+        code,
+        message: Some(message.into()),
+    }
 }
 
 /// Answers a send: the clients' outcomes, or the queued broadcast.
@@ -69,7 +78,10 @@ pub async fn execute(d: &Arc<Deliverer>, req: SendRequest) -> Result<SendAnswer,
         Recipient::Topic { .. } => {
             let (job, apps) = broadcast(d, &req)?;
             d.store().durable().await?;
-            Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
+            Ok(SendAnswer::Broadcast {
+                job: Box::new(job),
+                apps,
+            })
         }
         _ => interactive(d, &req).await.map(SendAnswer::Clients),
     }
@@ -83,8 +95,15 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
             if store.clients().get(tenant, client)?.is_none() {
                 return Err(SendError::NotFound(format!("client {client} not found")));
             }
-            if !store.links().user_ids_of_client(tenant, client)?.iter().any(|u| u == user) {
-                return Err(SendError::NotFound(format!("client {client} is not linked to user {user}")));
+            if !store
+                .links()
+                .user_ids_of_client(tenant, client)?
+                .iter()
+                .any(|u| u == user)
+            {
+                return Err(SendError::NotFound(format!(
+                    "client {client} is not linked to user {user}"
+                )));
             }
             (vec![client.clone()], "client", format!("{user}/{client}"))
         }
@@ -103,22 +122,41 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
         let prepared = &prepared;
         async move {
             let outcome = one_client(d, tenant, &req.notification, client_id, prepared).await;
-            ClientResult { client_id: client_id.clone(), outcome }
+            ClientResult {
+                client_id: client_id.clone(),
+                outcome,
+            }
         }
     });
     let results = futures::future::join_all(sends).await;
-    let mut report = Report { id: req.notification.id.clone(), kind: kind.into(), recipient: who, created_ms: now_ms(), completed_ms: Some(now_ms()), ..Report::default() };
+    let mut report = Report {
+        id: req.notification.id.clone(),
+        kind: kind.into(),
+        recipient: who,
+        created_ms: now_ms(),
+        completed_ms: Some(now_ms()),
+        ..Report::default()
+    };
     for r in &results {
         *report.targeted.entry(r.outcome.app.clone()).or_default() += 1;
         report.record(&r.outcome);
     }
-    let outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();
+    let outcomes: Vec<_> = results
+        .iter()
+        .map(|r| (r.client_id.clone(), r.outcome.clone()))
+        .collect();
     store.deliveries().finish_send(tenant, &report, &outcomes)?;
     store.durable().await?;
     Ok(results)
 }
 
-async fn one_client(d: &Deliverer, tenant: &str, n: &Notification, client_id: &str, prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>) -> ClientOutcome {
+async fn one_client(
+    d: &Deliverer,
+    tenant: &str,
+    n: &Notification,
+    client_id: &str,
+    prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
+) -> ClientOutcome {
     let store = d.store();
     let client = match store.clients().get(tenant, client_id) {
         Ok(Some(c)) => c,
@@ -134,48 +172,96 @@ async fn one_client(d: &Deliverer, tenant: &str, n: &Notification, client_id: &s
         Err(e) => return failed(&client.app_name, 500, e.to_string()),
     };
     if !token.is_valid {
-        return failed(&token.app_name, 410, "the push token was reported invalid by the provider");
+        return failed(
+            &token.app_name,
+            410,
+            "the push token was reported invalid by the provider",
+        );
     }
     let channels = match d.channels(tenant, &token.app_name) {
         Ok(Some(c)) => c,
         Ok(None) => return failed(&token.app_name, 404, format!("app {} not found", token.app_name)),
         Err(e) => return failed(&token.app_name, 500, format!("app {}: {e}", token.app_name)),
     };
-    if !channels.categories.iter().any(|c| *c == n.category) {
-        return failed(&token.app_name, 400, format!("app {} does not accept category {}", token.app_name, n.category));
+    if !channels.categories.contains(&n.category) {
+        return failed(
+            &token.app_name,
+            400,
+            format!("app {} does not accept category {}", token.app_name, n.category),
+        );
     }
     let payloads = match prepared.lock() {
         Ok(mut m) => m.entry(token.app_name.clone()).or_default().clone(),
         Err(_) => Arc::new(Prepared::default()),
     };
-    let tref = herald_storage::push_tokens::TokenRef { provider: token.provider, token: token.token };
-    d.deliver(tenant, &channels, &payloads, n, client_id, &tref, Lane::Interactive).await
+    let tref = herald_storage::push_tokens::TokenRef {
+        provider: token.provider,
+        token: token.token,
+    };
+    d.deliver(
+        &Job {
+            tenant,
+            channels: &channels,
+            prepared: &payloads,
+            notification: n,
+        },
+        client_id,
+        &tref,
+        Lane::Interactive,
+    )
+    .await
 }
 
 /// Writes the broadcast job: every app of the tenant accepting the category,
 /// with the count of its valid tokens. Delivery happens in a `FanOut` actor.
-fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(Job, Vec<AppQueued>), SendError> {
+fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQueued>), SendError> {
     let store = d.store();
     let tenant = req.tenant.as_str();
     let (apps, _) = store.apps().list(tenant, 0, usize::MAX)?;
     let mut queued = Vec::new();
     let mut job_apps = Vec::new();
-    let mut report = Report { id: req.notification.id.clone(), kind: "topic".into(), created_ms: now_ms(), ..Report::default() };
+    let mut report = Report {
+        id: req.notification.id.clone(),
+        kind: "topic".into(),
+        created_ms: now_ms(),
+        ..Report::default()
+    };
     if let Recipient::Topic { topic } = &req.recipient {
         report.recipient = topic.clone();
     }
     for app in apps {
-        if !app.categories.iter().any(|c| *c == req.notification.category) {
-            queued.push(AppQueued { app: app.name.clone(), targeted: 0, refused: Some(format!("app {} does not accept category {}", app.name, req.notification.category)) });
+        if !app.categories.contains(&req.notification.category) {
+            queued.push(AppQueued {
+                app: app.name.clone(),
+                targeted: 0,
+                refused: Some(format!(
+                    "app {} does not accept category {}",
+                    app.name, req.notification.category
+                )),
+            });
             continue;
         }
         let targeted = store.push_tokens().count_valid_of_app(tenant, &app.name) as u64;
         report.targeted.insert(app.name.clone(), targeted);
-        job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
-        queued.push(AppQueued { app: app.name, targeted, refused: None });
+        job_apps.push(JobApp {
+            app: app.name.clone(),
+            cursor: None,
+            done: false,
+        });
+        queued.push(AppQueued {
+            app: app.name,
+            targeted,
+            refused: None,
+        });
     }
     let notification_json = serde_json::to_string(&req.notification).map_err(|e| SendError::Internal(e.to_string()))?;
-    let job = Job { id: req.notification.id.clone(), tenant: tenant.to_string(), notification_json, apps: job_apps, created_ms: now_ms() };
+    let job = BroadcastJob {
+        id: req.notification.id.clone(),
+        tenant: tenant.to_string(),
+        notification_json,
+        apps: job_apps,
+        created_ms: now_ms(),
+    };
     store.deliveries().create_job(&job, &report)?;
     Ok((job, queued))
 }

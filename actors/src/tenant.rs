@@ -12,7 +12,7 @@ use std::sync::Arc;
 pub struct Tenant;
 
 pub enum TenantMsg {
-    Send(SendRequest, RpcReplyPort<Result<SendAnswer, SendError>>),
+    Send(Box<SendRequest>, RpcReplyPort<Result<SendAnswer, SendError>>),
     /// Start (or restart) the fan-out of a broadcast job.
     Broadcast(Job),
     /// Fail on purpose: proves supervision in tests.
@@ -36,23 +36,36 @@ impl Actor for Tenant {
     type State = TenantState;
     type Arguments = TenantArgs;
 
-    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: TenantArgs) -> Result<TenantState, ActorProcessingErr> {
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: TenantArgs,
+    ) -> Result<TenantState, ActorProcessingErr> {
         // Broadcasts interrupted by a crash or restart continue from their checkpoint.
         for job in args.deliverer.store().deliveries().unfinished_jobs()? {
             if job.tenant == args.tenant {
                 myself.cast(TenantMsg::Broadcast(job))?;
             }
         }
-        Ok(TenantState { tenant: args.tenant, deliverer: args.deliverer, fanouts: HashMap::new() })
+        Ok(TenantState {
+            tenant: args.tenant,
+            deliverer: args.deliverer,
+            fanouts: HashMap::new(),
+        })
     }
 
-    async fn handle(&self, myself: ActorRef<Self::Msg>, msg: TenantMsg, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: TenantMsg,
+        state: &mut TenantState,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             TenantMsg::Send(req, reply) => {
                 // Sends wait on providers: run them beside the mailbox, not in it.
                 let d = state.deliverer.clone();
                 tokio::spawn(async move {
-                    let answer = send::execute(&d, req).await;
+                    let answer = send::execute(&d, *req).await;
                     if let Ok(SendAnswer::Broadcast { job, .. }) = &answer {
                         let _ = myself.cast(TenantMsg::Broadcast((**job).clone()));
                     }
@@ -64,7 +77,10 @@ impl Actor for Tenant {
                     return Ok(());
                 }
                 let id = job.id.clone();
-                let args = FanOutArgs { deliverer: state.deliverer.clone(), job };
+                let args = FanOutArgs {
+                    deliverer: state.deliverer.clone(),
+                    job,
+                };
                 let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
                 state.fanouts.insert(actor.get_id(), id);
             }
@@ -73,7 +89,12 @@ impl Actor for Tenant {
         Ok(())
     }
 
-    async fn handle_supervisor_evt(&self, myself: ActorRef<Self::Msg>, evt: SupervisionEvent, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut TenantState,
+    ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
                 state.fanouts.remove(&cell.get_id());
@@ -82,7 +103,14 @@ impl Actor for Tenant {
                 if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
                     tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, "broadcast failed; restarting from its checkpoint");
                     metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
-                    if let Some(job) = state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().find(|j| j.id == job_id) {
+                    if let Some(job) = state
+                        .deliverer
+                        .store()
+                        .deliveries()
+                        .unfinished_jobs()?
+                        .into_iter()
+                        .find(|j| j.id == job_id)
+                    {
                         // Give a persistent fault (provider down) a moment before the retry.
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                         myself.cast(TenantMsg::Broadcast(job))?;

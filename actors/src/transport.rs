@@ -23,11 +23,16 @@ pub struct Target {
 impl Target {
     /// From an `https://host[:port]` base URL; `tls` must offer ALPN `h2`.
     pub fn from_url(base: &str, tls: Arc<rustls::ClientConfig>) -> Result<Target, TransportError> {
-        let uri: Uri = base.parse().map_err(|_| TransportError::Config(format!("bad provider URL {base}")))?;
+        let uri: Uri = base
+            .parse()
+            .map_err(|_| TransportError::Config(format!("bad provider URL {base}")))?;
         if uri.scheme_str() != Some("https") {
             return Err(TransportError::Config(format!("provider URL {base} must be https")));
         }
-        let authority = uri.authority().cloned().ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
         Ok(Target { authority, tls })
     }
 
@@ -76,7 +81,9 @@ pub struct Connection {
 impl Connection {
     pub async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
         let connect = async {
-            let tcp = TcpStream::connect(target.addr()).await.map_err(|e| TransportError::Connect(e.to_string()))?;
+            let tcp = TcpStream::connect(target.addr())
+                .await
+                .map_err(|e| TransportError::Connect(e.to_string()))?;
             let _ = tcp.set_nodelay(true);
             let name = rustls::pki_types::ServerName::try_from(target.authority.host().to_string())
                 .map_err(|e| TransportError::Config(e.to_string()))?;
@@ -91,7 +98,9 @@ impl Connection {
                 .await
                 .map_err(|e| TransportError::Connect(format!("HTTP/2 handshake: {e}")))
         };
-        let (send, conn) = tokio::time::timeout(Duration::from_secs(10), connect).await.map_err(|_| TransportError::Timeout)??;
+        let (send, conn) = tokio::time::timeout(Duration::from_secs(10), connect)
+            .await
+            .map_err(|_| TransportError::Timeout)??;
         let alive = Arc::new(AtomicBool::new(true));
         let flag = alive.clone();
         let authority = target.authority.clone();
@@ -135,7 +144,11 @@ impl Connection {
             .path_and_query(req.path.as_str())
             .build()
             .map_err(|e| TransportError::Config(e.to_string()))?;
-        let mut request = http::Request::builder().method(Method::POST).uri(uri).body(()).map_err(|e| TransportError::Config(e.to_string()))?;
+        let mut request = http::Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .body(())
+            .map_err(|e| TransportError::Config(e.to_string()))?;
         let headers = request.headers_mut();
         for (k, v) in &req.headers {
             headers.append(k.clone(), v.clone());
@@ -143,7 +156,9 @@ impl Connection {
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(req.body.len()));
         let mut send = self.send.clone().ready().await.map_err(|e| self.classify(e))?;
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let (response, mut stream) = send.send_request(request, req.body.is_empty()).map_err(|e| self.classify(e))?;
+        let (response, mut stream) = send
+            .send_request(request, req.body.is_empty())
+            .map_err(|e| self.classify(e))?;
         if !req.body.is_empty() {
             stream.send_data(req.body.clone(), true).map_err(|e| self.classify(e))?;
         }
@@ -155,7 +170,11 @@ impl Connection {
             let _ = body.flow_control().release_capacity(chunk.len());
             buf.extend_from_slice(&chunk);
         }
-        Ok(Reply { status: parts.status.as_u16(), headers: parts.headers, body: buf.freeze() })
+        Ok(Reply {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body: buf.freeze(),
+        })
     }
 
     /// Refused streams are safe to resend; a GOAWAY also retires the connection.
@@ -175,12 +194,17 @@ impl Connection {
 /// TLS for provider connections: the platform's web PKI roots plus extra CA
 /// certificates (PEM), ALPN `h2`, and optionally a client certificate (APNs
 /// certificate auth).
-pub fn tls_config(extra_ca_pem: &[u8], client_identity: Option<(&[u8], &[u8])>) -> Result<Arc<rustls::ClientConfig>, TransportError> {
+pub fn tls_config(
+    extra_ca_pem: &[u8],
+    client_identity: Option<(&[u8], &[u8])>,
+) -> Result<Arc<rustls::ClientConfig>, TransportError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in rustls_pemfile::certs(&mut &extra_ca_pem[..]) {
         let cert = cert.map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
-        roots.add(cert).map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
     }
     let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
     let mut config = match client_identity {
@@ -192,7 +216,9 @@ pub fn tls_config(extra_ca_pem: &[u8], client_identity: Option<(&[u8], &[u8])>) 
             let key = rustls_pemfile::private_key(&mut &key_pem[..])
                 .map_err(|e| TransportError::Config(format!("client key: {e}")))?
                 .ok_or_else(|| TransportError::Config("client key: no private key in PEM".into()))?;
-            builder.with_client_auth_cert(certs, key).map_err(|e| TransportError::Config(format!("client certificate: {e}")))?
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| TransportError::Config(format!("client certificate: {e}")))?
         }
     };
     config.alpn_protocols = vec![b"h2".to_vec()];

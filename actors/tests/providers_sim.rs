@@ -143,7 +143,9 @@ async fn apns_accepts_what_we_send() {
 
     let payload = apns::prepare(&notification(), &fx.creds.bundle_id).unwrap();
     for i in 1..=2 {
-        let (status, headers, body) = h2.post(&base, &payload.request(&apns_token(i), Some(&jwt.current()))).await;
+        let (status, headers, body) = h2
+            .post(&base, &payload.request(&apns_token(i), Some(&jwt.current())))
+            .await;
         let outcome = apns::parse_response(status, &headers, &body);
         assert!(
             matches!(&outcome, Outcome::Sent { id: Some(id) } if id.len() == 36),
@@ -155,8 +157,13 @@ async fn apns_accepts_what_we_send() {
     let mut silent = notification();
     silent.silent = true;
     let payload = apns::prepare(&silent, &fx.creds.bundle_id).unwrap();
-    let (status, headers, body) = h2.post(&base, &payload.request(&apns_token(3), Some(&jwt.current()))).await;
-    assert!(matches!(apns::parse_response(status, &headers, &body), Outcome::Sent { .. }));
+    let (status, headers, body) = h2
+        .post(&base, &payload.request(&apns_token(3), Some(&jwt.current())))
+        .await;
+    assert!(matches!(
+        apns::parse_response(status, &headers, &body),
+        Outcome::Sent { .. }
+    ));
 
     // A dead token, and a malformed one.
     let dead = format!("dead{}", &apns_token(4)[4..]);
@@ -216,7 +223,10 @@ async fn apns_payload_limit_matches_the_simulator() {
     let (status, headers, body) = h2
         .post(&sims.apns_url(), &payload.request(&apns_token(9), Some(&jwt.current())))
         .await;
-    assert!(matches!(apns::parse_response(status, &headers, &body), Outcome::Sent { .. }));
+    assert!(matches!(
+        apns::parse_response(status, &headers, &body),
+        Outcome::Sent { .. }
+    ));
 
     n.custom_data.insert("pad".into(), json!("x".repeat(fill + 1)));
     let e = apns::prepare(&n, &fx.creds.bundle_id).unwrap_err();
@@ -243,7 +253,10 @@ async fn fcm_accepts_what_we_send() {
 
     let payload = fcm::prepare(&notification()).unwrap();
     let (status, headers, body) = h2
-        .post(&base, &payload.request(&project, "fcm-token-1:APA91b", &bearer).unwrap())
+        .post(
+            &base,
+            &payload.request(&project, "fcm-token-1:APA91b", &bearer).unwrap(),
+        )
         .await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(
@@ -258,7 +271,10 @@ async fn fcm_accepts_what_we_send() {
     let (status, headers, body) = h2
         .post(&base, &payload.request(&project, "fcm-token-2", &bearer).unwrap())
         .await;
-    assert!(matches!(fcm::parse_response(status, &headers, &body), Outcome::Sent { .. }));
+    assert!(matches!(
+        fcm::parse_response(status, &headers, &body),
+        Outcome::Sent { .. }
+    ));
 
     let (status, headers, body) = h2
         .post(&base, &payload.request(&project, "dead-fcm-token", &bearer).unwrap())
@@ -325,7 +341,10 @@ async fn fcm_payload_limit_matches_the_simulator() {
     n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
     let payload = fcm::prepare(&n).unwrap();
     let (status, headers, body) = h2
-        .post(&sims.fcm_url(), &payload.request(&project, "fcm-token-big", &bearer).unwrap())
+        .post(
+            &sims.fcm_url(),
+            &payload.request(&project, "fcm-token-big", &bearer).unwrap(),
+        )
         .await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(matches!(outcome, Outcome::Sent { .. }), "{outcome:?}");
@@ -376,7 +395,9 @@ async fn hms_accepts_what_we_send() {
     let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, "forged").unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
     assert!(
-        outcomes.iter().all(|o| matches!(o, Outcome::AuthRefused { status: 401, .. })),
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::AuthRefused { status: 401, .. })),
         "{outcomes:?}"
     );
 

@@ -17,11 +17,20 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
     let event: PushNotificationEvent = cx.json()?;
     let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
-    let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
-    let answer = cx.engine.push.send(req, cx.engine.config.send_deadline).await.map_err(|e| match e {
-        SendError::NotFound(m) => ApiError::not_found(m),
-        SendError::Internal(m) => ApiError::internal(m),
-    })?;
+    let req = SendRequest {
+        tenant: tenant.clone(),
+        recipient: recipient.clone(),
+        notification,
+    };
+    let answer = cx
+        .engine
+        .push
+        .send(req, cx.engine.config.send_deadline)
+        .await
+        .map_err(|e| match e {
+            SendError::NotFound(m) => ApiError::not_found(m),
+            SendError::Internal(m) => ApiError::internal(m),
+        })?;
     let responses = match answer {
         SendAnswer::Clients(results) => client_responses(&tenant, &id, &recipient, results),
         SendAnswer::Broadcast { apps, .. } => apps
@@ -38,7 +47,16 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
                 is_successful: a.refused.is_none(),
                 results: a
                     .refused
-                    .map(|m| vec![NotificationResult { result: ResultValue::Error(ResultError { message: m, code: 400, subsystem: SUBSYSTEM }), ast_client_id: None }])
+                    .map(|m| {
+                        vec![NotificationResult {
+                            result: ResultValue::Error(ResultError {
+                                message: m,
+                                code: 400,
+                                subsystem: SUBSYSTEM,
+                            }),
+                            ast_client_id: None,
+                        }]
+                    })
                     .unwrap_or_default(),
                 metadata: Some(json!({ "appName": a.app, "targeted": a.targeted })),
             })
@@ -47,7 +65,12 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::ACCEPTED, &responses)
 }
 
-fn client_responses(tenant: &str, id: &str, recipient: &Recipient, results: Vec<ClientResult>) -> Vec<NotificationResponse> {
+fn client_responses(
+    tenant: &str,
+    id: &str,
+    recipient: &Recipient,
+    results: Vec<ClientResult>,
+) -> Vec<NotificationResponse> {
     let user = match recipient {
         Recipient::Client { user, .. } | Recipient::User { user } => Some(user.clone()),
         Recipient::Topic { .. } => None,
@@ -72,7 +95,10 @@ fn client_responses(tenant: &str, id: &str, recipient: &Recipient, results: Vec<
                 topic: None,
                 notification_id: id.to_string(),
                 is_successful: ok,
-                results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
+                results: vec![NotificationResult {
+                    result,
+                    ast_client_id: Some(r.client_id),
+                }],
                 metadata: Some(json!({ "appName": r.outcome.app, "provider": r.outcome.provider })),
             }
         })
@@ -88,7 +114,10 @@ pub async fn report(cx: Cx) -> ApiResult<Response> {
     validate::ulid("notificationId", id)?;
     let paging = Paging::from_query(&cx, "page_size", 1, 1000)?;
     let store = &cx.engine.store;
-    let report = store.deliveries().report(tenant, id)?.ok_or_else(|| ApiError::not_found(format!("notification {id} not found")))?;
+    let report = store
+        .deliveries()
+        .report(tenant, id)?
+        .ok_or_else(|| ApiError::not_found(format!("notification {id} not found")))?;
     let targeted: u64 = report.targeted.values().sum();
     let mut total = Counts::default();
     for c in report.by_app.values() {
@@ -107,7 +136,8 @@ pub async fn report(cx: Cx) -> ApiResult<Response> {
             (app.clone(), v)
         })
         .collect();
-    let by_provider: serde_json::Map<String, Value> = report.by_provider.iter().map(|(p, c)| (p.clone(), counts(c))).collect();
+    let by_provider: serde_json::Map<String, Value> =
+        report.by_provider.iter().map(|(p, c)| (p.clone(), counts(c))).collect();
     let clients: Vec<Value> = store
         .deliveries()
         .outcomes(tenant, id, paging.offset(), paging.size)?

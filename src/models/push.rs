@@ -108,7 +108,12 @@ impl PushNotificationEvent {
         let r = &self.recipient;
         match &r.tenant_id {
             None => return Err(ApiError::field("recipient.tenantId", "is required")),
-            Some(t) if t != path_tenant => return Err(ApiError::field("recipient.tenantId", "must equal the tenant of the path")),
+            Some(t) if t != path_tenant => {
+                return Err(ApiError::field(
+                    "recipient.tenantId",
+                    "must equal the tenant of the path",
+                ))
+            }
             _ => {}
         }
         let nonempty = |field: &str, v: &Option<String>| -> ApiResult<()> {
@@ -124,7 +129,10 @@ impl PushNotificationEvent {
         }
         let target = match (&r.user_id, &r.ast_client_id, &r.topic) {
             (Some(u), None, None) => Target::User { user: u.clone() },
-            (Some(u), Some(c), None) => Target::Client { user: u.clone(), client: c.clone() },
+            (Some(u), Some(c), None) => Target::Client {
+                user: u.clone(),
+                client: c.clone(),
+            },
             (None, None, Some(t)) => Target::Topic { topic: t.clone() },
             _ => {
                 return Err(ApiError::field(

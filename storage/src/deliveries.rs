@@ -71,7 +71,10 @@ impl Report {
     pub fn record(&mut self, outcome: &ClientOutcome) {
         self.by_app.entry(outcome.app.clone()).or_default().add(outcome.state);
         if !outcome.provider.is_empty() {
-            self.by_provider.entry(outcome.provider.clone()).or_default().add(outcome.state);
+            self.by_provider
+                .entry(outcome.provider.clone())
+                .or_default()
+                .add(outcome.state);
         }
     }
 }
@@ -136,8 +139,17 @@ impl Deliveries<'_> {
     }
 
     /// Records one client's outcome as it arrives (not yet checkpointed).
-    pub fn record_outcome(&self, tenant: &str, notification: &str, client: &str, outcome: &ClientOutcome) -> Result<()> {
-        self.0.trees().outcomes.insert(key(&[tenant, notification, client]), codec::encode(outcome)?)?;
+    pub fn record_outcome(
+        &self,
+        tenant: &str,
+        notification: &str,
+        client: &str,
+        outcome: &ClientOutcome,
+    ) -> Result<()> {
+        self.0
+            .trees()
+            .outcomes
+            .insert(key(&[tenant, notification, client]), codec::encode(outcome)?)?;
         Ok(())
     }
 
@@ -173,7 +185,13 @@ impl Deliveries<'_> {
     }
 
     /// Client outcomes of a notification in client-id order.
-    pub fn outcomes(&self, tenant: &str, notification: &str, offset: usize, limit: usize) -> Result<Vec<(String, ClientOutcome)>> {
+    pub fn outcomes(
+        &self,
+        tenant: &str,
+        notification: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<(String, ClientOutcome)>> {
         self.0
             .trees()
             .outcomes

@@ -18,7 +18,11 @@ pub struct StoreOptions {
 
 impl StoreOptions {
     pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
-        StoreOptions { data_dir: data_dir.into(), master_key_file: None, cache_bytes: 64 << 20 }
+        StoreOptions {
+            data_dir: data_dir.into(),
+            master_key_file: None,
+            cache_bytes: 64 << 20,
+        }
     }
 }
 
@@ -62,7 +66,10 @@ impl Store {
         let master = MasterKey::load_or_create(&key_file)?;
         // A modest page cache: Herald's working set is its indexes, and the process
         // must stay small during million-token broadcasts.
-        let db = sled::Config::new().path(opts.data_dir.join("db")).cache_capacity(opts.cache_bytes).open()?;
+        let db = sled::Config::new()
+            .path(opts.data_dir.join("db"))
+            .cache_capacity(opts.cache_bytes)
+            .open()?;
         let trees = Trees {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,

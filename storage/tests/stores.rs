@@ -4,8 +4,7 @@ use herald_storage::users::User;
 use herald_storage::{Error, Store, StoreOptions};
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(&StoreOptions::new(dir.to_path_buf()))
-    .unwrap()
+    Store::open(&StoreOptions::new(dir.to_path_buf())).unwrap()
 }
 
 fn token(app: &str, t: &str) -> PushToken {

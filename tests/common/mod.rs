@@ -185,8 +185,12 @@ impl PushWorld {
 
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> PushWorld {
         let dir = tempfile::tempdir().expect("temp dir");
-        let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.expect("simulators start");
-        let creds = sims.generate_credentials(&dir.path().join("creds")).expect("credentials");
+        let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs")))
+            .await
+            .expect("simulators start");
+        let creds = sims
+            .generate_credentials(&dir.path().join("creds"))
+            .expect("credentials");
         let server = TestServer::start_with(|c| {
             point_at(c, &sims);
             tweak(c);
@@ -194,34 +198,73 @@ impl PushWorld {
         .await;
         server.create_tenant("acme").await;
         let admin = server.admin_token("acme").await;
-        let (st, b) = server.call(Method::POST, "/v1/tenants/acme/apps/demo", Some(&admin), Some(creds.app_json.clone())).await;
+        let (st, b) = server
+            .call(
+                Method::POST,
+                "/v1/tenants/acme/apps/demo",
+                Some(&admin),
+                Some(creds.app_json.clone()),
+            )
+            .await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
         std::mem::forget(dir); // the simulators keep using their cert dir
-        PushWorld { server, sims, creds, admin }
+        PushWorld {
+            server,
+            sims,
+            creds,
+            admin,
+        }
     }
 
     /// A client of `app` linked to `user`, with `token` (legacy prefix included); returns its id.
     pub async fn client(&self, app: &str, user: &str, token: &str) -> String {
         let s = &self.server;
         let (id, _) = s.register_client("acme", &self.admin, app).await;
-        let (st, b) = s.call(Method::PUT, &format!("/v1/tenants/acme/users/{user}/clients/{id}"), Some(&self.admin), Some(json!({}))).await;
+        let (st, b) = s
+            .call(
+                Method::PUT,
+                &format!("/v1/tenants/acme/users/{user}/clients/{id}"),
+                Some(&self.admin),
+                Some(json!({})),
+            )
+            .await;
         assert_eq!(st, StatusCode::OK, "{b}");
         let (st, b) = s
-            .call(Method::PUT, &format!("/v1/tenants/acme/clients/{id}/pushtoken"), Some(&self.admin), Some(json!({"appName": app, "pushToken": token})))
+            .call(
+                Method::PUT,
+                &format!("/v1/tenants/acme/clients/{id}/pushtoken"),
+                Some(&self.admin),
+                Some(json!({"appName": app, "pushToken": token})),
+            )
             .await;
         assert_eq!(st, StatusCode::OK, "{b}");
         id
     }
 
     pub async fn send(&self, body: Value) -> (StatusCode, Value) {
-        self.server.call(Method::POST, "/v1/tenants/acme/push_notification/send", Some(&self.admin), Some(body)).await
+        self.server
+            .call(
+                Method::POST,
+                "/v1/tenants/acme/push_notification/send",
+                Some(&self.admin),
+                Some(body),
+            )
+            .await
     }
 
     /// Polls the delivery report until the broadcast completes (at most `secs`).
     pub async fn wait_report(&self, id: &str, secs: u64) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
-            let (st, r) = self.server.call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), Some(&self.admin), None).await;
+            let (st, r) = self
+                .server
+                .call(
+                    Method::GET,
+                    &format!("/v1/tenants/acme/push_notification/{id}"),
+                    Some(&self.admin),
+                    None,
+                )
+                .await;
             assert_eq!(st, StatusCode::OK, "{r}");
             if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
                 return r;
@@ -292,4 +335,3 @@ impl Herald {
         let _ = self.child.wait();
     }
 }
-

@@ -203,10 +203,7 @@ fn body_json(n: &Notification) -> Value {
 /// missing or bad certificate) is a permanent failure of this notification.
 pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Outcome {
     if status == 200 {
-        let id = headers
-            .get(&APNS_ID)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let id = headers.get(&APNS_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
         return Outcome::Sent { id };
     }
     let reason = reason(status, body);
@@ -275,7 +272,9 @@ pub struct ApnsJwt {
 
 impl std::fmt::Debug for ApnsJwt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApnsJwt").field("key_id", &self.key_id).finish_non_exhaustive()
+        f.debug_struct("ApnsJwt")
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -355,10 +354,7 @@ impl ApnsJwt {
             );
             return;
         }
-        self.replace_if(
-            |iat| now.saturating_sub(iat) >= JWT_MIN_AGE_FOR_REFRESH.as_secs(),
-            now,
-        );
+        self.replace_if(|iat| now.saturating_sub(iat) >= JWT_MIN_AGE_FOR_REFRESH.as_secs(), now);
     }
 
     /// Under the write lock: signs a new token if `stale(iat)` still holds (another
@@ -408,6 +404,31 @@ fn pkcs8_der(key: &[u8]) -> Result<Vec<u8>, String> {
     rustls::pki_types::PrivatePkcs8KeyDer::from_pem_slice(trimmed)
         .map(|k| k.secret_pkcs8_der().to_vec())
         .map_err(|e| format!("the APNs key is not a PEM \"PRIVATE KEY\" (PKCS#8 .p8 file): {e:?}"))
+}
+
+/// Survival across restarts: the token in force can be saved and taken up again.
+impl ApnsJwt {
+    /// The token in force and its `iat`, to save.
+    pub fn snapshot(&self) -> (Arc<str>, u64) {
+        let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
+        (guard.token.clone(), guard.iat)
+    }
+
+    /// Takes up a token saved by an earlier process when it is still young
+    /// enough to reuse; true when adopted. Signing a new one instead would count
+    /// as an update at Apple, which refuses more than one per 20 minutes.
+    pub fn adopt(&self, token: &str, iat: u64) -> bool {
+        let now = (self.clock)();
+        if iat > now || now - iat >= JWT_REFRESH_AFTER.as_secs() {
+            return false;
+        }
+        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
+        *guard = Signed {
+            token: Arc::from(token),
+            iat,
+        };
+        true
+    }
 }
 
 #[cfg(test)]
@@ -515,12 +536,21 @@ mod tests {
         let p = prepare_at(&n, "t", 1_000_000).unwrap();
         assert_eq!(header(&p, "apns-expiration"), Some("3592000"));
         n.time_to_live = Some(0);
-        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
+        assert_eq!(
+            header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"),
+            Some("0")
+        );
         n.time_to_live = Some(-5);
-        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
+        assert_eq!(
+            header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"),
+            Some("0")
+        );
         // prepare() uses the real clock.
         n.time_to_live = Some(60);
-        let exp: u64 = header(&prepare(&n, "t").unwrap(), "apns-expiration").unwrap().parse().unwrap();
+        let exp: u64 = header(&prepare(&n, "t").unwrap(), "apns-expiration")
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!(exp.abs_diff(unix_now() + 60) <= 2);
     }
 
@@ -567,7 +597,11 @@ mod tests {
         let r = p.request("abcd1234", Some("h.c.s"));
         assert_eq!(r.path, "/3/device/abcd1234");
         assert_eq!(r.body, *p.body());
-        let auth = r.headers.iter().find(|(k, _)| k == http::header::AUTHORIZATION).unwrap();
+        let auth = r
+            .headers
+            .iter()
+            .find(|(k, _)| k == http::header::AUTHORIZATION)
+            .unwrap();
         assert_eq!(auth.1, "bearer h.c.s");
         assert!(auth.1.is_sensitive());
         assert_eq!(r.headers.len(), p.headers().len() + 1);
@@ -594,7 +628,10 @@ mod tests {
                 id: Some("EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".into())
             }
         );
-        assert_eq!(parse_response(200, &http::HeaderMap::new(), b""), Outcome::Sent { id: None });
+        assert_eq!(
+            parse_response(200, &http::HeaderMap::new(), b""),
+            Outcome::Sent { id: None }
+        );
         let dead = |status: u16, reason: &str| Outcome::Dead {
             status,
             reason: reason.into(),
@@ -603,8 +640,14 @@ mod tests {
             answer(410, None, r#"{"reason":"Unregistered","timestamp":1700000000000}"#),
             dead(410, "Unregistered")
         );
-        assert_eq!(answer(410, None, r#"{"reason":"ExpiredToken"}"#), dead(410, "ExpiredToken"));
-        assert_eq!(answer(400, None, r#"{"reason":"BadDeviceToken"}"#), dead(400, "BadDeviceToken"));
+        assert_eq!(
+            answer(410, None, r#"{"reason":"ExpiredToken"}"#),
+            dead(410, "ExpiredToken")
+        );
+        assert_eq!(
+            answer(400, None, r#"{"reason":"BadDeviceToken"}"#),
+            dead(400, "BadDeviceToken")
+        );
         for reason in ["ExpiredProviderToken", "InvalidProviderToken"] {
             assert_eq!(
                 answer(403, None, &format!(r#"{{"reason":"{reason}"}}"#)),
@@ -685,7 +728,10 @@ mod tests {
             .chunks(64)
             .map(|c| std::str::from_utf8(c).unwrap())
             .collect();
-        let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        );
         (der, pem)
     }
 
@@ -723,7 +769,12 @@ mod tests {
     #[test]
     fn bad_keys_are_refused() {
         assert!(ApnsJwt::new(b"nonsense", "K", "T").is_err());
-        assert!(ApnsJwt::new(b"-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n", "K", "T").is_err());
+        assert!(ApnsJwt::new(
+            b"-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n",
+            "K",
+            "T"
+        )
+        .is_err());
         let (_, pem) = test_key();
         assert!(ApnsJwt::new(pem.as_bytes(), "", "T").is_err());
     }
@@ -733,13 +784,8 @@ mod tests {
         let (_, pem) = test_key();
         let now = Arc::new(AtomicU64::new(1_700_000_000));
         let clock = now.clone();
-        let jwt = ApnsJwt::with_clock(
-            pem.as_bytes(),
-            "K",
-            "T",
-            Arc::new(move || clock.load(Ordering::SeqCst)),
-        )
-        .unwrap();
+        let jwt =
+            ApnsJwt::with_clock(pem.as_bytes(), "K", "T", Arc::new(move || clock.load(Ordering::SeqCst))).unwrap();
         let first = jwt.current();
         let iat = |t: &str| decode(t).1["iat"].as_u64().unwrap();
         assert_eq!(iat(&first), 1_700_000_000);
@@ -750,7 +796,10 @@ mod tests {
         // Refused at 10 minutes old: kept.
         now.store(1_700_000_000 + 10 * 60, Ordering::SeqCst);
         jwt.refused();
-        assert!(Arc::ptr_eq(&jwt.current(), &first), "kept when refused under 20 minutes");
+        assert!(
+            Arc::ptr_eq(&jwt.current(), &first),
+            "kept when refused under 20 minutes"
+        );
 
         // Refused at 25 minutes old: replaced.
         now.store(1_700_000_000 + 25 * 60, Ordering::SeqCst);
@@ -765,27 +814,14 @@ mod tests {
         assert_ne!(third, second);
         assert_eq!(iat(&third), 1_700_000_000 + 65 * 60);
         assert!(Arc::ptr_eq(&jwt.current(), &third));
-    }
-}
 
-/// Survival across restarts: the token in force can be saved and taken up again.
-impl ApnsJwt {
-    /// The token in force and its `iat`, to save.
-    pub fn snapshot(&self) -> (Arc<str>, u64) {
-        let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
-        (guard.token.clone(), guard.iat)
-    }
-
-    /// Takes up a token saved by an earlier process when it is still young
-    /// enough to reuse; true when adopted. Signing a new one instead would count
-    /// as an update at Apple, which refuses more than one per 20 minutes.
-    pub fn adopt(&self, token: &str, iat: u64) -> bool {
-        let now = (self.clock)();
-        if iat > now || now - iat >= JWT_REFRESH_AFTER.as_secs() {
-            return false;
-        }
-        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
-        *guard = Signed { token: Arc::from(token), iat };
-        true
+        // A saved token is taken up while young enough, else refused.
+        let (token, iat) = jwt.snapshot();
+        assert_eq!((token.clone(), iat), (third.clone(), 1_700_000_000 + 65 * 60));
+        assert!(jwt.adopt("saved", iat - 10 * 60));
+        assert_eq!(&*jwt.current(), "saved");
+        assert!(!jwt.adopt("old", iat - 40 * 60));
+        assert!(!jwt.adopt("future", iat + 60));
+        assert_eq!(&*jwt.current(), "saved");
     }
 }

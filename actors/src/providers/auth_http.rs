@@ -345,7 +345,11 @@ mod tests {
     #[test]
     fn token_answers_are_read() {
         assert_eq!(
-            read_token_answer("fcm", 200, br#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#),
+            read_token_answer(
+                "fcm",
+                200,
+                br#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#
+            ),
             Ok(("ya29.x".to_owned(), 3599))
         );
         assert_eq!(
@@ -362,7 +366,10 @@ mod tests {
     async fn post_form_sends_an_encoded_form() {
         let server = test_server::start(vec![(200, r#"{"ok":true}"#.into())], Duration::ZERO).await;
         let (status, body) = test_server::client()
-            .post_form(&server.url, &[("grant_type", "client_credentials"), ("client_secret", "a&b =c")])
+            .post_form(
+                &server.url,
+                &[("grant_type", "client_credentials"), ("client_secret", "a&b =c")],
+            )
             .await
             .unwrap();
         assert_eq!(status, 200);

@@ -329,7 +329,9 @@ pub struct FcmAuth {
 
 impl std::fmt::Debug for FcmAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FcmAuth").field("account", &self.sa).finish_non_exhaustive()
+        f.debug_struct("FcmAuth")
+            .field("account", &self.sa)
+            .finish_non_exhaustive()
     }
 }
 
@@ -483,7 +485,11 @@ mod tests {
     #[test]
     fn priorities_and_ttl() {
         let mut n = notification();
-        for (p, want) in [(Priority::High, "high"), (Priority::Normal, "normal"), (Priority::Low, "normal")] {
+        for (p, want) in [
+            (Priority::High, "high"),
+            (Priority::Normal, "normal"),
+            (Priority::Low, "normal"),
+        ] {
             n.priority = p;
             assert_eq!(message(&n)["android"]["priority"], want);
         }
@@ -585,7 +591,12 @@ mod tests {
             answer(
                 404,
                 None,
-                &google(404, "NOT_FOUND", Some("UNREGISTERED"), "Requested entity was not found.")
+                &google(
+                    404,
+                    "NOT_FOUND",
+                    Some("UNREGISTERED"),
+                    "Requested entity was not found."
+                )
             ),
             Outcome::Dead {
                 status: 404,
@@ -601,10 +612,22 @@ mod tests {
             Outcome::Dead { status: 400, .. }
         ));
         assert!(matches!(
-            answer(401, None, &google(401, "UNAUTHENTICATED", None, "Request had invalid authentication credentials.")),
+            answer(
+                401,
+                None,
+                &google(
+                    401,
+                    "UNAUTHENTICATED",
+                    None,
+                    "Request had invalid authentication credentials."
+                )
+            ),
             Outcome::AuthRefused { status: 401, .. }
         ));
-        assert!(matches!(answer(401, None, b""), Outcome::AuthRefused { status: 401, .. }));
+        assert!(matches!(
+            answer(401, None, b""),
+            Outcome::AuthRefused { status: 401, .. }
+        ));
         assert_eq!(
             answer(
                 401,
@@ -650,7 +673,16 @@ mod tests {
             }
         );
         assert!(matches!(
-            answer(403, None, &google(403, "PERMISSION_DENIED", Some("SENDER_ID_MISMATCH"), "SenderId mismatch")),
+            answer(
+                403,
+                None,
+                &google(
+                    403,
+                    "PERMISSION_DENIED",
+                    Some("SENDER_ID_MISMATCH"),
+                    "SenderId mismatch"
+                )
+            ),
             Outcome::Failed { status: 403, .. }
         ));
         assert_eq!(
@@ -715,8 +747,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_assertion_is_an_rs256_jwt() {
-        let auth = FcmAuth::new(account("https://oauth2.example/token"), super::super::auth_http::test_server::client())
-            .unwrap();
+        let auth = FcmAuth::new(
+            account("https://oauth2.example/token"),
+            super::super::auth_http::test_server::client(),
+        )
+        .unwrap();
         let jwt = auth.assertion(1_700_000_000).unwrap();
         let parts: Vec<&str> = jwt.split('.').collect();
         assert_eq!(parts.len(), 3);
@@ -738,9 +773,7 @@ mod tests {
             &ring::signature::RSA_PKCS1_2048_8192_SHA256,
             ring::signature::KeyPair::public_key(&auth.key).as_ref().to_vec(),
         );
-        public
-            .verify(jwt[..jwt.rfind('.').unwrap()].as_bytes(), &sig)
-            .unwrap();
+        public.verify(&jwt.as_bytes()[..jwt.rfind('.').unwrap()], &sig).unwrap();
     }
 
     #[tokio::test]
@@ -748,8 +781,14 @@ mod tests {
         use super::super::auth_http::test_server;
         let server = test_server::start(
             vec![
-                (200, r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#.into()),
-                (200, r#"{"access_token":"ya29.two","expires_in":3599,"token_type":"Bearer"}"#.into()),
+                (
+                    200,
+                    r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#.into(),
+                ),
+                (
+                    200,
+                    r#"{"access_token":"ya29.two","expires_in":3599,"token_type":"Bearer"}"#.into(),
+                ),
             ],
             Duration::from_millis(50),
         )
@@ -767,7 +806,8 @@ mod tests {
         assert_eq!(&*auth.token().await.unwrap(), "ya29.one");
         assert_eq!(server.requests(), 1, "cached");
         let form = server.bodies.lock().unwrap()[0].clone();
-        let form: std::collections::HashMap<String, String> = form_urlencoded::parse(form.as_bytes()).into_owned().collect();
+        let form: std::collections::HashMap<String, String> =
+            form_urlencoded::parse(form.as_bytes()).into_owned().collect();
         assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
         assert_eq!(form["assertion"].split('.').count(), 3);
 
@@ -782,7 +822,10 @@ mod tests {
     async fn token_endpoint_errors_are_reported() {
         use super::super::auth_http::test_server;
         let server = test_server::start(
-            vec![(400, r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#.into())],
+            vec![(
+                400,
+                r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#.into(),
+            )],
             Duration::ZERO,
         )
         .await;

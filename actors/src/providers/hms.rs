@@ -53,10 +53,7 @@ impl HmsPayload {
         if tokens.is_empty() || tokens.len() > MAX_TOKENS {
             return Err(FormatError {
                 status: 400,
-                message: format!(
-                    "an HMS request carries 1 to {MAX_TOKENS} tokens, not {}",
-                    tokens.len()
-                ),
+                message: format!("an HMS request carries 1 to {MAX_TOKENS} tokens, not {}", tokens.len()),
             });
         }
         let mut path = String::with_capacity(24 + app_id.len());
@@ -470,7 +467,11 @@ mod tests {
     #[test]
     fn urgency_ttl_and_silence() {
         let mut n = notification();
-        for (p, want) in [(Priority::High, "HIGH"), (Priority::Normal, "NORMAL"), (Priority::Low, "NORMAL")] {
+        for (p, want) in [
+            (Priority::High, "HIGH"),
+            (Priority::Normal, "NORMAL"),
+            (Priority::Low, "NORMAL"),
+        ] {
             n.priority = p;
             assert_eq!(body(&n, &["t"])["message"]["android"]["urgency"], want);
         }
@@ -537,9 +538,8 @@ mod tests {
     fn the_4k_limit_excludes_tokens() {
         let mut n = notification();
         n.custom_data.insert("pad".into(), json!(""));
-        let base = prepare(&n).unwrap().suffix.len() - 1; // the message without "{" + tokens, plus "}"
-        // The weighed message is `{` + suffix[1..] minus the envelope's final `}`.
-        let weighed = base;
+        // The suffix is `,` + the weighed message without its `{` + the envelope's `}`.
+        let weighed = prepare(&n).unwrap().suffix.len() - 1;
         let fill = 4096 - weighed;
         n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
         let p = prepare(&n).unwrap();
@@ -587,7 +587,12 @@ mod tests {
             vec![sent.clone(); 3]
         );
         assert_eq!(
-            answer(400, None, r#"{"code":"80300007","msg":"All the tokens are invalid","requestId":"r2"}"#, &t),
+            answer(
+                400,
+                None,
+                r#"{"code":"80300007","msg":"All the tokens are invalid","requestId":"r2"}"#,
+                &t
+            ),
             vec![
                 Outcome::Dead {
                     status: 400,
@@ -601,7 +606,12 @@ mod tests {
             assert!(matches!(o[0], Outcome::AuthRefused { .. }), "{code}: {o:?}");
             assert_eq!(o.len(), 3);
         }
-        for (status, code) in [(429, "80300013"), (503, "81000001"), (500, "81000001"), (200, "81000001")] {
+        for (status, code) in [
+            (429, "80300013"),
+            (503, "81000001"),
+            (500, "81000001"),
+            (200, "81000001"),
+        ] {
             let o = answer(status, Some("4"), &format!(r#"{{"code":"{code}","msg":"m"}}"#), &t);
             assert_eq!(
                 o[2],
@@ -651,8 +661,14 @@ mod tests {
         use super::super::auth_http::test_server;
         let server = test_server::start(
             vec![
-                (200, r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into()),
-                (401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into()),
+                (
+                    200,
+                    r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into(),
+                ),
+                (
+                    401,
+                    r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into(),
+                ),
             ],
             Duration::from_millis(30),
         )

@@ -82,7 +82,11 @@ pub enum Outcome {
     /// The token is dead (unregistered, invalid): mark it invalid, never retry.
     Dead { status: u16, reason: String },
     /// Transient (429, 5xx): retry after the delay when given, else with backoff.
-    Retry { status: u16, reason: String, after: Option<Duration> },
+    Retry {
+        status: u16,
+        reason: String,
+        after: Option<Duration>,
+    },
     /// Our auth token was refused as expired or revoked: refresh it, then retry.
     AuthRefused { status: u16, reason: String },
     /// A permanent error for this notification (bad payload, topic, credentials).
