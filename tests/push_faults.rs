@@ -243,3 +243,27 @@ async fn a_crashed_tenant_actor_restarts_and_others_keep_sending() {
         "restart counted"
     );
 }
+
+#[tokio::test]
+async fn certificate_auth_and_stream_limits() {
+    use base64::Engine as _;
+    let w = PushWorld::start().await;
+    let b64 = |p: &std::path::Path| base64::engine::general_purpose::STANDARD.encode(std::fs::read(p).unwrap());
+    let app = json!({"categories": ["chat"], "iosApnsCertificate": b64(&w.creds.apns_cert_path), "iosApnsPrivateKey": b64(&w.creds.apns_cert_key_path),
+        "iosBundleId": w.creds.bundle_id, "iosIsDevelopment": true});
+    let (st, b) = w.server.call(Method::POST, "/v1/tenants/acme/apps/certified", Some(&w.admin), Some(app)).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    // The simulator allows two streams per connection: twelve concurrent sends need more connections.
+    w.sims.set_faults(Faults { apns: ProviderFaults { max_concurrent_streams: Some(2), latency_ms: Some(50), ..Default::default() }, ..Default::default() });
+    for i in 0..12 {
+        w.client("certified", "lena", &format!("APNS:{}", apns_token(500 + i))).await;
+    }
+    let (st, r) = w.send(to_user("lena", "mTLS")).await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert!(r.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{r}");
+    let s = w.sims.stats();
+    assert_eq!(s.apns.accepted, 12);
+    assert!(s.apns.connections >= 2, "another connection opened when streams ran out: {}", s.apns.connections);
+    let req = w.sims.requests(herald_sim::Provider::Apns, 1).pop().unwrap();
+    assert!(!req.headers.contains_key("authorization"), "certificate auth sends no bearer");
+}
