@@ -30,9 +30,7 @@ async fn round(store: &Store, next: &Arc<AtomicU64>, grouped: bool) {
             if grouped {
                 store.durable().await.expect("durable");
             } else {
-                tokio::task::spawn_blocking(move || store.flush_now().expect("flush"))
-                    .await
-                    .expect("join");
+                tokio::task::spawn_blocking(move || store.flush_now().expect("flush")).await.expect("join");
             }
         }));
     }
@@ -42,10 +40,7 @@ async fn round(store: &Store, next: &Arc<AtomicU64>, grouped: bool) {
 }
 
 fn durable_creates(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&StoreOptions::new(dir.path().to_path_buf())).expect("store");
     let next = Arc::new(AtomicU64::new(0));

@@ -63,26 +63,12 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             serve(config, demo).await
         }
         Command::Tenant {
-            command:
-                TenantCommand::Create {
-                    tenant_id,
-                    admin,
-                    password,
-                    data_dir,
-                    master_key_file,
-                },
+            command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file },
         } => {
             crate::engine::install_crypto_providers();
-            let store = Store::open(&StoreOptions {
-                master_key_file,
-                ..StoreOptions::new(&data_dir)
-            })
-            .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
-            let body = CreateTenant {
-                tenant_id: tenant_id.clone(),
-                admin_username: admin,
-                admin_password: password,
-            };
+            let store = Store::open(&StoreOptions { master_key_file, ..StoreOptions::new(&data_dir) })
+                .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
+            let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
             crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;
             store.durable().await.map_err(|e| e.to_string())?;
             println!("created tenant {tenant_id}");
@@ -104,10 +90,7 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     }
     if generated {
         // Printed once, on purpose: the operator needs it to create tenants.
-        println!(
-            "operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}",
-            engine.operator_token
-        );
+        println!("operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}", engine.operator_token);
     }
     tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
     println!("herald listening on {}", engine.config.public_url);
@@ -142,12 +125,6 @@ async fn shutdown_signal() {
 
 fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }

@@ -2,7 +2,7 @@
 //! optional TOML file, in that order of precedence, over built-in defaults.
 
 use clap::Args;
-use herald_actors::{Endpoints, PushSettings};
+use herald_actors::{Endpoints, PushSettings, WebhookSettings};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -66,6 +66,18 @@ pub struct Settings {
     /// Milliseconds a one-client or one-user send waits for the providers.
     #[arg(long, env = "HERALD_SEND_DEADLINE_MS")]
     pub send_deadline_ms: Option<u64>,
+    /// Seconds before each webhook delivery attempt, comma-separated.
+    #[arg(long, env = "HERALD_WEBHOOK_RETRY_SCHEDULE")]
+    pub webhook_retry_schedule: Option<String>,
+    /// Milliseconds a webhook receiver has to answer.
+    #[arg(long, env = "HERALD_WEBHOOK_TIMEOUT_MS")]
+    pub webhook_timeout_ms: Option<u64>,
+    /// Deliver webhooks to loopback, private and link-local addresses.
+    #[arg(long, env = "HERALD_WEBHOOK_ALLOW_PRIVATE", num_args = 0..=1, default_missing_value = "true")]
+    pub webhook_allow_private: Option<bool>,
+    /// Deliveries in flight per webhook (1 keeps events in order).
+    #[arg(long, env = "HERALD_WEBHOOK_CONCURRENCY")]
+    pub webhook_concurrency: Option<usize>,
 }
 
 impl Settings {
@@ -90,6 +102,10 @@ impl Settings {
             hms_token_url: self.hms_token_url.or(other.hms_token_url),
             extra_ca_file: self.extra_ca_file.or(other.extra_ca_file),
             send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
+            webhook_retry_schedule: self.webhook_retry_schedule.or(other.webhook_retry_schedule),
+            webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
+            webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
+            webhook_concurrency: self.webhook_concurrency.or(other.webhook_concurrency),
         }
     }
 
@@ -114,6 +130,7 @@ pub struct Config {
     pub log_json: bool,
     pub push: PushSettings,
     pub send_deadline: Duration,
+    pub webhooks: WebhookSettings,
 }
 
 impl Config {
@@ -142,12 +159,19 @@ impl Config {
             Some(p) => std::fs::read(p).map_err(|e| format!("extra_ca_file {}: {e}", p.display()))?,
             None => Vec::new(),
         };
-        Ok(Config {
-            push: PushSettings {
-                endpoints,
-                extra_ca_pem,
-                ..PushSettings::default()
+        let defaults = WebhookSettings::default();
+        let webhooks = WebhookSettings {
+            retry_schedule: match &s.webhook_retry_schedule {
+                Some(text) => WebhookSettings::parse_schedule(text).map_err(|e| format!("webhook_{e}"))?,
+                None => defaults.retry_schedule,
             },
+            timeout: s.webhook_timeout_ms.map(Duration::from_millis).unwrap_or(defaults.timeout),
+            allow_private: s.webhook_allow_private.unwrap_or(false),
+            concurrency: s.webhook_concurrency.unwrap_or(1).max(1),
+        };
+        Ok(Config {
+            webhooks,
+            push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
             listen,
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
@@ -164,10 +188,7 @@ impl Config {
 
     /// Defaults for a data directory, as the tests and the offline commands use.
     pub fn for_data_dir(dir: impl Into<PathBuf>) -> Config {
-        let s = Settings {
-            data_dir: Some(dir.into()),
-            ..Settings::default()
-        };
+        let s = Settings { data_dir: Some(dir.into()), ..Settings::default() };
         Config::resolve(s).unwrap_or_else(|_| unreachable!("defaults always resolve"))
     }
 }
@@ -179,10 +200,7 @@ mod tests {
     #[test]
     fn layers_and_defaults() {
         let file: Settings = toml::from_str("listen = \"127.0.0.1:9000\"\nbody_limit = 10").unwrap();
-        let cli = Settings {
-            body_limit: Some(20),
-            ..Settings::default()
-        };
+        let cli = Settings { body_limit: Some(20), ..Settings::default() };
         let c = Config::resolve(cli.or(file)).unwrap();
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.body_limit, 20);

@@ -29,6 +29,8 @@ pub async fn start_simulators(config: &mut Config) -> Result<herald_sim::Simulat
         hms_token: sims.hms_token_url(),
     };
     config.push.extra_ca_pem = sims.ca_pem().into_bytes();
+    // Demo webhooks go to receivers on this machine.
+    config.webhooks.allow_private = true;
     Ok(sims)
 }
 
@@ -45,10 +47,7 @@ async fn call(
         req = req.header("authorization", format!("Bearer {t}"));
     }
     let body = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-    let req = req
-        .header("content-type", "application/json")
-        .body(Full::new(body))
-        .map_err(|e| e.to_string())?;
+    let req = req.header("content-type", "application/json").body(Full::new(body)).map_err(|e| e.to_string())?;
     let resp = dispatch(engine.clone(), req).await;
     let status = resp.status();
     let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
@@ -74,25 +73,14 @@ async fn expect(
 /// client on each provider.
 pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result<(), String> {
     let body = json!({ "tenantId": TENANT, "adminUsername": ADMIN, "adminPassword": PASSWORD });
-    let (status, _) = call(
-        engine,
-        Method::POST,
-        "/v1/tenants",
-        Some(&engine.operator_token),
-        Some(body),
-    )
-    .await?;
+    let (status, _) = call(engine, Method::POST, "/v1/tenants", Some(&engine.operator_token), Some(body)).await?;
     if status == StatusCode::CONFLICT {
         return Ok(()); // seeded by an earlier start
     }
-    let creds = sims
-        .generate_credentials(&engine.config.data_dir.join("demo").join("creds"))
-        .map_err(|e| e.to_string())?;
+    let creds =
+        sims.generate_credentials(&engine.config.data_dir.join("demo").join("creds")).map_err(|e| e.to_string())?;
     let (_, tokens) = call_form_token(engine).await?;
-    let token = tokens["access_token"]
-        .as_str()
-        .ok_or("no demo admin token")?
-        .to_string();
+    let token = tokens["access_token"].as_str().ok_or("no demo admin token")?.to_string();
     let full = creds.app_json.clone();
     let pick = |keys: &[&str]| -> Value {
         let mut app = json!({ "categories": full["categories"].clone() });
@@ -104,27 +92,14 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
     let apps = [
         (
             "demo-apns",
-            pick(&[
-                "iosApnsPrivateKey",
-                "iosApnsKeyId",
-                "iosApnsTeamId",
-                "iosBundleId",
-                "iosIsDevelopment",
-            ]),
+            pick(&["iosApnsPrivateKey", "iosApnsKeyId", "iosApnsTeamId", "iosBundleId", "iosIsDevelopment"]),
             "APNS",
         ),
         ("demo-fcm", pick(&["fcmServiceAccountJSON"]), "FCM"),
         ("demo-hms", pick(&["hpkClientId", "hpkClientSecret"]), "HPK"),
     ];
     for (app, body, _) in &apps {
-        expect(
-            engine,
-            Method::POST,
-            &format!("/v1/tenants/{TENANT}/apps/{app}"),
-            Some(&token),
-            body.clone(),
-        )
-        .await?;
+        expect(engine, Method::POST, &format!("/v1/tenants/{TENANT}/apps/{app}"), Some(&token), body.clone()).await?;
     }
     for (n, user) in ["alice", "bob"].iter().enumerate() {
         for (i, (app, _, provider)) in apps.iter().enumerate() {

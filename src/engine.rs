@@ -31,7 +31,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        let push = Push::start(store.clone(), config.push.clone()).await?;
+        let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         Ok(Arc::new(Engine {
             config,
             store,

@@ -25,6 +25,7 @@ pub enum Family {
 pub mod subsystem {
     pub const PUSH: u16 = 516;
     pub const TENANT: u16 = 519;
+    pub const WEBHOOKS: u16 = 521;
     pub const AUTH: u16 = 522;
     pub const USERS: u16 = 5;
 }
@@ -43,12 +44,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-            oauth: None,
-            word: None,
-        }
+        Self { status, message: message.into(), oauth: None, word: None }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -73,10 +69,7 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
     pub fn oauth(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
-        Self {
-            oauth: Some(error),
-            ..Self::new(status, description)
-        }
+        Self { oauth: Some(error), ..Self::new(status, description) }
     }
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod engine;
 pub mod error;
 pub mod http;
+pub mod list_filter;
 pub mod metrics;
 pub mod models;
 pub mod paging;

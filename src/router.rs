@@ -79,11 +79,7 @@ impl Router {
             return Ok((&self.routes[*m.value], params));
         }
         let elsewhere = self.by_method.values().any(|r| r.at(path).is_ok());
-        Err(if elsewhere {
-            StatusCode::METHOD_NOT_ALLOWED
-        } else {
-            StatusCode::NOT_FOUND
-        })
+        Err(if elsewhere { StatusCode::METHOD_NOT_ALLOWED } else { StatusCode::NOT_FOUND })
     }
 }
 
@@ -98,11 +94,7 @@ where
     let path = req.uri().path().to_string();
     let (route_label, family, result) = match Router::global().find(&method, &path) {
         Ok((route, params)) => (route.path, route.family, run(engine, route, params, req).await),
-        Err(status) => (
-            "unmatched",
-            Family::Ops,
-            Err(ApiError::new(status, format!("no route for {method} {path}"))),
-        ),
+        Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
     };
     let response = match result {
         Ok(r) => r,
@@ -153,10 +145,9 @@ where
 {
     match http_body_util::Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body exceeds {limit} bytes"),
-        )),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes")))
+        }
         Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
 }
@@ -185,13 +176,8 @@ fn authenticate(
         }
         Access::Tenant(grants) => {
             let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-            let (token_tenant, claims) = tokens::verify(
-                &engine.store,
-                &engine.keys,
-                &engine.config.public_url,
-                token,
-                tokens::TYP_ACCESS,
-            )?;
+            let (token_tenant, claims) =
+                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
             if Some(token_tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }

@@ -46,20 +46,13 @@ pub async fn spawn(config: Config) -> Result<Running, String> {
     let task = tokio::spawn(serve(engine.clone(), listener, tls, async {
         let _ = stopped.await;
     }));
-    Ok(Running {
-        addr,
-        engine,
-        stop,
-        task,
-    })
+    Ok(Running { addr, engine, stop, task })
 }
 
 /// Binds the listen address; when the public URL was derived from a port-0
 /// address, it is derived again from the port actually bound.
 pub async fn bind(mut config: Config) -> Result<(TcpListener, Config), String> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| format!("binding {}: {e}", config.listen))?;
+    let listener = TcpListener::bind(config.listen).await.map_err(|e| format!("binding {}: {e}", config.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let derived = |a: SocketAddr| [format!("http://{a}"), format!("https://{a}")];
     if derived(config.listen).contains(&config.public_url) {
@@ -78,11 +71,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10))
-        .keep_alive(true);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
     builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);

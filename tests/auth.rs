@@ -48,14 +48,8 @@ async fn every_tenant_route_needs_a_valid_token_of_its_tenant() {
     // An expired token signed with acme's real key.
     let engine = &s.running.as_ref().unwrap().engine;
     let key = engine.keys.get(&engine.store, "acme").unwrap().unwrap();
-    let (_, mut claims) = tokens::verify(
-        &engine.store,
-        &engine.keys,
-        &engine.config.public_url,
-        &acme,
-        tokens::TYP_ACCESS,
-    )
-    .unwrap();
+    let (_, mut claims) =
+        tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &acme, tokens::TYP_ACCESS).unwrap();
     claims.exp = claims.iat - 60;
     let expired = tokens::sign(&key, &claims).unwrap();
 
@@ -76,11 +70,7 @@ async fn every_tenant_route_needs_a_valid_token_of_its_tenant() {
             assert_eq!(st, StatusCode::UNAUTHORIZED, "{method} {path} with a {name} token");
         }
         let (st, b) = s.call(method.clone(), &path, Some(&other), Some(json!({}))).await;
-        assert_eq!(
-            st,
-            StatusCode::FORBIDDEN,
-            "{method} {path} with another tenant's token: {b}"
-        );
+        assert_eq!(st, StatusCode::FORBIDDEN, "{method} {path} with another tenant's token: {b}");
         assert!(!b.to_string().contains("shop"), "no data of acme leaks: {b}");
     }
     s.shutdown().await;
@@ -92,9 +82,7 @@ async fn operator_routes_need_the_operator_token() {
     let body = json!({"tenantId": "abc", "adminUsername": "a", "adminPassword": "password1"});
     let (st, _) = s.call(Method::POST, "/v1/tenants", None, Some(body.clone())).await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
-    let (st, _) = s
-        .call(Method::POST, "/v1/tenants", Some("wrong"), Some(body.clone()))
-        .await;
+    let (st, _) = s.call(Method::POST, "/v1/tenants", Some("wrong"), Some(body.clone())).await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     s.create_tenant("acme").await;
     let admin = s.admin_token("acme").await;
@@ -120,18 +108,11 @@ async fn client_tokens_cannot_administer() {
     let resp = s
         .http
         .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", id.as_str()),
-            ("client_secret", secret.as_str()),
-        ])
+        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
         .send()
         .await
         .unwrap();
-    let client = resp.json::<serde_json::Value>().await.unwrap()["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let client = resp.json::<serde_json::Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
     for (method, path) in [
         (Method::GET, format!("/v1/tenants/acme/clients/{id}/pushtoken")),
         (Method::GET, "/v1/tenants/acme/apps".to_string()),
@@ -145,11 +126,7 @@ async fn client_tokens_cannot_administer() {
     let resp = s
         .http
         .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", id.as_str()),
-            ("client_secret", "nope"),
-        ])
+        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", "nope")])
         .send()
         .await
         .unwrap();

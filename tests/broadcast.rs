@@ -19,26 +19,11 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     let w = PushWorld::start().await;
     let mut second = w.creds.app_json.clone();
     second["categories"] = json!(["chat", "tms"]);
-    let (st, _) = w
-        .server
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/apps/second",
-            Some(&w.admin),
-            Some(second),
-        )
-        .await;
+    let (st, _) = w.server.call(Method::POST, "/v1/tenants/acme/apps/second", Some(&w.admin), Some(second)).await;
     assert_eq!(st, StatusCode::CREATED);
     let mut only_pay = w.creds.app_json.clone();
     only_pay["categories"] = json!(["payment"]);
-    w.server
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/apps/paying",
-            Some(&w.admin),
-            Some(only_pay),
-        )
-        .await;
+    w.server.call(Method::POST, "/v1/tenants/acme/apps/paying", Some(&w.admin), Some(only_pay)).await;
     for i in 0..5 {
         w.client("demo", "user1", &format!("APNS:{}", apns_token(i))).await;
         w.client("second", "user2", &format!("FCM:fcm-{i}")).await;
@@ -51,13 +36,7 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     assert_eq!(st, StatusCode::ACCEPTED, "{r}");
     let entries = r.as_array().unwrap();
     assert_eq!(entries.len(), 3, "one entry per app: {r}");
-    let by_app = |name: &str| {
-        entries
-            .iter()
-            .find(|e| e["metadata"]["appName"] == name)
-            .unwrap()
-            .clone()
-    };
+    let by_app = |name: &str| entries.iter().find(|e| e["metadata"]["appName"] == name).unwrap().clone();
     assert_eq!(by_app("demo")["metadata"]["targeted"], 6);
     assert_eq!(by_app("second")["metadata"]["targeted"], 6);
     assert_eq!(by_app("paying")["isSuccessful"], false);
@@ -79,12 +58,7 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     assert!(s.fcm.by_reason.contains_key("UNREGISTERED"));
     let (_, page) = w
         .server
-        .call(
-            Method::GET,
-            &format!("/v1/tenants/acme/push_notification/{id}?page=1&page_size=5"),
-            Some(&w.admin),
-            None,
-        )
+        .call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}?page=1&page_size=5"), Some(&w.admin), None)
         .await;
     assert_eq!(page["clients"].as_array().unwrap().len(), 5);
 }
@@ -138,27 +112,18 @@ async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Va
 async fn login(http: &reqwest::Client, h: &Herald) -> String {
     let r = http
         .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
-        .form(&[
-            ("grant_type", "password"),
-            ("username", "admin"),
-            ("password", PASSWORD),
-        ])
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
         .send()
         .await
         .unwrap();
-    r.json::<Value>().await.unwrap()["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn a_broadcast_killed_mid_way_completes_after_restart() {
     const N: u64 = 20_000;
     let dir = tempfile::tempdir().unwrap();
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs")))
-        .await
-        .unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, sims.ca_pem()).unwrap();
@@ -197,11 +162,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
 
     // Slow the simulator down so the kill lands mid-broadcast.
     sims.set_faults(Faults {
-        apns: ProviderFaults {
-            latency_ms: Some(40),
-            max_concurrent_streams: Some(40),
-            ..Default::default()
-        },
+        apns: ProviderFaults { latency_ms: Some(40), max_concurrent_streams: Some(40), ..Default::default() },
         ..Default::default()
     });
     let h = Herald::start(&data, &env);
@@ -226,10 +187,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     }
     h.kill9();
     let before_restart = sims.stats().apns.accepted;
-    assert!(
-        before_restart < N,
-        "the kill landed mid-broadcast ({before_restart} of {N})"
-    );
+    assert!(before_restart < N, "the kill landed mid-broadcast ({before_restart} of {N})");
 
     sims.set_faults(Faults::default());
     let h = Herald::start(&data, &env);

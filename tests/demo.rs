@@ -32,11 +32,7 @@ async fn demo_mode_sends_to_the_in_process_simulators() {
     let http = reqwest::Client::new();
     let tokens: Value = http
         .post(format!("{base}/auth/realms/demo/protocol/openid-connect/token"))
-        .form(&[
-            ("grant_type", "password"),
-            ("username", "admin"),
-            ("password", "demo-password"),
-        ])
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", "demo-password")])
         .send()
         .await
         .unwrap()
@@ -53,15 +49,8 @@ async fn demo_mode_sends_to_the_in_process_simulators() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     let answer: Value = r.json().await.unwrap();
-    assert_eq!(
-        answer.as_array().unwrap().len(),
-        3,
-        "alice has a client on each provider: {answer}"
-    );
-    assert!(
-        answer.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true),
-        "{answer}"
-    );
+    assert_eq!(answer.as_array().unwrap().len(), 3, "alice has a client on each provider: {answer}");
+    assert!(answer.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{answer}");
     let s: Value = http.get(&stats).send().await.unwrap().json().await.unwrap();
     for p in ["apns", "fcm", "hms"] {
         assert_eq!(s[p]["accepted"], 1, "{p}: {s}");

@@ -16,19 +16,12 @@ async fn post(http: &Client, url: String, token: &str, body: Value) -> (StatusCo
 async fn admin_token(http: &Client, base: &str) -> String {
     let r = http
         .post(format!("{base}/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[
-            ("grant_type", "password"),
-            ("username", "admin"),
-            ("password", PASSWORD),
-        ])
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    r.json::<Value>().await.unwrap()["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
@@ -45,13 +38,7 @@ async fn acknowledged_writes_survive_sigkill() {
     .await;
     assert_eq!(st, StatusCode::CREATED);
     let token = admin_token(&http, &h.base).await;
-    let (st, _) = post(
-        &http,
-        format!("{}/v1/tenants/acme/apps/shop", h.base),
-        &token,
-        fcm_app_body(),
-    )
-    .await;
+    let (st, _) = post(&http, format!("{}/v1/tenants/acme/apps/shop", h.base), &token, fcm_app_body()).await;
     assert_eq!(st, StatusCode::CREATED);
 
     // 100 concurrent client registrations, each with a push token; the server
@@ -100,10 +87,7 @@ async fn acknowledged_writes_survive_sigkill() {
         assert_eq!(r.json::<Value>().await.unwrap()["pushToken"], push_token.as_str());
         found += 1;
     }
-    println!(
-        "acknowledged {} clients with tokens, found {found} after SIGKILL",
-        acknowledged.len()
-    );
+    println!("acknowledged {} clients with tokens, found {found} after SIGKILL", acknowledged.len());
     assert_eq!(found, acknowledged.len());
     h.kill9();
 }
@@ -112,31 +96,13 @@ async fn acknowledged_writes_survive_sigkill() {
 async fn offline_tenant_creation_is_served() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args([
-            "tenant",
-            "create",
-            "acme",
-            "--admin",
-            "admin",
-            "--password",
-            PASSWORD,
-            "--data-dir",
-        ])
+        .args(["tenant", "create", "acme", "--admin", "admin", "--password", PASSWORD, "--data-dir"])
         .arg(dir.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let again = Command::new(env!("CARGO_BIN_EXE_herald"))
-        .args([
-            "tenant",
-            "create",
-            "acme",
-            "--admin",
-            "admin",
-            "--password",
-            PASSWORD,
-            "--data-dir",
-        ])
+        .args(["tenant", "create", "acme", "--admin", "admin", "--password", PASSWORD, "--data-dir"])
         .arg(dir.path())
         .output()
         .unwrap();

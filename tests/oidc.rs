@@ -58,15 +58,7 @@ async fn discovery_token_jwks_round_trip() {
     }
 
     // Verify with the published key, as a resource server would.
-    let jwks: JwkSet = s
-        .http
-        .get(discovery["jwks_uri"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: JwkSet = s.http.get(discovery["jwks_uri"].as_str().unwrap()).send().await.unwrap().json().await.unwrap();
     let access = tokens["access_token"].as_str().unwrap();
     let kid = jsonwebtoken::decode_header(access).unwrap().kid.unwrap();
     let jwk = jwks.find(&kid).expect("the token's kid is published");
@@ -78,11 +70,7 @@ async fn discovery_token_jwks_round_trip() {
     let c = data.claims;
     assert_eq!(c["preferred_username"], "admin");
     assert_eq!(c["azp"], "app");
-    assert!(c["realm_access"]["roles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|r| r == "admin"));
+    assert!(c["realm_access"]["roles"].as_array().unwrap().iter().any(|r| r == "admin"));
     for claim in ["sub", "iss", "aud", "exp", "iat", "jti", "session_state", "scope"] {
         assert!(!c[claim].is_null(), "claim {claim}");
     }
@@ -91,33 +79,16 @@ async fn discovery_token_jwks_round_trip() {
     let resp = s
         .http
         .post(token_endpoint)
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
-        ])
+        .form(&[("grant_type", "refresh_token"), ("refresh_token", tokens["refresh_token"].as_str().unwrap())])
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     let refreshed: Value = resp.json().await.unwrap();
-    let (st, _) = s
-        .call(
-            Method::GET,
-            "/v1/tenants/acme/apps",
-            refreshed["access_token"].as_str(),
-            None,
-        )
-        .await;
+    let (st, _) = s.call(Method::GET, "/v1/tenants/acme/apps", refreshed["access_token"].as_str(), None).await;
     assert_eq!(st, StatusCode::OK);
     // A refresh token is not an access token.
-    let (st, _) = s
-        .call(
-            Method::GET,
-            "/v1/tenants/acme/apps",
-            tokens["refresh_token"].as_str(),
-            None,
-        )
-        .await;
+    let (st, _) = s.call(Method::GET, "/v1/tenants/acme/apps", tokens["refresh_token"].as_str(), None).await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     s.shutdown().await;
 }
@@ -127,15 +98,9 @@ async fn token_endpoint_errors_follow_oauth() {
     let s = TestServer::start().await;
     s.create_tenant("acme").await;
     let (st, b) = s.password_grant("acme", "admin", "wrong-password").await;
-    assert_eq!(
-        (st, b["error"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("invalid_grant"))
-    );
+    assert_eq!((st, b["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_grant")));
     let (st, b) = s.password_grant("acme", "nobody", "whatever-pw").await;
-    assert_eq!(
-        (st, b["error"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("invalid_grant"))
-    );
+    assert_eq!((st, b["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_grant")));
     let (st, _) = s.password_grant("nope", "admin", PASSWORD).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     let resp = s
@@ -155,23 +120,9 @@ async fn token_endpoint_errors_follow_oauth() {
         .await
         .unwrap();
     assert_eq!(resp.json::<Value>().await.unwrap()["error"], "invalid_request");
-    let (st, _) = s
-        .call(
-            Method::GET,
-            "/auth/realms/nope/.well-known/openid-configuration",
-            None,
-            None,
-        )
-        .await;
+    let (st, _) = s.call(Method::GET, "/auth/realms/nope/.well-known/openid-configuration", None, None).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
-    let (st, _) = s
-        .call(
-            Method::GET,
-            "/auth/realms/nope/protocol/openid-connect/certs",
-            None,
-            None,
-        )
-        .await;
+    let (st, _) = s.call(Method::GET, "/auth/realms/nope/protocol/openid-connect/certs", None, None).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     s.shutdown().await;
 }

@@ -26,10 +26,7 @@ async fn one_client_on_apns_with_the_mapping() {
     let entries = r.as_array().unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["isSuccessful"], true, "{r}");
-    assert_eq!(
-        entries[0]["results"][0],
-        json!({"result": "SENT", "astClientId": client})
-    );
+    assert_eq!(entries[0]["results"][0], json!({"result": "SENT", "astClientId": client}));
     assert_eq!(entries[0]["notificationId"].as_str().unwrap().len(), 26);
 
     let req = last_request(&w, Provider::Apns);
@@ -118,20 +115,13 @@ async fn silent_pushes_are_background_and_data_only() {
     let b = apns.body;
     assert_eq!(b["aps"]["content-available"], 1);
     assert!(b["aps"].get("alert").is_none());
-    assert!(last_request(&w, Provider::Fcm).body["message"]["android"]
-        .get("notification")
-        .is_none());
-    assert!(last_request(&w, Provider::Hms).body["message"]["android"]
-        .get("notification")
-        .is_none());
+    assert!(last_request(&w, Provider::Fcm).body["message"]["android"].get("notification").is_none());
+    assert!(last_request(&w, Provider::Hms).body["message"]["android"].get("notification").is_none());
 
     // Category filtering: an app without `tms` gets a per-client error.
     let mut app = w.creds.app_json.clone();
     app["categories"] = json!(["chat"]);
-    let (st, _) = w
-        .server
-        .call(Method::PUT, "/v1/tenants/acme/apps/demo", Some(&w.admin), Some(app))
-        .await;
+    let (st, _) = w.server.call(Method::PUT, "/v1/tenants/acme/apps/demo", Some(&w.admin), Some(app)).await;
     assert_eq!(st, StatusCode::OK);
     body["silent"] = json!(false);
     let (_, r) = w.send(body).await;
@@ -155,21 +145,11 @@ async fn recipients_are_validated_and_resolved() {
         (json!({"tenantId": "acme", "astClientId": client}), "recipient"),
         (json!({"userId": "erin"}), "recipient.tenantId"),
         (json!({"tenantId": "other", "userId": "erin"}), "recipient.tenantId"),
-        (
-            json!({"tenantId": "acme", "userId": "erin", "astClientId": "short"}),
-            "recipient.astClientId",
-        ),
-        (
-            json!({"tenantId": "acme", "userId": "erin", "extra": 1}),
-            "recipient.extra",
-        ),
+        (json!({"tenantId": "acme", "userId": "erin", "astClientId": "short"}), "recipient.astClientId"),
+        (json!({"tenantId": "acme", "userId": "erin", "extra": 1}), "recipient.extra"),
     ] {
         let (st, b) = w.send(base(recipient.clone())).await;
-        assert_eq!(
-            (st, field_of(&b)),
-            (StatusCode::BAD_REQUEST, field.to_string()),
-            "{recipient} -> {b}"
-        );
+        assert_eq!((st, field_of(&b)), (StatusCode::BAD_REQUEST, field.to_string()), "{recipient} -> {b}");
     }
     for (body, field) in [
         (
@@ -192,24 +172,14 @@ async fn recipients_are_validated_and_resolved() {
             json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": "erin"}, "payload": {"message": {}}, "sender": {"tenantId": "acme"}}),
             "sender",
         ),
-        (
-            json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": "erin"}}),
-            "request body",
-        ),
+        (json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": "erin"}}), "request body"),
     ] {
         let (st, b) = w.send(body.clone()).await;
-        assert_eq!(
-            (st, field_of(&b)),
-            (StatusCode::BAD_REQUEST, field.to_string()),
-            "{body} -> {b}"
-        );
+        assert_eq!((st, field_of(&b)), (StatusCode::BAD_REQUEST, field.to_string()), "{body} -> {b}");
     }
     // Unknown client or user: 404; a user without clients: 202 with [].
-    let (st, _) = w
-        .send(base(
-            json!({"tenantId": "acme", "userId": "erin", "astClientId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}),
-        ))
-        .await;
+    let (st, _) =
+        w.send(base(json!({"tenantId": "acme", "userId": "erin", "astClientId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}))).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     let (st, _) = w.send(base(json!({"tenantId": "acme", "userId": "nobody"}))).await;
     assert_eq!(st, StatusCode::NOT_FOUND);

@@ -25,26 +25,12 @@ async fn dead_tokens_become_invalid_and_are_skipped() {
         assert_eq!(e["isSuccessful"], id == ok, "{e}");
     }
     for id in [&a, &f, &h] {
-        let (_, t) = w
-            .server
-            .call(
-                Method::GET,
-                &format!("/v1/tenants/acme/clients/{id}/pushtoken"),
-                Some(&w.admin),
-                None,
-            )
-            .await;
+        let (_, t) =
+            w.server.call(Method::GET, &format!("/v1/tenants/acme/clients/{id}/pushtoken"), Some(&w.admin), None).await;
         assert_eq!(t["isValid"], false, "{t}");
     }
-    let (_, t) = w
-        .server
-        .call(
-            Method::GET,
-            &format!("/v1/tenants/acme/clients/{ok}/pushtoken"),
-            Some(&w.admin),
-            None,
-        )
-        .await;
+    let (_, t) =
+        w.server.call(Method::GET, &format!("/v1/tenants/acme/clients/{ok}/pushtoken"), Some(&w.admin), None).await;
     assert_eq!(t["isValid"], true);
     let before = w.sims.stats();
     let (_, r) = w.send(to_user("gina", "2")).await;
@@ -55,12 +41,7 @@ async fn dead_tokens_become_invalid_and_are_skipped() {
         "invalid tokens are not sent again"
     );
     assert_eq!(after.fcm.accepted, before.fcm.accepted + 1);
-    let skipped = r
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["results"][0]["result"]["code"] == 410)
-        .count();
+    let skipped = r.as_array().unwrap().iter().filter(|e| e["results"][0]["result"]["code"] == 410).count();
     assert_eq!(skipped, 3, "{r}");
 }
 
@@ -71,19 +52,10 @@ async fn throttling_and_unavailability_are_retried_until_success() {
     w.client("demo", "hank", "FCM:fcm-hank").await;
     w.client("demo", "hank", "HPK:hms-hank").await;
     let fault = |status| ProviderFaults {
-        status: vec![StatusFault {
-            status,
-            count: Some(2),
-            retry_after: Some(0),
-            ..Default::default()
-        }],
+        status: vec![StatusFault { status, count: Some(2), retry_after: Some(0), ..Default::default() }],
         ..Default::default()
     };
-    w.sims.set_faults(Faults {
-        apns: fault(429),
-        fcm: fault(503),
-        hms: fault(429),
-    });
+    w.sims.set_faults(Faults { apns: fault(429), fcm: fault(503), hms: fault(429) });
     let (st, r) = w.send(to_user("hank", "retry me")).await;
     assert_eq!(st, StatusCode::ACCEPTED);
     assert!(r.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{r}");
@@ -93,11 +65,7 @@ async fn throttling_and_unavailability_are_retried_until_success() {
     // A fault that never clears ends in a per-client error, not a hang.
     w.sims.set_faults(Faults {
         apns: ProviderFaults {
-            status: vec![StatusFault {
-                status: 500,
-                retry_after: Some(0),
-                ..Default::default()
-            }],
+            status: vec![StatusFault { status: 500, retry_after: Some(0), ..Default::default() }],
             ..Default::default()
         },
         ..Default::default()
@@ -111,10 +79,7 @@ async fn throttling_and_unavailability_are_retried_until_success() {
 async fn goaway_loses_nothing_and_provider_tokens_stay_valid() {
     let w = PushWorld::start().await;
     w.sims.set_faults(Faults {
-        apns: ProviderFaults {
-            goaway_after_streams: Some(3),
-            ..Default::default()
-        },
+        apns: ProviderFaults { goaway_after_streams: Some(3), ..Default::default() },
         ..Default::default()
     });
     let mut clients = Vec::new();
@@ -125,23 +90,11 @@ async fn goaway_loses_nothing_and_provider_tokens_stay_valid() {
     for round in 0..4 {
         let (st, r) = w.send(to_user("ivan", &format!("round {round}"))).await;
         assert_eq!(st, StatusCode::ACCEPTED);
-        assert_eq!(
-            r.as_array()
-                .unwrap()
-                .iter()
-                .filter(|e| e["isSuccessful"] == true)
-                .count(),
-            20,
-            "{r}"
-        );
+        assert_eq!(r.as_array().unwrap().iter().filter(|e| e["isSuccessful"] == true).count(), 20, "{r}");
     }
     let s = w.sims.stats();
     assert_eq!(s.apns.accepted, 80);
-    assert!(
-        s.apns.goaways >= 4,
-        "connections were closed with GOAWAY: {}",
-        s.apns.goaways
-    );
+    assert!(s.apns.goaways >= 4, "connections were closed with GOAWAY: {}", s.apns.goaways);
     assert_eq!(w.sims.accepted(herald_sim::Provider::Apns).len(), 20);
     // Every connection reused the one provider token: never expired, never refreshed too often.
     assert!(!s.apns.by_reason.contains_key("ExpiredProviderToken"));
@@ -160,17 +113,10 @@ async fn oversize_payloads_get_a_per_client_error() {
     for e in r.as_array().unwrap() {
         assert_eq!(e["isSuccessful"], false);
         assert_eq!(e["results"][0]["result"]["code"], 413, "{e}");
-        assert!(
-            e["results"][0]["result"]["message"].as_str().unwrap().contains("4096"),
-            "{e}"
-        );
+        assert!(e["results"][0]["result"]["message"].as_str().unwrap().contains("4096"), "{e}");
     }
     let s = w.sims.stats();
-    assert_eq!(
-        s.apns.requests + s.fcm.requests,
-        0,
-        "nothing oversize reaches a provider"
-    );
+    assert_eq!(s.apns.requests + s.fcm.requests, 0, "nothing oversize reaches a provider");
     let _ = (a, f);
 }
 
@@ -181,23 +127,10 @@ async fn a_crashed_tenant_actor_restarts_and_others_keep_sending() {
     // A second tenant with its own app and client.
     s.create_tenant("beta").await;
     let beta = s.admin_token("beta").await;
-    let (st, _) = s
-        .call(
-            Method::POST,
-            "/v1/tenants/beta/apps/demo",
-            Some(&beta),
-            Some(w.creds.app_json.clone()),
-        )
-        .await;
+    let (st, _) = s.call(Method::POST, "/v1/tenants/beta/apps/demo", Some(&beta), Some(w.creds.app_json.clone())).await;
     assert_eq!(st, StatusCode::CREATED);
     let (id, _) = s.register_client("beta", &beta, "demo").await;
-    s.call(
-        Method::PUT,
-        &format!("/v1/tenants/beta/users/bob/clients/{id}"),
-        Some(&beta),
-        Some(json!({})),
-    )
-    .await;
+    s.call(Method::PUT, &format!("/v1/tenants/beta/users/bob/clients/{id}"), Some(&beta), Some(json!({}))).await;
     s.call(
         Method::PUT,
         &format!("/v1/tenants/beta/clients/{id}/pushtoken"),
@@ -213,11 +146,7 @@ async fn a_crashed_tenant_actor_restarts_and_others_keep_sending() {
     let (st, r) = s
         .call(Method::POST, "/v1/tenants/beta/push_notification/send", Some(&beta), Some(json!({"category": "chat", "recipient": {"tenantId": "beta", "userId": "bob"}, "payload": {"message": {"body": "b"}}})))
         .await;
-    assert_eq!(
-        (st, r[0]["isSuccessful"].clone()),
-        (StatusCode::ACCEPTED, json!(true)),
-        "{r}"
-    );
+    assert_eq!((st, r[0]["isSuccessful"].clone()), (StatusCode::ACCEPTED, json!(true)), "{r}");
     // Acme's actor was restarted by its supervisor and serves again.
     let mut ok = false;
     for _ in 0..50 {
@@ -229,19 +158,8 @@ async fn a_crashed_tenant_actor_restarts_and_others_keep_sending() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert!(ok, "acme's tenant actor came back");
-    let metrics = s
-        .http
-        .get(s.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains("herald_actor_restarts_total{actor=\"tenant\"}"),
-        "restart counted"
-    );
+    let metrics = s.http.get(s.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("herald_actor_restarts_total{actor=\"tenant\"}"), "restart counted");
 }
 
 #[tokio::test]
@@ -254,7 +172,10 @@ async fn certificate_auth_and_stream_limits() {
     let (st, b) = w.server.call(Method::POST, "/v1/tenants/acme/apps/certified", Some(&w.admin), Some(app)).await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
     // The simulator allows two streams per connection: twelve concurrent sends need more connections.
-    w.sims.set_faults(Faults { apns: ProviderFaults { max_concurrent_streams: Some(2), latency_ms: Some(50), ..Default::default() }, ..Default::default() });
+    w.sims.set_faults(Faults {
+        apns: ProviderFaults { max_concurrent_streams: Some(2), latency_ms: Some(50), ..Default::default() },
+        ..Default::default()
+    });
     for i in 0..12 {
         w.client("certified", "lena", &format!("APNS:{}", apns_token(500 + i))).await;
     }

@@ -12,27 +12,13 @@ async fn quickstart_sequence() {
     let admin = s.admin_token("acme").await;
 
     // An app with push configuration; credentials never come back in clear.
-    let (st, app) = s
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/apps/shop",
-            Some(&admin),
-            Some(fcm_app_body()),
-        )
-        .await;
+    let (st, app) = s.call(Method::POST, "/v1/tenants/acme/apps/shop", Some(&admin), Some(fcm_app_body())).await;
     assert_eq!(st, StatusCode::CREATED, "{app}");
     assert_eq!(app["tenantId"], "acme");
     assert_eq!(app["appName"], "shop");
     assert_eq!(app["pushNotificationConfig"]["fcmServiceAccountJSON"], "***");
     assert_eq!(app["pushNotificationConfig"]["categories"], json!(["chat", "payment"]));
-    let (st, _) = s
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/apps/shop",
-            Some(&admin),
-            Some(fcm_app_body()),
-        )
-        .await;
+    let (st, _) = s.call(Method::POST, "/v1/tenants/acme/apps/shop", Some(&admin), Some(fcm_app_body())).await;
     assert_eq!(st, StatusCode::CONFLICT);
 
     // A client, its own token, its push token.
@@ -50,10 +36,7 @@ async fn quickstart_sequence() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    let client_token = resp.json::<serde_json::Value>().await.unwrap()["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let client_token = resp.json::<serde_json::Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
 
     let (st, b) = s
         .call(
@@ -101,14 +84,7 @@ async fn quickstart_sequence() {
     assert_eq!(st, StatusCode::FORBIDDEN);
 
     // An empty token removes it.
-    let (st, _) = s
-        .call(
-            Method::PUT,
-            &path,
-            Some(&admin),
-            Some(json!({"appName": "shop", "pushToken": ""})),
-        )
-        .await;
+    let (st, _) = s.call(Method::PUT, &path, Some(&admin), Some(json!({"appName": "shop", "pushToken": ""}))).await;
     assert_eq!(st, StatusCode::NO_CONTENT);
     let (st, b) = s.call(Method::GET, &path, Some(&admin), None).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
@@ -124,77 +100,32 @@ async fn apps_update_list_and_delete() {
     let mut body = fcm_app_body();
     body["fcmServiceAccountJSON"] = json!("***");
     body["categories"] = json!(["tms"]);
-    let (st, b) = s
-        .call(
-            Method::PUT,
-            "/v1/tenants/acme/apps/shop",
-            Some(&admin),
-            Some(body.clone()),
-        )
-        .await;
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/apps/shop", Some(&admin), Some(body.clone())).await;
     assert_eq!(st, StatusCode::OK, "{b}");
     assert_eq!(b["pushNotificationConfig"]["categories"], json!(["tms"]));
     assert_eq!(b["pushNotificationConfig"]["fcmServiceAccountJSON"], "***");
-    let (st, _) = s
-        .call(
-            Method::PUT,
-            "/v1/tenants/acme/apps/nope",
-            Some(&admin),
-            Some(fcm_app_body()),
-        )
-        .await;
+    let (st, _) = s.call(Method::PUT, "/v1/tenants/acme/apps/nope", Some(&admin), Some(fcm_app_body())).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     // A mask with nothing stored is a client error.
-    let (st, b) = s
-        .call(Method::POST, "/v1/tenants/acme/apps/other", Some(&admin), Some(body))
-        .await;
-    assert_eq!(
-        (st, field(&b)),
-        (StatusCode::BAD_REQUEST, "fcmServiceAccountJSON".into())
-    );
+    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/apps/other", Some(&admin), Some(body)).await;
+    assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, "fcmServiceAccountJSON".into()));
 
     for name in ["a1", "a2", "a3"] {
-        let (st, _) = s
-            .call(
-                Method::POST,
-                &format!("/v1/tenants/acme/apps/{name}"),
-                Some(&admin),
-                Some(fcm_app_body()),
-            )
-            .await;
+        let (st, _) =
+            s.call(Method::POST, &format!("/v1/tenants/acme/apps/{name}"), Some(&admin), Some(fcm_app_body())).await;
         assert_eq!(st, StatusCode::CREATED);
     }
-    let (_, page) = s
-        .call(
-            Method::GET,
-            "/v1/tenants/acme/apps?page=2&pageSize=2",
-            Some(&admin),
-            None,
-        )
-        .await;
-    let names: Vec<_> = page
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["appName"].as_str().unwrap())
-        .collect();
+    let (_, page) = s.call(Method::GET, "/v1/tenants/acme/apps?page=2&pageSize=2", Some(&admin), None).await;
+    let names: Vec<_> = page.as_array().unwrap().iter().map(|a| a["appName"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["a3", "shop"]);
-    let (_, filtered) = s
-        .call(Method::GET, "/v1/tenants/acme/apps?appName=a2", Some(&admin), None)
-        .await;
+    let (_, filtered) = s.call(Method::GET, "/v1/tenants/acme/apps?appName=a2", Some(&admin), None).await;
     assert_eq!(filtered.as_array().unwrap().len(), 1);
-    let (st, b) = s
-        .call(Method::GET, "/v1/tenants/acme/apps?pageSize=0", Some(&admin), None)
-        .await;
+    let (st, b) = s.call(Method::GET, "/v1/tenants/acme/apps?pageSize=0", Some(&admin), None).await;
     assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, "pageSize".into()));
 
-    let (st, _) = s
-        .call(Method::DELETE, "/v1/tenants/acme/apps/a1", Some(&admin), None)
-        .await;
+    let (st, _) = s.call(Method::DELETE, "/v1/tenants/acme/apps/a1", Some(&admin), None).await;
     assert_eq!(st, StatusCode::NO_CONTENT);
-    let (st, b) = s
-        .call(Method::GET, "/v1/tenants/acme/apps/a1", Some(&admin), None)
-        .await;
+    let (st, b) = s.call(Method::GET, "/v1/tenants/acme/apps/a1", Some(&admin), None).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     assert_eq!(b["subsystem"], 519);
     s.shutdown().await;

@@ -20,24 +20,10 @@ async fn http1_and_h2c_on_one_port_and_metrics() {
     let (st, _) = s.call(Method::DELETE, "/healthz", None, None).await;
     assert_eq!(st, StatusCode::METHOD_NOT_ALLOWED);
 
-    let metrics = s
-        .http
-        .get(s.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains(r#"herald_http_requests_total{route="/healthz",method="GET",status="200"}"#),
-        "{metrics}"
-    );
+    let metrics = s.http.get(s.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"herald_http_requests_total{route="/healthz",method="GET",status="200"}"#), "{metrics}");
     assert!(metrics.contains(r#"herald_http_requests_total{route="unmatched",method="GET",status="404"}"#));
-    assert!(
-        metrics.contains("herald_http_request_duration_seconds_bucket{"),
-        "histograms, not summaries"
-    );
+    assert!(metrics.contains("herald_http_request_duration_seconds_bucket{"), "histograms, not summaries");
     s.shutdown().await;
 }
 
@@ -53,23 +39,12 @@ async fn tls_with_alpn_h2() {
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).unwrap();
-    let tls = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http2()
-        .build();
+    let tls = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_only().enable_http2().build();
     let client: hyper_util::client::legacy::Client<_, http_body_util::Empty<bytes::Bytes>> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .http2_only(true)
-            .build(https);
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).http2_only(true).build(https);
     let port = s.running.as_ref().unwrap().addr.port();
-    let resp = client
-        .get(format!("https://localhost:{port}/healthz").parse().unwrap())
-        .await
-        .unwrap();
+    let resp = client.get(format!("https://localhost:{port}/healthz").parse().unwrap()).await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.version(), http::Version::HTTP_2);
     s.shutdown().await;
@@ -96,10 +71,7 @@ async fn shutdown_finishes_in_flight_requests() {
         server
     });
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(
-        tokio::net::TcpStream::connect(running.unwrap()).await.is_err(),
-        "no new connections during the drain"
-    );
+    assert!(tokio::net::TcpStream::connect(running.unwrap()).await.is_err(), "no new connections during the drain");
     conn.write_all(&body[10..]).await.unwrap();
     let mut answer = Vec::new();
     conn.read_to_end(&mut answer).await.unwrap();

@@ -33,15 +33,8 @@ pub fn to_pem(bytes: Vec<u8>, label: &str) -> Vec<u8> {
 }
 
 pub enum ApnsAuth {
-    Token {
-        key: Vec<u8>,
-        key_id: String,
-        team_id: String,
-    },
-    Certificate {
-        cert_pem: Vec<u8>,
-        key_pem: Vec<u8>,
-    },
+    Token { key: Vec<u8>, key_id: String, team_id: String },
+    Certificate { cert_pem: Vec<u8>, key_pem: Vec<u8> },
 }
 
 pub struct ApnsCredentials {
@@ -70,20 +63,15 @@ fn open_text(
     match s {
         None => Ok(None),
         Some(secret) => {
-            let bytes = store
-                .unseal(secret, &App::secret_context(tenant, app, field))
-                .map_err(|e| format!("{field}: {e}"))?;
-            String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| format!("{field}: not text"))
+            let bytes =
+                store.unseal(secret, &App::secret_context(tenant, app, field)).map_err(|e| format!("{field}: {e}"))?;
+            String::from_utf8(bytes).map(Some).map_err(|_| format!("{field}: not text"))
         }
     }
 }
 
 fn decoded(field: &str, value: Option<String>) -> Result<Option<Vec<u8>>, String> {
-    value
-        .map(|v| decode_base64(&v).ok_or_else(|| format!("{field}: not base64")))
-        .transpose()
+    value.map(|v| decode_base64(&v).ok_or_else(|| format!("{field}: not base64"))).transpose()
 }
 
 impl AppCredentials {
@@ -108,11 +96,7 @@ impl AppCredentials {
             }),
             (Some(key), None, Some(topic)) => match (&app.ios_apns_key_id, &app.ios_apns_team_id) {
                 (Some(key_id), Some(team_id)) => Some(ApnsCredentials {
-                    auth: ApnsAuth::Token {
-                        key,
-                        key_id: key_id.clone(),
-                        team_id: team_id.clone(),
-                    },
+                    auth: ApnsAuth::Token { key, key_id: key_id.clone(), team_id: team_id.clone() },
                     topic: topic.clone(),
                     sandbox: app.ios_is_development.unwrap_or(false),
                 }),
@@ -127,10 +111,8 @@ impl AppCredentials {
             }
             None => None,
         };
-        let hms = match (
-            &app.hpk_client_id,
-            open_text(store, tenant, name, "hpkClientSecret", &app.hpk_client_secret)?,
-        ) {
+        let hms = match (&app.hpk_client_id, open_text(store, tenant, name, "hpkClientSecret", &app.hpk_client_secret)?)
+        {
             (Some(id), Some(secret)) => Some((id.clone(), secret)),
             _ => None,
         };

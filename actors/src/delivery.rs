@@ -8,6 +8,7 @@ use crate::providers::auth_http::AuthHttp;
 use crate::providers::{apns, fcm, hms, Backend, FormatError, Notification, Outcome, WireRequest};
 use crate::settings::PushSettings;
 use crate::transport::{tls_config, Target, TransportError};
+use crate::webhooks::EventBus;
 use dashmap::DashMap;
 use herald_storage::deliveries::{ClientOutcome, State};
 use herald_storage::provider_tokens::ProviderToken;
@@ -78,6 +79,7 @@ pub struct Prepared {
 
 pub struct Deliverer {
     store: Store,
+    events: Arc<EventBus>,
     settings: PushSettings,
     tls: Arc<rustls::ClientConfig>,
     auth_http: AuthHttp,
@@ -95,16 +97,15 @@ fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> C
 }
 
 impl Deliverer {
-    pub fn new(store: Store, settings: PushSettings) -> Result<Deliverer, String> {
+    pub fn new(store: Store, settings: PushSettings, events: Arc<EventBus>) -> Result<Deliverer, String> {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(auth_tls(&tls));
-        Ok(Deliverer {
-            store,
-            settings,
-            tls,
-            auth_http,
-            apps: DashMap::new(),
-        })
+        Ok(Deliverer { store, events, settings, tls, auth_http, apps: DashMap::new() })
+    }
+
+    /// The event bus for what deliveries reveal (dead tokens, finished broadcasts).
+    pub fn events(&self) -> &EventBus {
+        &self.events
     }
 
     pub fn store(&self) -> &Store {
@@ -182,11 +183,7 @@ impl Deliverer {
             .map(|(id, secret)| -> Result<HmsChannel, String> {
                 let target = Target::from_url(&e.hms, self.tls.clone()).map_err(|e| e.to_string())?;
                 let auth = hms::HmsAuth::new(&id, &secret, &e.hms_token, self.auth_http.clone());
-                Ok(HmsChannel {
-                    pool: Pool::new("hms", target, limits.clone()),
-                    auth,
-                    app_id: id,
-                })
+                Ok(HmsChannel { pool: Pool::new("hms", target, limits.clone()), auth, app_id: id })
             })
             .transpose();
         AppChannels {
@@ -202,12 +199,7 @@ impl Deliverer {
 
     /// Sends to one client's token and records what the answer means for it.
     pub async fn deliver(&self, job: &Job<'_>, client_id: &str, token: &TokenRef, lane: Lane) -> ClientOutcome {
-        let Job {
-            tenant,
-            channels: ch,
-            prepared,
-            notification: n,
-        } = *job;
+        let Job { tenant, channels: ch, prepared, notification: n } = *job;
         let app = ch.app.as_str();
         let Some(backend) = backend_of(token.provider) else {
             return failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON");
@@ -232,12 +224,15 @@ impl Deliverer {
             Outcome::Dead { status, reason } => {
                 metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "invalid")
                     .increment(1);
-                if let Err(e) = self
-                    .store
-                    .push_tokens()
-                    .invalidate(tenant, client_id, &token.token, now_ms())
-                {
-                    tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid");
+                match self.store.push_tokens().invalidate(tenant, client_id, &token.token, now_ms()) {
+                    Ok(true) => self.events.emit(
+                        tenant,
+                        "push",
+                        "PUSH_TOKEN_INVALIDATED",
+                        serde_json::json!({ "astClientId": client_id, "appName": app, "provider": provider, "status": status, "reason": reason }),
+                    ),
+                    Ok(false) => {}
+                    Err(e) => tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid"),
                 }
                 ClientOutcome {
                     app: app.to_string(),
@@ -268,14 +263,9 @@ impl Deliverer {
         token: &str,
         lane: Lane,
     ) -> Result<Outcome, FormatError> {
-        let unconfigured = |what: &str| FormatError {
-            status: 412,
-            message: format!("app {} has no {what} credentials", ch.app),
-        };
-        let mut last = Outcome::Failed {
-            status: 503,
-            reason: "no attempt made".into(),
-        };
+        let unconfigured =
+            |what: &str| FormatError { status: 412, message: format!("app {} has no {what} credentials", ch.app) };
+        let mut last = Outcome::Failed { status: 503, reason: "no attempt made".into() };
         let mut auth_renewed = false;
         for attempt in 0..self.settings.max_attempts.max(1) {
             let result = match backend {
@@ -283,17 +273,10 @@ impl Deliverer {
                     let c = ch
                         .apns
                         .as_ref()
-                        .map_err(|e| FormatError {
-                            status: 412,
-                            message: e.clone(),
-                        })?
+                        .map_err(|e| FormatError { status: 412, message: e.clone() })?
                         .as_ref()
                         .ok_or_else(|| unconfigured("APNs"))?;
-                    let payload = p
-                        .apns
-                        .get_or_init(|| apns::prepare(n, &c.topic))
-                        .as_ref()
-                        .map_err(Clone::clone)?;
+                    let payload = p.apns.get_or_init(|| apns::prepare(n, &c.topic)).as_ref().map_err(Clone::clone)?;
                     let bearer = c.jwt.as_ref().map(|j| j.current());
                     self.save_jwt(&ch.app, c);
                     let req = payload.request(token, bearer.as_deref());
@@ -313,21 +296,14 @@ impl Deliverer {
                             let req = payload.request(&c.project_id, token, &bearer)?;
                             self.post(&c.pool, lane, &req, fcm::parse_response).await
                         }
-                        Err(e) => Outcome::Retry {
-                            status: 503,
-                            reason: format!("FCM auth: {e}"),
-                            after: None,
-                        },
+                        Err(e) => Outcome::Retry { status: 503, reason: format!("FCM auth: {e}"), after: None },
                     }
                 }
                 Backend::Hms => {
                     let c = ch
                         .hms
                         .as_ref()
-                        .map_err(|e| FormatError {
-                            status: 412,
-                            message: e.clone(),
-                        })?
+                        .map_err(|e| FormatError { status: 412, message: e.clone() })?
                         .as_ref()
                         .ok_or_else(|| unconfigured("HMS"))?;
                     let payload = p.hms.get_or_init(|| hms::prepare(n)).as_ref().map_err(Clone::clone)?;
@@ -338,18 +314,11 @@ impl Deliverer {
                                 hms::parse_response(s, h, b, &[token])
                                     .into_iter()
                                     .next()
-                                    .unwrap_or(Outcome::Failed {
-                                        status: 502,
-                                        reason: "empty HMS answer".into(),
-                                    })
+                                    .unwrap_or(Outcome::Failed { status: 502, reason: "empty HMS answer".into() })
                             })
                             .await
                         }
-                        Err(e) => Outcome::Retry {
-                            status: 503,
-                            reason: format!("HMS auth: {e}"),
-                            after: None,
-                        },
+                        Err(e) => Outcome::Retry { status: 503, reason: format!("HMS auth: {e}"), after: None },
                     }
                 }
             };
@@ -376,11 +345,7 @@ impl Deliverer {
         let Some(jwt) = &c.jwt else { return };
         let (token, iat) = jwt.snapshot();
         if c.saved_iat.swap(iat, Ordering::AcqRel) != iat {
-            let saved = ProviderToken {
-                key_id: jwt.key_id().to_string(),
-                token: token.to_string(),
-                issued_at: iat,
-            };
+            let saved = ProviderToken { key_id: jwt.key_id().to_string(), token: token.to_string(), issued_at: iat };
             if let Err(e) = self.store.provider_tokens().put(&c.tenant, app, "apns", &saved) {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }
@@ -419,11 +384,7 @@ impl Deliverer {
         match pool.post(lane, req).await {
             Ok(reply) => parse(reply.status, &reply.headers, &reply.body),
             Err(TransportError::Config(e)) => Outcome::Failed { status: 500, reason: e },
-            Err(e) => Outcome::Retry {
-                status: 503,
-                reason: e.to_string(),
-                after: Some(Duration::ZERO),
-            },
+            Err(e) => Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) },
         }
     }
 }

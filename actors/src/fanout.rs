@@ -37,10 +37,7 @@ impl Actor for FanOut {
         args: FanOutArgs,
     ) -> Result<FanOutState, ActorProcessingErr> {
         myself.cast(FanOutMsg::Run)?;
-        Ok(FanOutState {
-            deliverer: args.deliverer,
-            job: args.job,
-        })
+        Ok(FanOutState { deliverer: args.deliverer, job: args.job })
     }
 
     async fn handle(
@@ -66,10 +63,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
     let mut report = store
         .deliveries()
         .report(&job.tenant, &job.id)?
-        .unwrap_or_else(|| Report {
-            id: job.id.clone(),
-            ..Report::default()
-        });
+        .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
     let settings = d.settings().clone();
     let tenant = job.tenant.clone();
     for i in 0..job.apps.len() {
@@ -81,9 +75,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         let prepared = Prepared::default();
         loop {
             let batch =
-                store
-                    .push_tokens()
-                    .valid_of_app(&tenant, &app, job.apps[i].cursor.as_deref(), settings.batch_size)?;
+                store.push_tokens().valid_of_app(&tenant, &app, job.apps[i].cursor.as_deref(), settings.batch_size)?;
             let Some((last, _)) = batch.last() else { break };
             let last = last.clone();
             if let Some(ch) = &channels {
@@ -94,12 +86,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
                         if let Ok(Some(done)) = store.deliveries().outcome(tenant, id, &client) {
                             return done;
                         }
-                        let send = Job {
-                            tenant,
-                            channels: ch,
-                            prepared,
-                            notification: n,
-                        };
+                        let send = Job { tenant, channels: ch, prepared, notification: n };
                         let outcome = d.deliver(&send, &client, &token, Lane::Bulk).await;
                         if let Err(e) = store.deliveries().record_outcome(tenant, id, &client, &outcome) {
                             tracing::error!(error = %e, "could not record a broadcast outcome");
@@ -121,6 +108,18 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
     }
     report.completed_ms = Some(now_ms());
     store.deliveries().checkpoint(job, &report, true)?;
+    let total = report.by_app.values().fold(herald_storage::deliveries::Counts::default(), |mut t, c| {
+        t.sent += c.sent;
+        t.invalid += c.invalid;
+        t.failed += c.failed;
+        t
+    });
+    d.events().emit(
+        &job.tenant,
+        "push",
+        "BROADCAST_COMPLETED",
+        serde_json::json!({ "notificationId": job.id, "targeted": report.targeted.values().sum::<u64>(), "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
+    );
     store.durable().await?;
     metrics::counter!("herald_fanout_jobs_completed_total").increment(1);
     tracing::info!(tenant = %job.tenant, job = %job.id, sent = report.by_app.values().map(|c| c.sent).sum::<u64>(), "broadcast complete");

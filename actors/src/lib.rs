@@ -4,6 +4,7 @@
 pub mod credentials;
 pub mod delivery;
 pub mod fanout;
+pub mod filter;
 pub mod pool;
 pub mod providers;
 pub mod push;
@@ -12,6 +13,8 @@ pub mod send;
 pub mod settings;
 pub mod tenant;
 pub mod transport;
+pub mod webhooks;
 
 pub use push::Push;
 pub use settings::{Endpoints, PushSettings};
+pub use webhooks::WebhookSettings;

@@ -32,11 +32,7 @@ pub struct PoolLimits {
 
 impl Default for PoolLimits {
     fn default() -> Self {
-        PoolLimits {
-            max_connections: 4,
-            max_streams: 1000,
-            request_timeout: Duration::from_secs(15),
-        }
+        PoolLimits { max_connections: 4, max_streams: 1000, request_timeout: Duration::from_secs(15) }
     }
 }
 
@@ -98,10 +94,7 @@ impl Pool {
             tokio::pin!(freed);
             freed.as_mut().enable();
             let can_open = {
-                let mut conns = self
-                    .conns
-                    .lock()
-                    .map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
                 let before = conns.len();
                 conns.retain(|c| c.is_alive());
                 if conns.len() != before {
@@ -116,10 +109,8 @@ impl Pool {
             if can_open {
                 if let Ok(_guard) = self.opening.try_lock() {
                     let conn = Connection::open(&self.target).await;
-                    let mut conns = self
-                        .conns
-                        .lock()
-                        .map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                    let mut conns =
+                        self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
                     match conn {
                         Ok(c) => {
                             metrics::gauge!("herald_pool_connections", "provider" => self.provider).increment(1.0);

@@ -5,6 +5,7 @@ use crate::root::{Root, RootArgs, RootMsg};
 use crate::send::{SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
 use crate::tenant::TenantMsg;
+use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
 use dashmap::DashMap;
 use herald_storage::Store;
 use ractor::{Actor, ActorRef};
@@ -13,40 +14,34 @@ use std::time::Duration;
 
 pub struct Push {
     root: ActorRef<RootMsg>,
+    dispatcher: ActorRef<DispatcherMsg>,
     registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
     deliverer: Arc<Deliverer>,
+    events: Arc<EventBus>,
 }
 
 impl Push {
-    /// Starts the supervisor tree; unfinished broadcasts resume.
-    pub async fn start(store: Store, settings: PushSettings) -> Result<Push, String> {
-        let deliverer = Arc::new(Deliverer::new(store, settings)?);
+    /// Starts the supervisor trees; unfinished broadcasts and outboxes resume.
+    pub async fn start(store: Store, settings: PushSettings, webhooks: WebhookSettings) -> Result<Push, String> {
+        let events = Arc::new(EventBus::new(store.clone()));
+        let (dispatcher, _) =
+            Actor::spawn(None, Dispatcher, DispatcherArgs { store: store.clone(), settings: webhooks })
+                .await
+                .map_err(|e| format!("starting the webhook dispatcher: {e}"))?;
+        events.attach(dispatcher.clone());
+        let deliverer = Arc::new(Deliverer::new(store, settings, events.clone())?);
         let registry = Arc::new(DashMap::new());
-        let args = RootArgs {
-            deliverer: deliverer.clone(),
-            registry: registry.clone(),
-        };
-        let (root, _) = Actor::spawn(None, Root, args)
-            .await
-            .map_err(|e| format!("starting the root actor: {e}"))?;
-        Ok(Push {
-            root,
-            registry,
-            deliverer,
-        })
+        let args = RootArgs { deliverer: deliverer.clone(), registry: registry.clone() };
+        let (root, _) = Actor::spawn(None, Root, args).await.map_err(|e| format!("starting the root actor: {e}"))?;
+        Ok(Push { root, dispatcher, registry, deliverer, events })
     }
 
     async fn tenant(&self, tenant: &str) -> Result<ActorRef<TenantMsg>, SendError> {
         if let Some(a) = self.registry.get(tenant) {
             return Ok(a.clone());
         }
-        let answer = self
-            .root
-            .call(
-                |reply| RootMsg::Tenant(tenant.to_string(), reply),
-                Some(Duration::from_secs(10)),
-            )
-            .await;
+        let answer =
+            self.root.call(|reply| RootMsg::Tenant(tenant.to_string(), reply), Some(Duration::from_secs(10))).await;
         match answer {
             Ok(ractor::rpc::CallResult::Success(Ok(a))) => Ok(a),
             Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(SendError::Internal(e)),
@@ -57,14 +52,11 @@ impl Push {
     /// Sends through the tenant's actor; waits at most `deadline` for providers.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
         let tenant = self.tenant(&req.tenant).await?;
-        match tenant
-            .call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline))
-            .await
-        {
+        match tenant.call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline)).await {
             Ok(ractor::rpc::CallResult::Success(answer)) => answer,
-            Ok(ractor::rpc::CallResult::Timeout) => Err(SendError::Internal(
-                "the providers did not answer within the deadline".into(),
-            )),
+            Ok(ractor::rpc::CallResult::Timeout) => {
+                Err(SendError::Internal("the providers did not answer within the deadline".into()))
+            }
             Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
                 Err(SendError::Internal("the tenant actor stopped during the send".into()))
             }
@@ -81,7 +73,13 @@ impl Push {
         &self.deliverer
     }
 
+    /// The event bus webhooks are fed from.
+    pub fn events(&self) -> &Arc<EventBus> {
+        &self.events
+    }
+
     pub fn stop(&self) {
         self.root.stop(None);
+        self.dispatcher.stop(None);
     }
 }

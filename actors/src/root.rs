@@ -36,10 +36,7 @@ impl RootState {
         if let Some(a) = self.registry.get(tenant) {
             return Ok(a.clone());
         }
-        let args = TenantArgs {
-            tenant: tenant.to_string(),
-            deliverer: self.deliverer.clone(),
-        };
+        let args = TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone() };
         let (actor, _) = Actor::spawn_linked(None, Tenant, args, myself.get_cell()).await?;
         self.names.insert(actor.get_id(), tenant.to_string());
         self.registry.insert(tenant.to_string(), actor.clone());
@@ -53,20 +50,10 @@ impl Actor for Root {
     type Arguments = RootArgs;
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
-        let mut state = RootState {
-            deliverer: args.deliverer,
-            registry: args.registry,
-            names: HashMap::new(),
-        };
+        let mut state = RootState { deliverer: args.deliverer, registry: args.registry, names: HashMap::new() };
         // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
-        let mut tenants: Vec<String> = state
-            .deliverer
-            .store()
-            .deliveries()
-            .unfinished_jobs()?
-            .into_iter()
-            .map(|j| j.tenant)
-            .collect();
+        let mut tenants: Vec<String> =
+            state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().map(|j| j.tenant).collect();
         tenants.dedup();
         for t in tenants {
             state.start_tenant(&myself, &t).await?;

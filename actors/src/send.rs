@@ -42,10 +42,7 @@ pub struct AppQueued {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendAnswer {
     Clients(Vec<ClientResult>),
-    Broadcast {
-        job: Box<BroadcastJob>,
-        apps: Vec<AppQueued>,
-    },
+    Broadcast { job: Box<BroadcastJob>, apps: Vec<AppQueued> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -78,10 +75,7 @@ pub async fn execute(d: &Arc<Deliverer>, req: SendRequest) -> Result<SendAnswer,
         Recipient::Topic { .. } => {
             let (job, apps) = broadcast(d, &req)?;
             d.store().durable().await?;
-            Ok(SendAnswer::Broadcast {
-                job: Box::new(job),
-                apps,
-            })
+            Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
         }
         _ => interactive(d, &req).await.map(SendAnswer::Clients),
     }
@@ -95,15 +89,8 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
             if store.clients().get(tenant, client)?.is_none() {
                 return Err(SendError::NotFound(format!("client {client} not found")));
             }
-            if !store
-                .links()
-                .user_ids_of_client(tenant, client)?
-                .iter()
-                .any(|u| u == user)
-            {
-                return Err(SendError::NotFound(format!(
-                    "client {client} is not linked to user {user}"
-                )));
+            if !store.links().user_ids_of_client(tenant, client)?.iter().any(|u| u == user) {
+                return Err(SendError::NotFound(format!("client {client} is not linked to user {user}")));
             }
             (vec![client.clone()], "client", format!("{user}/{client}"))
         }
@@ -122,10 +109,7 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
         let prepared = &prepared;
         async move {
             let outcome = one_client(d, tenant, &req.notification, client_id, prepared).await;
-            ClientResult {
-                client_id: client_id.clone(),
-                outcome,
-            }
+            ClientResult { client_id: client_id.clone(), outcome }
         }
     });
     let results = futures::future::join_all(sends).await;
@@ -141,10 +125,7 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
         *report.targeted.entry(r.outcome.app.clone()).or_default() += 1;
         report.record(&r.outcome);
     }
-    let outcomes: Vec<_> = results
-        .iter()
-        .map(|r| (r.client_id.clone(), r.outcome.clone()))
-        .collect();
+    let outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();
     store.deliveries().finish_send(tenant, &report, &outcomes)?;
     store.durable().await?;
     Ok(results)
@@ -172,11 +153,7 @@ async fn one_client(
         Err(e) => return failed(&client.app_name, 500, e.to_string()),
     };
     if !token.is_valid {
-        return failed(
-            &token.app_name,
-            410,
-            "the push token was reported invalid by the provider",
-        );
+        return failed(&token.app_name, 410, "the push token was reported invalid by the provider");
     }
     let channels = match d.channels(tenant, &token.app_name) {
         Ok(Some(c)) => c,
@@ -184,27 +161,15 @@ async fn one_client(
         Err(e) => return failed(&token.app_name, 500, format!("app {}: {e}", token.app_name)),
     };
     if !channels.categories.contains(&n.category) {
-        return failed(
-            &token.app_name,
-            400,
-            format!("app {} does not accept category {}", token.app_name, n.category),
-        );
+        return failed(&token.app_name, 400, format!("app {} does not accept category {}", token.app_name, n.category));
     }
     let payloads = match prepared.lock() {
         Ok(mut m) => m.entry(token.app_name.clone()).or_default().clone(),
         Err(_) => Arc::new(Prepared::default()),
     };
-    let tref = herald_storage::push_tokens::TokenRef {
-        provider: token.provider,
-        token: token.token,
-    };
+    let tref = herald_storage::push_tokens::TokenRef { provider: token.provider, token: token.token };
     d.deliver(
-        &Job {
-            tenant,
-            channels: &channels,
-            prepared: &payloads,
-            notification: n,
-        },
+        &Job { tenant, channels: &channels, prepared: &payloads, notification: n },
         client_id,
         &tref,
         Lane::Interactive,
@@ -220,12 +185,8 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
     let (apps, _) = store.apps().list(tenant, 0, usize::MAX)?;
     let mut queued = Vec::new();
     let mut job_apps = Vec::new();
-    let mut report = Report {
-        id: req.notification.id.clone(),
-        kind: "topic".into(),
-        created_ms: now_ms(),
-        ..Report::default()
-    };
+    let mut report =
+        Report { id: req.notification.id.clone(), kind: "topic".into(), created_ms: now_ms(), ..Report::default() };
     if let Recipient::Topic { topic } = &req.recipient {
         report.recipient = topic.clone();
     }
@@ -234,25 +195,14 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
             queued.push(AppQueued {
                 app: app.name.clone(),
                 targeted: 0,
-                refused: Some(format!(
-                    "app {} does not accept category {}",
-                    app.name, req.notification.category
-                )),
+                refused: Some(format!("app {} does not accept category {}", app.name, req.notification.category)),
             });
             continue;
         }
         let targeted = store.push_tokens().count_valid_of_app(tenant, &app.name) as u64;
         report.targeted.insert(app.name.clone(), targeted);
-        job_apps.push(JobApp {
-            app: app.name.clone(),
-            cursor: None,
-            done: false,
-        });
-        queued.push(AppQueued {
-            app: app.name,
-            targeted,
-            refused: None,
-        });
+        job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
+        queued.push(AppQueued { app: app.name, targeted, refused: None });
     }
     let notification_json = serde_json::to_string(&req.notification).map_err(|e| SendError::Internal(e.to_string()))?;
     let job = BroadcastJob {

@@ -47,11 +47,7 @@ impl Actor for Tenant {
                 myself.cast(TenantMsg::Broadcast(job))?;
             }
         }
-        Ok(TenantState {
-            tenant: args.tenant,
-            deliverer: args.deliverer,
-            fanouts: HashMap::new(),
-        })
+        Ok(TenantState { tenant: args.tenant, deliverer: args.deliverer, fanouts: HashMap::new() })
     }
 
     async fn handle(
@@ -77,10 +73,7 @@ impl Actor for Tenant {
                     return Ok(());
                 }
                 let id = job.id.clone();
-                let args = FanOutArgs {
-                    deliverer: state.deliverer.clone(),
-                    job,
-                };
+                let args = FanOutArgs { deliverer: state.deliverer.clone(), job };
                 let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
                 state.fanouts.insert(actor.get_id(), id);
             }
@@ -103,13 +96,8 @@ impl Actor for Tenant {
                 if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
                     tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, "broadcast failed; restarting from its checkpoint");
                     metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
-                    if let Some(job) = state
-                        .deliverer
-                        .store()
-                        .deliveries()
-                        .unfinished_jobs()?
-                        .into_iter()
-                        .find(|j| j.id == job_id)
+                    if let Some(job) =
+                        state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().find(|j| j.id == job_id)
                     {
                         // Give a persistent fault (provider down) a moment before the retry.
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;

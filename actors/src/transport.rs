@@ -23,16 +23,11 @@ pub struct Target {
 impl Target {
     /// From an `https://host[:port]` base URL; `tls` must offer ALPN `h2`.
     pub fn from_url(base: &str, tls: Arc<rustls::ClientConfig>) -> Result<Target, TransportError> {
-        let uri: Uri = base
-            .parse()
-            .map_err(|_| TransportError::Config(format!("bad provider URL {base}")))?;
+        let uri: Uri = base.parse().map_err(|_| TransportError::Config(format!("bad provider URL {base}")))?;
         if uri.scheme_str() != Some("https") {
             return Err(TransportError::Config(format!("provider URL {base} must be https")));
         }
-        let authority = uri
-            .authority()
-            .cloned()
-            .ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
+        let authority = uri.authority().cloned().ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
         Ok(Target { authority, tls })
     }
 
@@ -81,9 +76,7 @@ pub struct Connection {
 impl Connection {
     pub async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
         let connect = async {
-            let tcp = TcpStream::connect(target.addr())
-                .await
-                .map_err(|e| TransportError::Connect(e.to_string()))?;
+            let tcp = TcpStream::connect(target.addr()).await.map_err(|e| TransportError::Connect(e.to_string()))?;
             let _ = tcp.set_nodelay(true);
             let name = rustls::pki_types::ServerName::try_from(target.authority.host().to_string())
                 .map_err(|e| TransportError::Config(e.to_string()))?;
@@ -98,9 +91,8 @@ impl Connection {
                 .await
                 .map_err(|e| TransportError::Connect(format!("HTTP/2 handshake: {e}")))
         };
-        let (send, conn) = tokio::time::timeout(Duration::from_secs(10), connect)
-            .await
-            .map_err(|_| TransportError::Timeout)??;
+        let (send, conn) =
+            tokio::time::timeout(Duration::from_secs(10), connect).await.map_err(|_| TransportError::Timeout)??;
         let alive = Arc::new(AtomicBool::new(true));
         let flag = alive.clone();
         let authority = target.authority.clone();
@@ -156,9 +148,7 @@ impl Connection {
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(req.body.len()));
         let mut send = self.send.clone().ready().await.map_err(|e| self.classify(e))?;
         self.opened.fetch_add(1, Ordering::Relaxed);
-        let (response, mut stream) = send
-            .send_request(request, req.body.is_empty())
-            .map_err(|e| self.classify(e))?;
+        let (response, mut stream) = send.send_request(request, req.body.is_empty()).map_err(|e| self.classify(e))?;
         if !req.body.is_empty() {
             stream.send_data(req.body.clone(), true).map_err(|e| self.classify(e))?;
         }
@@ -170,11 +160,7 @@ impl Connection {
             let _ = body.flow_control().release_capacity(chunk.len());
             buf.extend_from_slice(&chunk);
         }
-        Ok(Reply {
-            status: parts.status.as_u16(),
-            headers: parts.headers,
-            body: buf.freeze(),
-        })
+        Ok(Reply { status: parts.status.as_u16(), headers: parts.headers, body: buf.freeze() })
     }
 
     /// Refused streams are safe to resend; a GOAWAY also retires the connection.
@@ -202,9 +188,7 @@ pub fn tls_config(
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for cert in rustls_pemfile::certs(&mut &extra_ca_pem[..]) {
         let cert = cert.map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
-        roots
-            .add(cert)
-            .map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
+        roots.add(cert).map_err(|e| TransportError::Config(format!("extra CA: {e}")))?;
     }
     let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
     let mut config = match client_identity {

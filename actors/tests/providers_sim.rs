@@ -45,11 +45,7 @@ fn fixture() -> &'static Fixture {
             hms_url: "https://127.0.0.1:3".into(),
         };
         let creds = generate_credentials(&dir.path().join("creds"), &urls).unwrap();
-        Fixture {
-            _dir: dir,
-            cert_dir,
-            creds,
-        }
+        Fixture { _dir: dir, cert_dir, creds }
     })
 }
 
@@ -63,9 +59,7 @@ fn tls(ca_pem: &str) -> rustls::ClientConfig {
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
-    rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth()
+    rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth()
 }
 
 /// An HTTP/2-only client trusting the simulators' CA.
@@ -75,14 +69,9 @@ struct H2 {
 
 impl H2 {
     fn new(ca_pem: &str) -> H2 {
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls(ca_pem))
-            .https_only()
-            .enable_http2()
-            .build();
-        H2 {
-            client: Client::builder(TokioExecutor::new()).http2_only(true).build(https),
-        }
+        let https =
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls(ca_pem)).https_only().enable_http2().build();
+        H2 { client: Client::builder(TokioExecutor::new()).http2_only(true).build(https) }
     }
 
     /// POSTs `req` to `base` + its path; returns (status, headers, body).
@@ -133,69 +122,41 @@ async fn apns_accepts_what_we_send() {
     let fx = fixture();
     let sims = start().await;
     let h2 = H2::new(&sims.ca_pem());
-    let jwt = apns::ApnsJwt::new(
-        fx.creds.apns_key_pem.as_bytes(),
-        &fx.creds.apns_key_id,
-        &fx.creds.apns_team_id,
-    )
-    .unwrap();
+    let jwt =
+        apns::ApnsJwt::new(fx.creds.apns_key_pem.as_bytes(), &fx.creds.apns_key_id, &fx.creds.apns_team_id).unwrap();
     let base = sims.apns_url();
 
     let payload = apns::prepare(&notification(), &fx.creds.bundle_id).unwrap();
     for i in 1..=2 {
-        let (status, headers, body) = h2
-            .post(&base, &payload.request(&apns_token(i), Some(&jwt.current())))
-            .await;
+        let (status, headers, body) = h2.post(&base, &payload.request(&apns_token(i), Some(&jwt.current()))).await;
         let outcome = apns::parse_response(status, &headers, &body);
-        assert!(
-            matches!(&outcome, Outcome::Sent { id: Some(id) } if id.len() == 36),
-            "{outcome:?}"
-        );
+        assert!(matches!(&outcome, Outcome::Sent { id: Some(id) } if id.len() == 36), "{outcome:?}");
     }
 
     // A silent push (background, priority 5).
     let mut silent = notification();
     silent.silent = true;
     let payload = apns::prepare(&silent, &fx.creds.bundle_id).unwrap();
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&apns_token(3), Some(&jwt.current())))
-        .await;
-    assert!(matches!(
-        apns::parse_response(status, &headers, &body),
-        Outcome::Sent { .. }
-    ));
+    let (status, headers, body) = h2.post(&base, &payload.request(&apns_token(3), Some(&jwt.current()))).await;
+    assert!(matches!(apns::parse_response(status, &headers, &body), Outcome::Sent { .. }));
 
     // A dead token, and a malformed one.
     let dead = format!("dead{}", &apns_token(4)[4..]);
     let (status, headers, body) = h2.post(&base, &payload.request(&dead, Some(&jwt.current()))).await;
     let outcome = apns::parse_response(status, &headers, &body);
-    assert_eq!(
-        outcome,
-        Outcome::Dead {
-            status: 410,
-            reason: "Unregistered".into()
-        }
-    );
+    assert_eq!(outcome, Outcome::Dead { status: 410, reason: "Unregistered".into() });
     let (status, headers, body) = h2.post(&base, &payload.request("xyz", Some(&jwt.current()))).await;
     assert_eq!(
         apns::parse_response(status, &headers, &body),
-        Outcome::Dead {
-            status: 400,
-            reason: "BadDeviceToken".into()
-        }
+        Outcome::Dead { status: 400, reason: "BadDeviceToken".into() }
     );
 
     // A JWT of an unknown key is refused: AuthRefused.
     let stranger = apns::ApnsJwt::new(fx.creds.apns_key_pem.as_bytes(), "UNKNOWN123", &fx.creds.apns_team_id).unwrap();
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&apns_token(5), Some(&stranger.current())))
-        .await;
+    let (status, headers, body) = h2.post(&base, &payload.request(&apns_token(5), Some(&stranger.current()))).await;
     assert_eq!(
         apns::parse_response(status, &headers, &body),
-        Outcome::AuthRefused {
-            status: 403,
-            reason: "InvalidProviderToken".into()
-        }
+        Outcome::AuthRefused { status: 403, reason: "InvalidProviderToken".into() }
     );
 
     let stats = sims.stats().apns;
@@ -208,25 +169,17 @@ async fn apns_payload_limit_matches_the_simulator() {
     let fx = fixture();
     let sims = start().await;
     let h2 = H2::new(&sims.ca_pem());
-    let jwt = apns::ApnsJwt::new(
-        fx.creds.apns_key_pem.as_bytes(),
-        &fx.creds.apns_key_id,
-        &fx.creds.apns_team_id,
-    )
-    .unwrap();
+    let jwt =
+        apns::ApnsJwt::new(fx.creds.apns_key_pem.as_bytes(), &fx.creds.apns_key_id, &fx.creds.apns_team_id).unwrap();
     let mut n = notification();
     n.custom_data.insert("pad".into(), json!(""));
     let fill = MAX_PAYLOAD - apns::prepare(&n, &fx.creds.bundle_id).unwrap().body().len();
     n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
     let payload = apns::prepare(&n, &fx.creds.bundle_id).unwrap();
     assert_eq!(payload.body().len(), MAX_PAYLOAD);
-    let (status, headers, body) = h2
-        .post(&sims.apns_url(), &payload.request(&apns_token(9), Some(&jwt.current())))
-        .await;
-    assert!(matches!(
-        apns::parse_response(status, &headers, &body),
-        Outcome::Sent { .. }
-    ));
+    let (status, headers, body) =
+        h2.post(&sims.apns_url(), &payload.request(&apns_token(9), Some(&jwt.current()))).await;
+    assert!(matches!(apns::parse_response(status, &headers, &body), Outcome::Sent { .. }));
 
     n.custom_data.insert("pad".into(), json!("x".repeat(fill + 1)));
     let e = apns::prepare(&n, &fx.creds.bundle_id).unwrap_err();
@@ -252,12 +205,8 @@ async fn fcm_accepts_what_we_send() {
     let base = sims.fcm_url();
 
     let payload = fcm::prepare(&notification()).unwrap();
-    let (status, headers, body) = h2
-        .post(
-            &base,
-            &payload.request(&project, "fcm-token-1:APA91b", &bearer).unwrap(),
-        )
-        .await;
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(&project, "fcm-token-1:APA91b", &bearer).unwrap()).await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(
         matches!(&outcome, Outcome::Sent { id: Some(name) } if name.starts_with(&format!("projects/{project}/messages/"))),
@@ -268,41 +217,25 @@ async fn fcm_accepts_what_we_send() {
     silent.silent = true;
     silent.priority = Priority::Low;
     let payload = fcm::prepare(&silent).unwrap();
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&project, "fcm-token-2", &bearer).unwrap())
-        .await;
-    assert!(matches!(
-        fcm::parse_response(status, &headers, &body),
-        Outcome::Sent { .. }
-    ));
+    let (status, headers, body) = h2.post(&base, &payload.request(&project, "fcm-token-2", &bearer).unwrap()).await;
+    assert!(matches!(fcm::parse_response(status, &headers, &body), Outcome::Sent { .. }));
 
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&project, "dead-fcm-token", &bearer).unwrap())
-        .await;
+    let (status, headers, body) = h2.post(&base, &payload.request(&project, "dead-fcm-token", &bearer).unwrap()).await;
     assert_eq!(
         fcm::parse_response(status, &headers, &body),
-        Outcome::Dead {
-            status: 404,
-            reason: "UNREGISTERED".into()
-        }
+        Outcome::Dead { status: 404, reason: "UNREGISTERED".into() }
     );
 
     // A bearer FCM does not know: AuthRefused.
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&project, "fcm-token-3", "ya29.forged").unwrap())
-        .await;
-    assert!(matches!(
-        fcm::parse_response(status, &headers, &body),
-        Outcome::AuthRefused { status: 401, .. }
-    ));
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(&project, "fcm-token-3", "ya29.forged").unwrap()).await;
+    assert!(matches!(fcm::parse_response(status, &headers, &body), Outcome::AuthRefused { status: 401, .. }));
 
     // An injected 429 is a retry after the announced delay.
     let faults: Faults =
         serde_json::from_value(json!({"fcm": {"status": [{"status": 429, "count": 1, "retry_after": 2}]}})).unwrap();
     sims.set_faults(faults);
-    let (status, headers, body) = h2
-        .post(&base, &payload.request(&project, "fcm-token-4", &bearer).unwrap())
-        .await;
+    let (status, headers, body) = h2.post(&base, &payload.request(&project, "fcm-token-4", &bearer).unwrap()).await;
     assert_eq!(
         fcm::parse_response(status, &headers, &body),
         Outcome::Retry {
@@ -340,12 +273,8 @@ async fn fcm_payload_limit_matches_the_simulator() {
     assert_eq!(fcm::prepare(&n).unwrap_err().status, 413);
     n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
     let payload = fcm::prepare(&n).unwrap();
-    let (status, headers, body) = h2
-        .post(
-            &sims.fcm_url(),
-            &payload.request(&project, "fcm-token-big", &bearer).unwrap(),
-        )
-        .await;
+    let (status, headers, body) =
+        h2.post(&sims.fcm_url(), &payload.request(&project, "fcm-token-big", &bearer).unwrap()).await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(matches!(outcome, Outcome::Sent { .. }), "{outcome:?}");
 }
@@ -380,10 +309,7 @@ async fn hms_accepts_what_we_send() {
     let payload = hms::prepare(&silent).unwrap();
     let tokens = ["hms-token-3"];
     let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, &bearer).unwrap()).await;
-    assert!(matches!(
-        hms::parse_response(status, &headers, &body, &tokens)[0],
-        Outcome::Sent { .. }
-    ));
+    assert!(matches!(hms::parse_response(status, &headers, &body, &tokens)[0], Outcome::Sent { .. }));
 
     let tokens = ["dead-1", "dead-2"];
     let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, &bearer).unwrap()).await;
@@ -394,12 +320,7 @@ async fn hms_accepts_what_we_send() {
     let tokens = ["hms-token-4", "hms-token-5"];
     let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, "forged").unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
-    assert!(
-        outcomes
-            .iter()
-            .all(|o| matches!(o, Outcome::AuthRefused { status: 401, .. })),
-        "{outcomes:?}"
-    );
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::AuthRefused { status: 401, .. })), "{outcomes:?}");
 
     let stats = sims.stats().hms;
     assert_eq!(stats.accepted, 3, "{stats:?}");
@@ -434,16 +355,8 @@ async fn hms_payload_limit_matches_the_simulator() {
     // A long token list does not count towards the limit.
     let tokens: Vec<String> = (0..100).map(|i| format!("hms-token-{i:0>60}")).collect();
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
-    let (status, headers, body) = h2
-        .post(
-            &sims.hms_url(),
-            &payload.request(&fx.creds.hms_client_id, &tokens, &bearer).unwrap(),
-        )
-        .await;
+    let (status, headers, body) =
+        h2.post(&sims.hms_url(), &payload.request(&fx.creds.hms_client_id, &tokens, &bearer).unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
-    assert!(
-        outcomes.iter().all(|o| matches!(o, Outcome::Sent { .. })),
-        "{:?}",
-        outcomes[0]
-    );
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Sent { .. })), "{:?}", outcomes[0]);
 }

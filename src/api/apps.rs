@@ -57,11 +57,7 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
         // A name filter selects at most a handful of apps: filter, then page.
         Some(f) => {
             let (all, _) = cx.engine.store.apps().list(tenant, 0, usize::MAX)?;
-            all.into_iter()
-                .filter(|a| a.name.contains(f.as_str()))
-                .skip(paging.offset())
-                .take(paging.size)
-                .collect()
+            all.into_iter().filter(|a| a.name.contains(f.as_str())).skip(paging.offset()).take(paging.size).collect()
         }
         None => cx.engine.store.apps().list(tenant, paging.offset(), paging.size)?.0,
     };
@@ -90,9 +86,7 @@ fn to_record(store: &Store, tenant: &str, name: &str, b: &AppBody, old: Option<&
                 .flatten()
                 .map(Some)
                 .ok_or_else(|| ApiError::field(field, "*** stands for a stored value, and none is stored")),
-            Some(v) => Ok(Some(
-                store.seal(v.as_bytes(), &App::secret_context(tenant, name, field))?,
-            )),
+            Some(v) => Ok(Some(store.seal(v.as_bytes(), &App::secret_context(tenant, name, field))?)),
         }
     };
     Ok(App {
@@ -109,21 +103,13 @@ fn to_record(store: &Store, tenant: &str, name: &str, b: &AppBody, old: Option<&
             &b.ios_apns_certificate,
             old.map(|o| &o.ios_apns_certificate),
         )?,
-        ios_apns_private_key: seal(
-            "iosApnsPrivateKey",
-            &b.ios_apns_private_key,
-            old.map(|o| &o.ios_apns_private_key),
-        )?,
+        ios_apns_private_key: seal("iosApnsPrivateKey", &b.ios_apns_private_key, old.map(|o| &o.ios_apns_private_key))?,
         ios_apns_team_id: b.ios_apns_team_id.clone(),
         ios_apns_key_id: b.ios_apns_key_id.clone(),
         ios_bundle_id: b.ios_bundle_id.clone(),
         ios_is_development: b.ios_is_development,
         hpk_client_id: b.hpk_client_id.clone(),
-        hpk_client_secret: seal(
-            "hpkClientSecret",
-            &b.hpk_client_secret,
-            old.map(|o| &o.hpk_client_secret),
-        )?,
+        hpk_client_secret: seal("hpkClientSecret", &b.hpk_client_secret, old.map(|o| &o.hpk_client_secret))?,
         created_ms: old.map_or(now, |o| o.created_ms),
         modified_ms: now,
     })

@@ -15,10 +15,7 @@ pub async fn register(cx: Cx) -> ApiResult<Response> {
     body.validate()?;
     let store = &cx.engine.store;
     if store.apps().get(tenant, &body.app_name)?.is_none() {
-        return Err(ApiError::field(
-            "appName",
-            format!("no app named {} in this tenant", body.app_name),
-        ));
+        return Err(ApiError::field("appName", format!("no app named {} in this tenant", body.app_name)));
     }
     let secret = random_token().map_err(ApiError::internal)?;
     let client = Client {
@@ -31,33 +28,27 @@ pub async fn register(cx: Cx) -> ApiResult<Response> {
         client_device: body.client_device,
         client_os_version: body.client_os_version,
         locales: body.locales,
-        secret_hash: ring::digest::digest(&ring::digest::SHA256, secret.as_bytes())
-            .as_ref()
-            .to_vec(),
+        secret_hash: ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref().to_vec(),
         lock_state: "NONE".into(),
         lock_reason: None,
         created_ms: now_ms(),
     };
     store.clients().create(tenant, &client)?;
+    cx.engine.push.events().emit(
+        tenant,
+        "client",
+        "CLIENT_REGISTERED",
+        serde_json::json!({ "astClientId": client.id, "appName": client.app_name, "platform": client.platform }),
+    );
     store.durable().await?;
-    json(
-        StatusCode::CREATED,
-        &Registered {
-            ast_client_id: client.id,
-            client_secret: secret,
-        },
-    )
+    json(StatusCode::CREATED, &Registered { ast_client_id: client.id, client_secret: secret })
 }
 
 pub async fn link(cx: Cx) -> ApiResult<Response> {
     let (tenant, user, client_id) = (cx.tenant(), cx.param("userId"), cx.param("astClientId"));
     validate::id("userId", user, 3, 255)?;
     validate::ulid("astClientId", client_id)?;
-    let body: LinkBody = if cx.body.is_empty() {
-        LinkBody::default()
-    } else {
-        cx.json()?
-    };
+    let body: LinkBody = if cx.body.is_empty() { LinkBody::default() } else { cx.json()? };
     let mloa = body.mloa.unwrap_or_else(|| "none".into());
     validate::length("mLoA", &mloa, 1, 64)?;
     let store = &cx.engine.store;

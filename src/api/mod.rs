@@ -7,6 +7,7 @@ pub mod ops;
 pub mod push;
 pub mod push_tokens;
 pub mod tenants;
+pub mod webhooks;
 
 use crate::auth::{Access, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ};
 use crate::error::{subsystem, Family};
@@ -14,15 +15,10 @@ use crate::route;
 use crate::router::Route;
 
 const OPS: Family = Family::Ops;
-const REALM: Family = Family::Realm {
-    subsystem: subsystem::USERS,
-};
-const PUSH: Family = Family::Admin {
-    subsystem: subsystem::PUSH,
-};
-const TENANT: Family = Family::Admin {
-    subsystem: subsystem::TENANT,
-};
+const REALM: Family = Family::Realm { subsystem: subsystem::USERS };
+const PUSH: Family = Family::Admin { subsystem: subsystem::PUSH };
+const WEBHOOKS: Family = Family::Admin { subsystem: subsystem::WEBHOOKS };
+const TENANT: Family = Family::Admin { subsystem: subsystem::TENANT };
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
@@ -48,6 +44,15 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients", TENANT, Tenant(ADMIN_OR_READ), clients::of_user),
         route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN_OR_CLIENT), push_tokens::put),
         route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN), push_tokens::get),
+        // Webhooks and events.
+        route!(POST "/v1/tenants/{tenantId}/webhooks", WEBHOOKS, Tenant(ADMIN), webhooks::create),
+        route!(GET "/v1/tenants/{tenantId}/webhooks", WEBHOOKS, Tenant(ADMIN_OR_READ), webhooks::list),
+        route!(GET "/v1/tenants/{tenantId}/webhooks/{webhookId}", WEBHOOKS, Tenant(ADMIN_OR_READ), webhooks::get),
+        route!(PUT "/v1/tenants/{tenantId}/webhooks/{webhookId}", WEBHOOKS, Tenant(ADMIN), webhooks::update),
+        route!(DELETE "/v1/tenants/{tenantId}/webhooks/{webhookId}", WEBHOOKS, Tenant(ADMIN), webhooks::delete),
+        route!(GET "/v1/tenants/{tenantId}/webhooks/{webhookId}/attempts", WEBHOOKS, Tenant(ADMIN_OR_READ), webhooks::attempts),
+        route!(POST "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay", WEBHOOKS, Tenant(ADMIN), webhooks::replay),
+        route!(POST "/v1/tenants/{tenantId}/events", WEBHOOKS, Tenant(ADMIN), webhooks::publish),
         // Push.
         route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, Tenant(ADMIN), push::send),
         route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, Tenant(ADMIN_OR_READ), push::report),

@@ -33,9 +33,7 @@ fn invalid_request(description: &str) -> ApiError {
 }
 
 fn parse_request(cx: &Cx) -> ApiResult<TokenRequest> {
-    let is_json = cx
-        .header("content-type")
-        .is_some_and(|c| c.starts_with("application/json"));
+    let is_json = cx.header("content-type").is_some_and(|c| c.starts_with("application/json"));
     if is_json {
         serde_json::from_slice(&cx.body).map_err(|e| invalid_request(&format!("malformed JSON body: {e}")))
     } else {
@@ -75,8 +73,7 @@ pub async fn token(cx: Cx) -> ApiResult<Response> {
         None => return Err(invalid_request("Missing form parameter: grant_type")),
     };
     let mut resp = json(StatusCode::OK, &pair)?;
-    resp.headers_mut()
-        .insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut().insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
 }
 
@@ -96,25 +93,11 @@ async fn password_grant(
         .map_err(|_| ApiError::internal("password check failed"))?;
     let user = match (ok, user) {
         (true, Some(u)) => u,
-        _ => {
-            return Err(ApiError::oauth(
-                StatusCode::UNAUTHORIZED,
-                "invalid_grant",
-                "Invalid user credentials",
-            ))
-        }
+        _ => return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")),
     };
     check_user_may_log_in(&user)?;
     let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
-    issue_user_tokens(
-        engine,
-        tenant,
-        key,
-        &user,
-        &client_id,
-        req.scope,
-        &ulid::Ulid::generate().to_string(),
-    )
+    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &ulid::Ulid::generate().to_string())
 }
 
 fn check_user_may_log_in(user: &User) -> ApiResult<()> {
@@ -128,45 +111,21 @@ fn check_user_may_log_in(user: &User) -> ApiResult<()> {
 }
 
 fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
-    let token = req
-        .refresh_token
-        .ok_or_else(|| invalid_request("refresh_token is required"))?;
-    let (token_tenant, claims) = tokens::verify(
-        &engine.store,
-        &engine.keys,
-        &engine.config.public_url,
-        &token,
-        TYP_REFRESH,
-    )
-    .map_err(|_| invalid_grant("Invalid refresh token"))?;
+    let token = req.refresh_token.ok_or_else(|| invalid_request("refresh_token is required"))?;
+    let (token_tenant, claims) =
+        tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &token, TYP_REFRESH)
+            .map_err(|_| invalid_grant("Invalid refresh token"))?;
     if token_tenant != tenant {
         return Err(invalid_grant("Invalid refresh token"));
     }
-    let user = engine
-        .store
-        .users()
-        .get(tenant, &claims.sub)?
-        .ok_or_else(|| invalid_grant("Invalid refresh token"))?;
+    let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
     check_user_may_log_in(&user)?;
-    issue_user_tokens(
-        engine,
-        tenant,
-        key,
-        &user,
-        &claims.azp,
-        Some(claims.scope),
-        &claims.session_state,
-    )
+    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &claims.session_state)
 }
 
 fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
-    let unauthorized = || {
-        ApiError::oauth(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized_client",
-            "Invalid client or client credentials",
-        )
-    };
+    let unauthorized =
+        || ApiError::oauth(StatusCode::UNAUTHORIZED, "unauthorized_client", "Invalid client or client credentials");
     let (Some(id), Some(secret)) = (req.client_id, req.client_secret) else {
         return Err(invalid_request("client_id and client_secret are required"));
     };
@@ -191,9 +150,7 @@ fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenR
         azp: id.clone(),
         session_state: ulid::Ulid::generate().to_string(),
         scope: "profile".into(),
-        realm_access: RoleSet {
-            roles: vec![roles::CLIENT.to_string()],
-        },
+        realm_access: RoleSet { roles: vec![roles::CLIENT.to_string()] },
         resource_access: Default::default(),
         preferred_username: format!("service-account-{}", id.to_lowercase()),
         email: None,
@@ -233,14 +190,8 @@ fn issue_user_tokens(
         azp: client_id.to_string(),
         session_state: session.to_string(),
         scope: scope.unwrap_or_else(|| "openid profile email".into()),
-        realm_access: RoleSet {
-            roles: user.realm_roles.clone(),
-        },
-        resource_access: user
-            .client_roles
-            .iter()
-            .map(|(c, r)| (c.clone(), RoleSet { roles: r.clone() }))
-            .collect(),
+        realm_access: RoleSet { roles: user.realm_roles.clone() },
+        resource_access: user.client_roles.iter().map(|(c, r)| (c.clone(), RoleSet { roles: r.clone() })).collect(),
         preferred_username: user.username.clone(),
         email: user.email.clone(),
         ast_client_id: None,

@@ -17,20 +17,11 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
     let event: PushNotificationEvent = cx.json()?;
     let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
-    let req = SendRequest {
-        tenant: tenant.clone(),
-        recipient: recipient.clone(),
-        notification,
-    };
-    let answer = cx
-        .engine
-        .push
-        .send(req, cx.engine.config.send_deadline)
-        .await
-        .map_err(|e| match e {
-            SendError::NotFound(m) => ApiError::not_found(m),
-            SendError::Internal(m) => ApiError::internal(m),
-        })?;
+    let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
+    let answer = cx.engine.push.send(req, cx.engine.config.send_deadline).await.map_err(|e| match e {
+        SendError::NotFound(m) => ApiError::not_found(m),
+        SendError::Internal(m) => ApiError::internal(m),
+    })?;
     let responses = match answer {
         SendAnswer::Clients(results) => client_responses(&tenant, &id, &recipient, results),
         SendAnswer::Broadcast { apps, .. } => apps
@@ -49,11 +40,7 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
                     .refused
                     .map(|m| {
                         vec![NotificationResult {
-                            result: ResultValue::Error(ResultError {
-                                message: m,
-                                code: 400,
-                                subsystem: SUBSYSTEM,
-                            }),
+                            result: ResultValue::Error(ResultError { message: m, code: 400, subsystem: SUBSYSTEM }),
                             ast_client_id: None,
                         }]
                     })
@@ -95,10 +82,7 @@ fn client_responses(
                 topic: None,
                 notification_id: id.to_string(),
                 is_successful: ok,
-                results: vec![NotificationResult {
-                    result,
-                    ast_client_id: Some(r.client_id),
-                }],
+                results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
                 metadata: Some(json!({ "appName": r.outcome.app, "provider": r.outcome.provider })),
             }
         })

@@ -20,10 +20,7 @@ pub async fn put(cx: Cx) -> ApiResult<Response> {
         .get(tenant, client_id)?
         .ok_or_else(|| ApiError::not_found(format!("client {client_id} not found")))?;
     if body.app_name != client.app_name {
-        return Err(ApiError::field(
-            "appName",
-            format!("the client belongs to app {}", client.app_name),
-        ));
+        return Err(ApiError::field("appName", format!("the client belongs to app {}", client.app_name)));
     }
     if body.push_token.is_empty() {
         store.push_tokens().remove(tenant, client_id)?;
@@ -31,13 +28,7 @@ pub async fn put(cx: Cx) -> ApiResult<Response> {
         return Ok(empty(StatusCode::NO_CONTENT));
     }
     let (provider, token) = body.resolve()?;
-    let record = PushToken {
-        app_name: client.app_name,
-        provider,
-        token,
-        is_valid: true,
-        updated_ms: now_ms(),
-    };
+    let record = PushToken { app_name: client.app_name, provider, token, is_valid: true, updated_ms: now_ms() };
     store.push_tokens().set(tenant, client_id, &record)?;
     store.durable().await?;
     let view = to_view(record, store.links().user_ids_of_client(tenant, client_id)?);
@@ -49,10 +40,7 @@ pub async fn get(cx: Cx) -> ApiResult<Response> {
     let store = &cx.engine.store;
     let not_found = || ApiError::not_found(format!("no push token for client {client_id}"));
     let record = store.push_tokens().get(tenant, client_id)?.ok_or_else(not_found)?;
-    json(
-        StatusCode::OK,
-        &to_view(record, store.links().user_ids_of_client(tenant, client_id)?),
-    )
+    json(StatusCode::OK, &to_view(record, store.links().user_ids_of_client(tenant, client_id)?))
 }
 
 fn to_view(r: PushToken, assigned_users: Vec<String>) -> PushTokenView {

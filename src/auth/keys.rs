@@ -39,13 +39,7 @@ impl TenantKey {
         let x = URL_SAFE_NO_PAD.encode(&point[1..33]);
         let y = URL_SAFE_NO_PAD.encode(&point[33..65]);
         let decoding = DecodingKey::from_ec_components(&x, &y).map_err(|e| e.to_string())?;
-        Ok(Self {
-            kid: kid.to_string(),
-            encoding: EncodingKey::from_ec_der(pkcs8),
-            decoding,
-            x,
-            y,
-        })
+        Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y })
     }
 
     pub fn jwk(&self) -> serde_json::Value {

@@ -26,11 +26,7 @@ pub struct Cx {
 impl Cx {
     /// A path parameter; the router guarantees the names of its patterns.
     pub fn param(&self, name: &str) -> &str {
-        self.params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
+        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
     }
 
     /// The tenant of the path.
@@ -39,9 +35,7 @@ impl Cx {
     }
 
     pub fn principal(&self) -> ApiResult<&Principal> {
-        self.principal
-            .as_ref()
-            .ok_or_else(|| ApiError::unauthorized("missing bearer token"))
+        self.principal.as_ref().ok_or_else(|| ApiError::unauthorized("missing bearer token"))
     }
 
     /// Decodes the JSON body strictly; the error names the field path.
@@ -51,10 +45,7 @@ impl Cx {
 
     /// Query parameters in order (a repeated name appears repeatedly).
     pub fn query_pairs(&self) -> Vec<(String, String)> {
-        self.query
-            .as_deref()
-            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default()
+        self.query.as_deref().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
     }
 
     pub fn query_param(&self, name: &str) -> Option<String> {
@@ -88,8 +79,7 @@ pub fn json<T: Serialize>(status: StatusCode, value: &T) -> ApiResult<Response> 
 pub fn with_body(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
     let mut r = http::Response::new(Full::new(body));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 

@@ -68,11 +68,9 @@ impl ServiceAccount {
                 format!("is not a service-account JSON with client_email, private_key and project_id ({e})"),
             )
         })?;
-        for (name, v) in [
-            ("client_email", &sa.client_email),
-            ("private_key", &sa.private_key),
-            ("project_id", &sa.project_id),
-        ] {
+        for (name, v) in
+            [("client_email", &sa.client_email), ("private_key", &sa.private_key), ("project_id", &sa.project_id)]
+        {
             if v.trim().is_empty() {
                 return Err(ApiError::field(F, format!("service account has an empty {name}")));
             }
@@ -121,16 +119,10 @@ impl AppBody {
         }
         for (i, c) in self.categories.iter().enumerate() {
             if !CATEGORIES.contains(&c.as_str()) {
-                return Err(ApiError::field(
-                    &format!("categories[{i}]"),
-                    "must be one of chat, payment, tms",
-                ));
+                return Err(ApiError::field(&format!("categories[{i}]"), "must be one of chat, payment, tms"));
             }
             if self.categories[..i].contains(c) {
-                return Err(ApiError::field(
-                    &format!("categories[{i}]"),
-                    format!("duplicate category {c}"),
-                ));
+                return Err(ApiError::field(&format!("categories[{i}]"), format!("duplicate category {c}")));
             }
         }
         Ok(())
@@ -151,24 +143,15 @@ impl AppBody {
     fn validate_apns(&self) -> ApiResult<()> {
         if !self.any_apns() {
             return match self.ios_is_development {
-                Some(_) => Err(ApiError::field(
-                    "iosIsDevelopment",
-                    "is given without any APNs credential",
-                )),
+                Some(_) => Err(ApiError::field("iosIsDevelopment", "is given without any APNs credential")),
                 None => Ok(()),
             };
         }
         if self.ios_is_development.is_none() {
-            return Err(ApiError::field(
-                "iosIsDevelopment",
-                "is required when any APNs field is set",
-            ));
+            return Err(ApiError::field("iosIsDevelopment", "is required when any APNs field is set"));
         }
         let required: &[(&str, &Option<String>)] = if self.ios_apns_certificate.is_some() {
-            &[
-                ("iosApnsPrivateKey", &self.ios_apns_private_key),
-                ("iosBundleId", &self.ios_bundle_id),
-            ]
+            &[("iosApnsPrivateKey", &self.ios_apns_private_key), ("iosBundleId", &self.ios_bundle_id)]
         } else {
             &[
                 ("iosApnsTeamId", &self.ios_apns_team_id),
@@ -177,23 +160,15 @@ impl AppBody {
                 ("iosBundleId", &self.ios_bundle_id),
             ]
         };
-        let mode = if self.ios_apns_certificate.is_some() {
-            "certificate-based"
-        } else {
-            "token-based"
-        };
+        let mode = if self.ios_apns_certificate.is_some() { "certificate-based" } else { "token-based" };
         for (field, value) in required {
             if value.as_deref().is_none_or(str::is_empty) {
-                return Err(ApiError::field(
-                    field,
-                    format!("is required for {mode} APNs authentication"),
-                ));
+                return Err(ApiError::field(field, format!("is required for {mode} APNs authentication")));
             }
         }
-        for (field, value) in [
-            ("iosApnsCertificate", &self.ios_apns_certificate),
-            ("iosApnsPrivateKey", &self.ios_apns_private_key),
-        ] {
+        for (field, value) in
+            [("iosApnsCertificate", &self.ios_apns_certificate), ("iosApnsPrivateKey", &self.ios_apns_private_key)]
+        {
             if let Some(v) = value.as_deref().filter(|v| *v != MASK) {
                 decode_base64_field(field, v)?;
             }
@@ -274,10 +249,7 @@ mod tests {
     #[test]
     fn apns_modes_need_their_fields() {
         assert!(token_app().validate("a").is_ok());
-        let no_team = AppBody {
-            ios_apns_team_id: None,
-            ..token_app()
-        };
+        let no_team = AppBody { ios_apns_team_id: None, ..token_app() };
         assert_eq!(field_of(no_team.validate("a")), "iosApnsTeamId");
         let cert = AppBody {
             ios_apns_certificate: Some(STANDARD.encode("c")),
@@ -286,121 +258,54 @@ mod tests {
             ..token_app()
         };
         assert!(cert.validate("a").is_ok());
-        let cert_no_bundle = AppBody {
-            ios_bundle_id: None,
-            ..cert
-        };
+        let cert_no_bundle = AppBody { ios_bundle_id: None, ..cert };
         assert_eq!(field_of(cert_no_bundle.validate("a")), "iosBundleId");
-        let no_env = AppBody {
-            ios_is_development: None,
-            ..token_app()
-        };
+        let no_env = AppBody { ios_is_development: None, ..token_app() };
         assert_eq!(field_of(no_env.validate("a")), "iosIsDevelopment");
     }
 
     #[test]
     fn categories_lengths_and_pairs() {
-        let base = AppBody {
-            categories: vec!["chat".into()],
-            ..Default::default()
-        };
+        let base = AppBody { categories: vec!["chat".into()], ..Default::default() };
+        assert_eq!(field_of(AppBody { categories: vec![], ..base.clone() }.validate("a")), "categories");
         assert_eq!(
-            field_of(
-                AppBody {
-                    categories: vec![],
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
-            "categories"
-        );
-        assert_eq!(
-            field_of(
-                AppBody {
-                    categories: vec!["chat".into(), "chat".into()],
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { categories: vec!["chat".into(), "chat".into()], ..base.clone() }.validate("a")),
             "categories[1]"
         );
         assert_eq!(
-            field_of(
-                AppBody {
-                    categories: vec!["news".into()],
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { categories: vec!["news".into()], ..base.clone() }.validate("a")),
             "categories[0]"
         );
         assert_eq!(field_of(base.validate(&"x".repeat(33))), "appName");
         assert_eq!(field_of(base.validate("")), "appName");
         assert_eq!(
-            field_of(
-                AppBody {
-                    hpk_client_id: Some("id".into()),
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { hpk_client_id: Some("id".into()), ..base.clone() }.validate("a")),
             "hpkClientSecret"
         );
         assert_eq!(
-            field_of(
-                AppBody {
-                    android_api_key: Some("k".repeat(256)),
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { android_api_key: Some("k".repeat(256)), ..base.clone() }.validate("a")),
             "androidApiKey"
         );
     }
 
     #[test]
     fn service_account_must_decode() {
-        let base = AppBody {
-            categories: vec!["chat".into()],
-            ..Default::default()
-        };
+        let base = AppBody { categories: vec!["chat".into()], ..Default::default() };
         let good = STANDARD.encode(r#"{"client_email":"a@b","private_key":"k","project_id":"p"}"#);
-        assert!(AppBody {
-            fcm_service_account_json: Some(good),
-            ..base.clone()
-        }
-        .validate("a")
-        .is_ok());
+        assert!(AppBody { fcm_service_account_json: Some(good), ..base.clone() }.validate("a").is_ok());
         let missing = STANDARD.encode(r#"{"client_email":"a@b","project_id":"p"}"#);
         assert_eq!(
-            field_of(
-                AppBody {
-                    fcm_service_account_json: Some(missing),
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { fcm_service_account_json: Some(missing), ..base.clone() }.validate("a")),
             "fcmServiceAccountJSON"
         );
         assert_eq!(
-            field_of(
-                AppBody {
-                    fcm_service_account_json: Some("!!".into()),
-                    ..base.clone()
-                }
-                .validate("a")
-            ),
+            field_of(AppBody { fcm_service_account_json: Some("!!".into()), ..base.clone() }.validate("a")),
             "fcmServiceAccountJSON"
         );
         let data_url = format!(
             "data:application/json;base64,{}",
             STANDARD.encode(r#"{"client_email":"a","private_key":"k","project_id":"p"}"#)
         );
-        assert!(AppBody {
-            fcm_service_account_json: Some(data_url),
-            ..base
-        }
-        .validate("a")
-        .is_ok());
+        assert!(AppBody { fcm_service_account_json: Some(data_url), ..base }.validate("a").is_ok());
     }
 }

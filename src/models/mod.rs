@@ -6,3 +6,4 @@ pub mod push;
 pub mod push_token;
 pub mod tenant;
 pub mod validate;
+pub mod webhook;

@@ -109,10 +109,7 @@ impl PushNotificationEvent {
         match &r.tenant_id {
             None => return Err(ApiError::field("recipient.tenantId", "is required")),
             Some(t) if t != path_tenant => {
-                return Err(ApiError::field(
-                    "recipient.tenantId",
-                    "must equal the tenant of the path",
-                ))
+                return Err(ApiError::field("recipient.tenantId", "must equal the tenant of the path"))
             }
             _ => {}
         }
@@ -129,10 +126,7 @@ impl PushNotificationEvent {
         }
         let target = match (&r.user_id, &r.ast_client_id, &r.topic) {
             (Some(u), None, None) => Target::User { user: u.clone() },
-            (Some(u), Some(c), None) => Target::Client {
-                user: u.clone(),
-                client: c.clone(),
-            },
+            (Some(u), Some(c), None) => Target::Client { user: u.clone(), client: c.clone() },
             (None, None, Some(t)) => Target::Topic { topic: t.clone() },
             _ => {
                 return Err(ApiError::field(

@@ -49,18 +49,12 @@ impl PutPushToken {
         let prefixed = PREFIXES.iter().find(|(p, _)| self.push_token.starts_with(p));
         let (provider, token) = match (prefixed, explicit) {
             (Some((p, inferred)), Some(given)) if *inferred != given => {
-                return Err(ApiError::field(
-                    "pushProvider",
-                    format!("contradicts the token's prefix {p}"),
-                ));
+                return Err(ApiError::field("pushProvider", format!("contradicts the token's prefix {p}")));
             }
             (Some((p, inferred)), _) => (*inferred, self.push_token[p.len()..].to_string()),
             (None, Some(given)) => (given, self.push_token.clone()),
             (None, None) => {
-                return Err(ApiError::field(
-                    "pushProvider",
-                    "is required when the token has no provider prefix",
-                ));
+                return Err(ApiError::field("pushProvider", "is required when the token has no provider prefix"));
             }
         };
         check_token(provider, &token)?;
@@ -84,10 +78,7 @@ fn check_token(provider: PushProvider, token: &str) -> ApiResult<()> {
                 || token.len() % 2 != 0
                 || !token.bytes().all(|b| b.is_ascii_hexdigit())
             {
-                return Err(ApiError::field(
-                    F,
-                    "an APNs device token is 64 or more hexadecimal characters",
-                ));
+                return Err(ApiError::field(F, "an APNs device token is 64 or more hexadecimal characters"));
             }
         }
         _ => {
@@ -104,71 +95,28 @@ mod tests {
     use super::*;
 
     fn put(token: &str, provider: Option<&str>) -> PutPushToken {
-        PutPushToken {
-            app_name: "a".into(),
-            push_token: token.into(),
-            push_provider: provider.map(str::to_string),
-        }
+        PutPushToken { app_name: "a".into(), push_token: token.into(), push_provider: provider.map(str::to_string) }
     }
 
     #[test]
     fn prefixes_are_stripped_and_infer_the_provider() {
         let apns = "ab".repeat(32);
-        assert_eq!(
-            put(&format!("APNS:{apns}"), None).resolve().unwrap(),
-            (PushProvider::Apns, apns.clone())
-        );
-        assert_eq!(
-            put(&format!("APN:{apns}"), None).resolve().unwrap().0,
-            PushProvider::Apn
-        );
-        assert_eq!(
-            put("FCMF:tok", None).resolve().unwrap(),
-            (PushProvider::Fcmf, "tok".into())
-        );
-        assert_eq!(
-            put("FCM:tok", None).resolve().unwrap(),
-            (PushProvider::Fcm, "tok".into())
-        );
+        assert_eq!(put(&format!("APNS:{apns}"), None).resolve().unwrap(), (PushProvider::Apns, apns.clone()));
+        assert_eq!(put(&format!("APN:{apns}"), None).resolve().unwrap().0, PushProvider::Apn);
+        assert_eq!(put("FCMF:tok", None).resolve().unwrap(), (PushProvider::Fcmf, "tok".into()));
+        assert_eq!(put("FCM:tok", None).resolve().unwrap(), (PushProvider::Fcm, "tok".into()));
         assert_eq!(put("GCM:tok", None).resolve().unwrap().0, PushProvider::Gcm);
         assert_eq!(put("HPK:tok", Some("HPK")).resolve().unwrap().0, PushProvider::Hpk);
-        assert_eq!(
-            put("tok", Some("FCM")).resolve().unwrap(),
-            (PushProvider::Fcm, "tok".into())
-        );
+        assert_eq!(put("tok", Some("FCM")).resolve().unwrap(), (PushProvider::Fcm, "tok".into()));
     }
 
     #[test]
     fn contradictions_and_bad_shapes_are_rejected() {
-        assert!(put("FCM:tok", Some("HPK"))
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushProvider"));
-        assert!(put("tok", None)
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushProvider"));
-        assert!(put("tok", Some("XYZ"))
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushProvider"));
-        assert!(put("APNS:xyz", None)
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushToken"));
-        assert!(put("FCM:", None)
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushToken"));
-        assert!(put("a b", Some("FCM"))
-            .resolve()
-            .unwrap_err()
-            .message
-            .starts_with("pushToken"));
+        assert!(put("FCM:tok", Some("HPK")).resolve().unwrap_err().message.starts_with("pushProvider"));
+        assert!(put("tok", None).resolve().unwrap_err().message.starts_with("pushProvider"));
+        assert!(put("tok", Some("XYZ")).resolve().unwrap_err().message.starts_with("pushProvider"));
+        assert!(put("APNS:xyz", None).resolve().unwrap_err().message.starts_with("pushToken"));
+        assert!(put("FCM:", None).resolve().unwrap_err().message.starts_with("pushToken"));
+        assert!(put("a b", Some("FCM")).resolve().unwrap_err().message.starts_with("pushToken"));
     }
 }

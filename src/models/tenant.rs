@@ -22,10 +22,7 @@ impl CreateTenant {
 /// 3 to 255 characters of `[a-z0-9-]`.
 pub fn validate_tenant_id(id: &str) -> ApiResult<()> {
     validate::length("tenantId", id, 3, 255)?;
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
+    if !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err(ApiError::field("tenantId", "may hold only a-z, 0-9 and -"));
     }
     Ok(())

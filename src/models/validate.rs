@@ -6,10 +6,7 @@ use crate::error::{ApiError, ApiResult};
 pub fn length(field: &str, value: &str, min: usize, max: usize) -> ApiResult<()> {
     let n = value.chars().count();
     if n < min || n > max {
-        return Err(ApiError::field(
-            field,
-            format!("must have {min} to {max} characters, has {n}"),
-        ));
+        return Err(ApiError::field(field, format!("must have {min} to {max} characters, has {n}")));
     }
     Ok(())
 }
@@ -33,16 +30,10 @@ pub fn id(field: &str, value: &str, min: usize, max: usize) -> ApiResult<()> {
 
 /// A ULID as the API uses them: 26 characters of Crockford base32.
 pub fn ulid(field: &str, value: &str) -> ApiResult<()> {
-    if value.len() == 26
-        && value
-            .chars()
-            .all(|c| c.is_ascii_digit() || (c.is_ascii_uppercase() && !"ILOU".contains(c)))
+    if value.len() == 26 && value.chars().all(|c| c.is_ascii_digit() || (c.is_ascii_uppercase() && !"ILOU".contains(c)))
     {
         Ok(())
     } else {
-        Err(ApiError::field(
-            field,
-            "must be a ULID (26 characters of 0-9 and A-Z without I, L, O, U)",
-        ))
+        Err(ApiError::field(field, "must be a ULID (26 characters of 0-9 and A-Z without I, L, O, U)"))
     }
 }

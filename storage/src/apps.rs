@@ -42,11 +42,7 @@ impl Apps<'_> {
     pub fn create(&self, tenant: &str, app: &App) -> Result<()> {
         let k = key(&[tenant, &app.name]);
         let v = codec::encode(app)?;
-        self.0
-            .trees()
-            .apps
-            .compare_and_swap(k, None as Option<&[u8]>, Some(v))?
-            .map_err(|_| Error::Conflict("app"))
+        self.0.trees().apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?.map_err(|_| Error::Conflict("app"))
     }
 
     pub fn update(&self, tenant: &str, app: &App) -> Result<()> {
@@ -67,12 +63,8 @@ impl Apps<'_> {
         let t = &self.0.trees().apps;
         let p = prefix(&[tenant]);
         let total = t.scan_prefix(&p).count();
-        let page = t
-            .scan_prefix(&p)
-            .skip(offset)
-            .take(limit)
-            .map(|kv| codec::decode(&kv?.1))
-            .collect::<Result<Vec<App>>>()?;
+        let page =
+            t.scan_prefix(&p).skip(offset).take(limit).map(|kv| codec::decode(&kv?.1)).collect::<Result<Vec<App>>>()?;
         Ok((page, total))
     }
 

@@ -36,11 +36,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects_unknown_formats() {
-        let r = R {
-            a: "x".into(),
-            b: Some(7),
-            c: vec![true],
-        };
+        let r = R { a: "x".into(), b: Some(7), c: vec![true] };
         let bytes = encode(&r).unwrap();
         assert_eq!(bytes[0], FORMAT);
         assert_eq!(decode::<R>(&bytes).unwrap(), r);

@@ -71,10 +71,7 @@ impl Report {
     pub fn record(&mut self, outcome: &ClientOutcome) {
         self.by_app.entry(outcome.app.clone()).or_default().add(outcome.state);
         if !outcome.provider.is_empty() {
-            self.by_provider
-                .entry(outcome.provider.clone())
-                .or_default()
-                .add(outcome.state);
+            self.by_provider.entry(outcome.provider.clone()).or_default().add(outcome.state);
         }
     }
 }
@@ -146,10 +143,7 @@ impl Deliveries<'_> {
         client: &str,
         outcome: &ClientOutcome,
     ) -> Result<()> {
-        self.0
-            .trees()
-            .outcomes
-            .insert(key(&[tenant, notification, client]), codec::encode(outcome)?)?;
+        self.0.trees().outcomes.insert(key(&[tenant, notification, client]), codec::encode(outcome)?)?;
         Ok(())
     }
 

@@ -40,11 +40,7 @@ impl Flusher {
             .name("herald-flusher".into())
             .spawn(move || run(db, q, tx))
             .expect("spawning the flusher thread");
-        Self {
-            queue,
-            done,
-            thread: Some(thread),
-        }
+        Self { queue, done, thread: Some(thread) }
     }
 
     /// Waits until everything written before this call is on disk.

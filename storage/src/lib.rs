@@ -22,6 +22,7 @@ pub mod provider_tokens;
 pub mod push_tokens;
 pub mod tenants;
 pub mod users;
+pub mod webhooks;
 
 pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};

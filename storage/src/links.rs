@@ -35,11 +35,7 @@ impl Links<'_> {
                     let old: Link =
                         codec::decode(&old).map_err(sled::transaction::ConflictableTransactionError::Abort)?;
                     let updated = if old.mloa == mloa { old.mloa_updated_on } else { now };
-                    Link {
-                        mloa: mloa.to_string(),
-                        mloa_updated_on: updated,
-                        ..old
-                    }
+                    Link { mloa: mloa.to_string(), mloa_updated_on: updated, ..old }
                 }
                 None => Link {
                     user_id: user_id.to_string(),
@@ -59,24 +55,17 @@ impl Links<'_> {
 
     pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {
         let t = &self.0.trees().links_by_user;
-        t.scan_prefix(prefix(&[tenant, user_id]))
-            .map(|kv| codec::decode(&kv?.1))
-            .collect()
+        t.scan_prefix(prefix(&[tenant, user_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     pub fn of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<Link>> {
         let t = &self.0.trees().links_by_client;
-        t.scan_prefix(prefix(&[tenant, client_id]))
-            .map(|kv| codec::decode(&kv?.1))
-            .collect()
+        t.scan_prefix(prefix(&[tenant, client_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Ids of the users linked to a client, without decoding the links.
     pub fn user_ids_of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<String>> {
         let t = &self.0.trees().links_by_client;
-        t.scan_prefix(prefix(&[tenant, client_id]))
-            .keys()
-            .map(|k| Ok(last_part(&k?)))
-            .collect()
+        t.scan_prefix(prefix(&[tenant, client_id])).keys().map(|k| Ok(last_part(&k?))).collect()
     }
 }

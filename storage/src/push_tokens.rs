@@ -72,10 +72,7 @@ impl PushTokens<'_> {
         let t = self.0.trees();
         let k = key(&[tenant, client_id]);
         let value = codec::encode(token)?;
-        let index_value = codec::encode(&TokenRef {
-            provider: token.provider,
-            token: token.token.clone(),
-        })?;
+        let index_value = codec::encode(&TokenRef { provider: token.provider, token: token.token.clone() })?;
         let new_index = index_key(tenant, &token.app_name, client_id);
         (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
             if let Some(old) = tokens.get(&k)? {

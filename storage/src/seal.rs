@@ -29,10 +29,7 @@ pub struct MasterKey {
 impl MasterKey {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let unbound = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| Error::Seal("master key must be 32 bytes"))?;
-        Ok(Self {
-            key: LessSafeKey::new(unbound),
-            rng: SystemRandom::new(),
-        })
+        Ok(Self { key: LessSafeKey::new(unbound), rng: SystemRandom::new() })
     }
 
     /// Loads the hex-encoded key from `path`, creating it (mode 0600) on first use.
@@ -44,9 +41,7 @@ impl MasterKey {
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut bytes = [0u8; 32];
-                SystemRandom::new()
-                    .fill(&mut bytes)
-                    .map_err(|_| Error::Seal("no randomness"))?;
+                SystemRandom::new().fill(&mut bytes).map_err(|_| Error::Seal("no randomness"))?;
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
@@ -76,10 +71,7 @@ impl MasterKey {
     }
 
     pub fn open(&self, secret: &Secret, context: &str) -> Result<Vec<u8>> {
-        let (nonce, sealed) = secret
-            .0
-            .split_at_checked(NONCE_LEN)
-            .ok_or(Error::Seal("sealed value too short"))?;
+        let (nonce, sealed) = secret.0.split_at_checked(NONCE_LEN).ok_or(Error::Seal("sealed value too short"))?;
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::Seal("bad nonce"))?;
         let mut buf = sealed.to_vec();
         let plain = self

@@ -18,11 +18,7 @@ pub struct StoreOptions {
 
 impl StoreOptions {
     pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
-        StoreOptions {
-            data_dir: data_dir.into(),
-            master_key_file: None,
-            cache_bytes: 64 << 20,
-        }
+        StoreOptions { data_dir: data_dir.into(), master_key_file: None, cache_bytes: 64 << 20 }
     }
 }
 
@@ -54,22 +50,20 @@ pub(crate) struct Trees {
     pub(crate) reports: sled::Tree,
     pub(crate) outcomes: sled::Tree,
     pub(crate) provider_tokens: sled::Tree,
+    pub(crate) webhooks: sled::Tree,
+    pub(crate) outbox: sled::Tree,
+    pub(crate) failed_events: sled::Tree,
+    pub(crate) attempts: sled::Tree,
 }
 
 impl Store {
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
-        let key_file = opts
-            .master_key_file
-            .clone()
-            .unwrap_or_else(|| opts.data_dir.join("master.key"));
+        let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
         // A modest page cache: Herald's working set is its indexes, and the process
         // must stay small during million-token broadcasts.
-        let db = sled::Config::new()
-            .path(opts.data_dir.join("db"))
-            .cache_capacity(opts.cache_bytes)
-            .open()?;
+        let db = sled::Config::new().path(opts.data_dir.join("db")).cache_capacity(opts.cache_bytes).open()?;
         let trees = Trees {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,
@@ -84,16 +78,13 @@ impl Store {
             reports: db.open_tree("reports")?,
             outcomes: db.open_tree("outcomes")?,
             provider_tokens: db.open_tree("provider_tokens")?,
+            webhooks: db.open_tree("webhooks")?,
+            outbox: db.open_tree("outbox")?,
+            failed_events: db.open_tree("failed_events")?,
+            attempts: db.open_tree("attempts")?,
         };
         let flusher = Flusher::start(db.clone());
-        Ok(Store {
-            inner: Arc::new(Inner {
-                db,
-                trees,
-                flusher,
-                master,
-            }),
-        })
+        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master }) })
     }
 
     /// Returns once every write made before the call is on disk; flushes are
@@ -140,8 +131,5 @@ pub(crate) fn put<T: Serialize>(tree: &sled::Tree, key: &[u8], value: &T) -> Res
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }

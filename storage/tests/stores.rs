@@ -8,13 +8,7 @@ fn open(dir: &std::path::Path) -> Store {
 }
 
 fn token(app: &str, t: &str) -> PushToken {
-    PushToken {
-        app_name: app.into(),
-        provider: PushProvider::Apns,
-        token: t.into(),
-        is_valid: true,
-        updated_ms: 1,
-    }
+    PushToken { app_name: app.into(), provider: PushProvider::Apns, token: t.into(), is_valid: true, updated_ms: 1 }
 }
 
 #[tokio::test]
@@ -22,15 +16,7 @@ async fn records_survive_reopen_after_durable() {
     let dir = tempfile::tempdir().unwrap();
     {
         let s = open(dir.path());
-        s.apps()
-            .create(
-                "acme",
-                &App {
-                    name: "shop".into(),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        s.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
         s.durable().await.unwrap();
     }
     let s = open(dir.path());
@@ -46,15 +32,7 @@ async fn concurrent_durable_calls_all_complete() {
     for i in 0..64 {
         let s = s.clone();
         tasks.push(tokio::spawn(async move {
-            s.apps()
-                .create(
-                    "acme",
-                    &App {
-                        name: format!("a{i}"),
-                        ..Default::default()
-                    },
-                )
-                .unwrap();
+            s.apps().create("acme", &App { name: format!("a{i}"), ..Default::default() }).unwrap();
             s.durable().await.unwrap();
         }));
     }
@@ -68,16 +46,9 @@ async fn concurrent_durable_calls_all_complete() {
 fn usernames_are_unique_per_tenant_only() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
-    let u = User {
-        id: "u1".into(),
-        username: "alice".into(),
-        ..Default::default()
-    };
+    let u = User { id: "u1".into(), username: "alice".into(), ..Default::default() };
     s.users().create("a", &u).unwrap();
-    let again = User {
-        id: "u2".into(),
-        ..u.clone()
-    };
+    let again = User { id: "u2".into(), ..u.clone() };
     assert!(matches!(s.users().create("a", &again), Err(Error::Conflict("user"))));
     s.users().create("b", &again).unwrap();
     assert_eq!(s.users().get_by_name("a", "alice").unwrap().unwrap().id, "u1");

@@ -34,12 +34,7 @@ impl TestServer {
         tweak(&mut config);
         let running = herald::server::spawn(config).await.expect("server starts");
         let base = format!("http://{}", running.addr);
-        TestServer {
-            running: Some(running),
-            base,
-            http: Client::new(),
-            dir,
-        }
+        TestServer { running: Some(running), base, http: Client::new(), dir }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -117,12 +112,7 @@ impl TestServer {
         self.create_tenant(tenant).await;
         let token = self.admin_token(tenant).await;
         let (s, b) = self
-            .call(
-                Method::POST,
-                &format!("/v1/tenants/{tenant}/apps/{app}"),
-                Some(&token),
-                Some(fcm_app_body()),
-            )
+            .call(Method::POST, &format!("/v1/tenants/{tenant}/apps/{app}"), Some(&token), Some(fcm_app_body()))
             .await;
         assert_eq!(s, StatusCode::CREATED, "{b}");
         token
@@ -139,10 +129,7 @@ impl TestServer {
             )
             .await;
         assert_eq!(s, StatusCode::CREATED, "{b}");
-        (
-            b["astClientId"].as_str().unwrap().to_string(),
-            b["clientSecret"].as_str().unwrap().to_string(),
-        )
+        (b["astClientId"].as_str().unwrap().to_string(), b["clientSecret"].as_str().unwrap().to_string())
     }
 
     pub async fn shutdown(mut self) {
@@ -160,13 +147,7 @@ pub fn fcm_app_body() -> Value {
 
 /// The part of an error message before the first colon: the field path.
 pub fn field(body: &Value) -> String {
-    body["message"]
-        .as_str()
-        .unwrap_or_default()
-        .split(':')
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    body["message"].as_str().unwrap_or_default().split(':').next().unwrap_or_default().to_string()
 }
 
 /// Herald wired to the provider simulators, with tenant `acme` and app `demo`
@@ -188,9 +169,7 @@ impl PushWorld {
         let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs")))
             .await
             .expect("simulators start");
-        let creds = sims
-            .generate_credentials(&dir.path().join("creds"))
-            .expect("credentials");
+        let creds = sims.generate_credentials(&dir.path().join("creds")).expect("credentials");
         let server = TestServer::start_with(|c| {
             point_at(c, &sims);
             tweak(c);
@@ -198,22 +177,11 @@ impl PushWorld {
         .await;
         server.create_tenant("acme").await;
         let admin = server.admin_token("acme").await;
-        let (st, b) = server
-            .call(
-                Method::POST,
-                "/v1/tenants/acme/apps/demo",
-                Some(&admin),
-                Some(creds.app_json.clone()),
-            )
-            .await;
+        let (st, b) =
+            server.call(Method::POST, "/v1/tenants/acme/apps/demo", Some(&admin), Some(creds.app_json.clone())).await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
         std::mem::forget(dir); // the simulators keep using their cert dir
-        PushWorld {
-            server,
-            sims,
-            creds,
-            admin,
-        }
+        PushWorld { server, sims, creds, admin }
     }
 
     /// A client of `app` linked to `user`, with `token` (legacy prefix included); returns its id.
@@ -242,14 +210,7 @@ impl PushWorld {
     }
 
     pub async fn send(&self, body: Value) -> (StatusCode, Value) {
-        self.server
-            .call(
-                Method::POST,
-                "/v1/tenants/acme/push_notification/send",
-                Some(&self.admin),
-                Some(body),
-            )
-            .await
+        self.server.call(Method::POST, "/v1/tenants/acme/push_notification/send", Some(&self.admin), Some(body)).await
     }
 
     /// Polls the delivery report until the broadcast completes (at most `secs`).
@@ -258,12 +219,7 @@ impl PushWorld {
         loop {
             let (st, r) = self
                 .server
-                .call(
-                    Method::GET,
-                    &format!("/v1/tenants/acme/push_notification/{id}"),
-                    Some(&self.admin),
-                    None,
-                )
+                .call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), Some(&self.admin), None)
                 .await;
             assert_eq!(st, StatusCode::OK, "{r}");
             if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {

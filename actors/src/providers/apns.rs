@@ -66,11 +66,7 @@ impl ApnsPayload {
                 headers.push((http::header::AUTHORIZATION, value));
             }
         }
-        WireRequest {
-            path,
-            headers,
-            body: self.body.clone(),
-        }
+        WireRequest { path, headers, body: self.body.clone() }
     }
 }
 
@@ -107,44 +103,28 @@ fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, Fo
     headers.push((APNS_PUSH_TYPE.clone(), HeaderValue::from_static(push_type)));
     headers.push((APNS_PRIORITY.clone(), HeaderValue::from_static(priority)));
     if let Some(ttl) = n.time_to_live {
-        let expiration = if ttl <= 0 {
-            0
-        } else {
-            now.saturating_add(ttl.min(MAX_TTL_SECS) as u64)
-        };
+        let expiration = if ttl <= 0 { 0 } else { now.saturating_add(ttl.min(MAX_TTL_SECS) as u64) };
         headers.push((APNS_EXPIRATION.clone(), HeaderValue::from(expiration)));
     }
     if let Some(key) = &n.collapse_key {
         if key.len() > MAX_COLLAPSE_ID {
             return Err(FormatError {
                 status: 400,
-                message: format!(
-                    "collapseKey of {} bytes exceeds APNs' {MAX_COLLAPSE_ID}-byte limit",
-                    key.len()
-                ),
+                message: format!("collapseKey of {} bytes exceeds APNs' {MAX_COLLAPSE_ID}-byte limit", key.len()),
             });
         }
         headers.push((APNS_COLLAPSE_ID.clone(), header_value("collapseKey", key)?));
     }
 
-    let body = serde_json::to_vec(&body_json(n)).map_err(|e| FormatError {
-        status: 400,
-        message: format!("cannot encode the APNs payload: {e}"),
-    })?;
+    let body = serde_json::to_vec(&body_json(n))
+        .map_err(|e| FormatError { status: 400, message: format!("cannot encode the APNs payload: {e}") })?;
     if body.len() > super::MAX_PAYLOAD {
         return Err(FormatError {
             status: 413,
-            message: format!(
-                "payload of {} bytes exceeds APNs' {}-byte limit",
-                body.len(),
-                super::MAX_PAYLOAD
-            ),
+            message: format!("payload of {} bytes exceeds APNs' {}-byte limit", body.len(), super::MAX_PAYLOAD),
         });
     }
-    Ok(ApnsPayload {
-        body: Bytes::from(body),
-        headers,
-    })
+    Ok(ApnsPayload { body: Bytes::from(body), headers })
 }
 
 fn body_json(n: &Notification) -> Value {
@@ -210,11 +190,7 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Ou
     match (status, reason.as_str()) {
         (410, _) | (400, "BadDeviceToken") => Outcome::Dead { status, reason },
         (403, "ExpiredProviderToken" | "InvalidProviderToken") => Outcome::AuthRefused { status, reason },
-        (429, _) | (500..=599, _) => Outcome::Retry {
-            status,
-            reason,
-            after: retry_after(headers),
-        },
+        (429, _) | (500..=599, _) => Outcome::Retry { status, reason, after: retry_after(headers) },
         _ => Outcome::Failed { status, reason },
     }
 }
@@ -272,9 +248,7 @@ pub struct ApnsJwt {
 
 impl std::fmt::Debug for ApnsJwt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApnsJwt")
-            .field("key_id", &self.key_id)
-            .finish_non_exhaustive()
+        f.debug_struct("ApnsJwt").field("key_id", &self.key_id).finish_non_exhaustive()
     }
 }
 
@@ -306,10 +280,7 @@ impl ApnsJwt {
             header: format!("{}.", URL_SAFE_NO_PAD.encode(header)),
             claims_prefix: format!("{{\"iss\":{iss},\"iat\":"),
             clock,
-            current: RwLock::new(Signed {
-                token: Arc::from(""),
-                iat: 0,
-            }),
+            current: RwLock::new(Signed { token: Arc::from(""), iat: 0 }),
         };
         let now = (jwt.clock)();
         let token = jwt.sign(now)?;
@@ -380,10 +351,7 @@ impl ApnsJwt {
         let mut jwt = String::with_capacity(self.header.len() + claims.len() * 4 / 3 + 90);
         jwt.push_str(&self.header);
         URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut jwt);
-        let signature = self
-            .key
-            .sign(&self.rng, jwt.as_bytes())
-            .map_err(|_| "ECDSA signing failed".to_owned())?;
+        let signature = self.key.sign(&self.rng, jwt.as_bytes()).map_err(|_| "ECDSA signing failed".to_owned())?;
         jwt.push('.');
         URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut jwt);
         Ok(jwt.into())
@@ -423,10 +391,7 @@ impl ApnsJwt {
             return false;
         }
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
-        *guard = Signed {
-            token: Arc::from(token),
-            iat,
-        };
+        *guard = Signed { token: Arc::from(token), iat };
         true
     }
 }
@@ -448,10 +413,7 @@ mod tests {
     }
 
     fn header<'a>(p: &'a ApnsPayload, name: &str) -> Option<&'a str> {
-        p.headers()
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.to_str().ok())
+        p.headers().iter().find(|(k, _)| k == name).and_then(|(_, v)| v.to_str().ok())
     }
 
     fn body(p: &ApnsPayload) -> Value {
@@ -536,21 +498,12 @@ mod tests {
         let p = prepare_at(&n, "t", 1_000_000).unwrap();
         assert_eq!(header(&p, "apns-expiration"), Some("3592000"));
         n.time_to_live = Some(0);
-        assert_eq!(
-            header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"),
-            Some("0")
-        );
+        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
         n.time_to_live = Some(-5);
-        assert_eq!(
-            header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"),
-            Some("0")
-        );
+        assert_eq!(header(&prepare_at(&n, "t", 1_000_000).unwrap(), "apns-expiration"), Some("0"));
         // prepare() uses the real clock.
         n.time_to_live = Some(60);
-        let exp: u64 = header(&prepare(&n, "t").unwrap(), "apns-expiration")
-            .unwrap()
-            .parse()
-            .unwrap();
+        let exp: u64 = header(&prepare(&n, "t").unwrap(), "apns-expiration").unwrap().parse().unwrap();
         assert!(exp.abs_diff(unix_now() + 60) <= 2);
     }
 
@@ -597,11 +550,7 @@ mod tests {
         let r = p.request("abcd1234", Some("h.c.s"));
         assert_eq!(r.path, "/3/device/abcd1234");
         assert_eq!(r.body, *p.body());
-        let auth = r
-            .headers
-            .iter()
-            .find(|(k, _)| k == http::header::AUTHORIZATION)
-            .unwrap();
+        let auth = r.headers.iter().find(|(k, _)| k == http::header::AUTHORIZATION).unwrap();
         assert_eq!(auth.1, "bearer h.c.s");
         assert!(auth.1.is_sensitive());
         assert_eq!(r.headers.len(), p.headers().len() + 1);
@@ -624,63 +573,34 @@ mod tests {
         h.insert("apns-id", "EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".parse().unwrap());
         assert_eq!(
             parse_response(200, &h, b""),
-            Outcome::Sent {
-                id: Some("EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".into())
-            }
+            Outcome::Sent { id: Some("EC1BF194-B3B2-424A-89A9-5A918A6E6B5D".into()) }
         );
-        assert_eq!(
-            parse_response(200, &http::HeaderMap::new(), b""),
-            Outcome::Sent { id: None }
-        );
-        let dead = |status: u16, reason: &str| Outcome::Dead {
-            status,
-            reason: reason.into(),
-        };
+        assert_eq!(parse_response(200, &http::HeaderMap::new(), b""), Outcome::Sent { id: None });
+        let dead = |status: u16, reason: &str| Outcome::Dead { status, reason: reason.into() };
         assert_eq!(
             answer(410, None, r#"{"reason":"Unregistered","timestamp":1700000000000}"#),
             dead(410, "Unregistered")
         );
-        assert_eq!(
-            answer(410, None, r#"{"reason":"ExpiredToken"}"#),
-            dead(410, "ExpiredToken")
-        );
-        assert_eq!(
-            answer(400, None, r#"{"reason":"BadDeviceToken"}"#),
-            dead(400, "BadDeviceToken")
-        );
+        assert_eq!(answer(410, None, r#"{"reason":"ExpiredToken"}"#), dead(410, "ExpiredToken"));
+        assert_eq!(answer(400, None, r#"{"reason":"BadDeviceToken"}"#), dead(400, "BadDeviceToken"));
         for reason in ["ExpiredProviderToken", "InvalidProviderToken"] {
             assert_eq!(
                 answer(403, None, &format!(r#"{{"reason":"{reason}"}}"#)),
-                Outcome::AuthRefused {
-                    status: 403,
-                    reason: reason.into()
-                }
+                Outcome::AuthRefused { status: 403, reason: reason.into() }
             );
         }
         assert_eq!(
             answer(429, Some("3"), r#"{"reason":"TooManyRequests"}"#),
-            Outcome::Retry {
-                status: 429,
-                reason: "TooManyRequests".into(),
-                after: Some(Duration::from_secs(3))
-            }
+            Outcome::Retry { status: 429, reason: "TooManyRequests".into(), after: Some(Duration::from_secs(3)) }
         );
         assert_eq!(
             answer(429, None, r#"{"reason":"TooManyProviderTokenUpdates"}"#),
-            Outcome::Retry {
-                status: 429,
-                reason: "TooManyProviderTokenUpdates".into(),
-                after: None
-            }
+            Outcome::Retry { status: 429, reason: "TooManyProviderTokenUpdates".into(), after: None }
         );
         for (status, reason) in [(500, "InternalServerError"), (503, "ServiceUnavailable")] {
             assert_eq!(
                 answer(status, Some("1"), &format!(r#"{{"reason":"{reason}"}}"#)),
-                Outcome::Retry {
-                    status,
-                    reason: reason.into(),
-                    after: Some(Duration::from_secs(1))
-                }
+                Outcome::Retry { status, reason: reason.into(), after: Some(Duration::from_secs(1)) }
             );
         }
         for (status, reason) in [
@@ -694,25 +614,13 @@ mod tests {
         ] {
             assert_eq!(
                 answer(status, None, &format!(r#"{{"reason":"{reason}"}}"#)),
-                Outcome::Failed {
-                    status,
-                    reason: reason.into()
-                }
+                Outcome::Failed { status, reason: reason.into() }
             );
         }
-        assert_eq!(
-            answer(404, None, ""),
-            Outcome::Failed {
-                status: 404,
-                reason: "Not Found".into()
-            }
-        );
+        assert_eq!(answer(404, None, ""), Outcome::Failed { status: 404, reason: "Not Found".into() });
         assert_eq!(
             answer(400, None, "<html>bad</html>"),
-            Outcome::Failed {
-                status: 400,
-                reason: "<html>bad</html>".into()
-            }
+            Outcome::Failed { status: 400, reason: "<html>bad</html>".into() }
         );
     }
 
@@ -723,15 +631,8 @@ mod tests {
             .as_ref()
             .to_vec();
         let b64 = base64::engine::general_purpose::STANDARD.encode(&der);
-        let lines: Vec<&str> = b64
-            .as_bytes()
-            .chunks(64)
-            .map(|c| std::str::from_utf8(c).unwrap())
-            .collect();
-        let pem = format!(
-            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-            lines.join("\n")
-        );
+        let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", lines.join("\n"));
         (der, pem)
     }
 
@@ -769,12 +670,7 @@ mod tests {
     #[test]
     fn bad_keys_are_refused() {
         assert!(ApnsJwt::new(b"nonsense", "K", "T").is_err());
-        assert!(ApnsJwt::new(
-            b"-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n",
-            "K",
-            "T"
-        )
-        .is_err());
+        assert!(ApnsJwt::new(b"-----BEGIN PRIVATE KEY-----\n!!\n-----END PRIVATE KEY-----\n", "K", "T").is_err());
         let (_, pem) = test_key();
         assert!(ApnsJwt::new(pem.as_bytes(), "", "T").is_err());
     }
@@ -796,10 +692,7 @@ mod tests {
         // Refused at 10 minutes old: kept.
         now.store(1_700_000_000 + 10 * 60, Ordering::SeqCst);
         jwt.refused();
-        assert!(
-            Arc::ptr_eq(&jwt.current(), &first),
-            "kept when refused under 20 minutes"
-        );
+        assert!(Arc::ptr_eq(&jwt.current(), &first), "kept when refused under 20 minutes");
 
         // Refused at 25 minutes old: replaced.
         now.store(1_700_000_000 + 25 * 60, Ordering::SeqCst);

@@ -52,13 +52,8 @@ impl AuthHttp {
             .enable_http1()
             .enable_http2()
             .build();
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(https);
-        AuthHttp {
-            client,
-            timeout: TIMEOUT,
-        }
+        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https);
+        AuthHttp { client, timeout: TIMEOUT }
     }
 
     /// POSTs `form` (`application/x-www-form-urlencoded`) to `url` and returns the
@@ -66,20 +61,15 @@ impl AuthHttp {
     /// (bad URL, connection or TLS failure, timeout after 10 s).
     pub async fn post_form(&self, url: &str, form: &[(&str, &str)]) -> Result<(u16, Bytes), String> {
         let uri: http::Uri = url.parse().map_err(|e| format!("bad token URL {url:?}: {e}"))?;
-        let body = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(form.iter())
-            .finish();
+        let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
         let request = http::Request::post(uri)
             .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| format!("token request to {url}: {e}"))?;
         let exchange = async {
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| format!("POST {url}: {}", error_chain(&e)))?;
+            let response =
+                self.client.request(request).await.map_err(|e| format!("POST {url}: {}", error_chain(&e)))?;
             let status = response.status().as_u16();
             let body = Limited::new(response.into_body(), MAX_ANSWER)
                 .collect()
@@ -155,10 +145,7 @@ impl TokenCache {
 
     fn fresh(&self) -> Option<Arc<str>> {
         let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
-        guard
-            .as_ref()
-            .filter(|c| Instant::now() < c.refresh_at)
-            .map(|c| c.token.clone())
+        guard.as_ref().filter(|c| Instant::now() < c.refresh_at).map(|c| c.token.clone())
     }
 
     /// The cached token, or a new one from `fetch` (which returns the token and
@@ -185,10 +172,7 @@ impl TokenCache {
         match fetch().await {
             Ok((token, expires_in)) => {
                 let token: Arc<str> = token.into();
-                let cached = Cached {
-                    token: token.clone(),
-                    refresh_at: Instant::now() + usable_for(expires_in),
-                };
+                let cached = Cached { token: token.clone(), refresh_at: Instant::now() + usable_for(expires_in) };
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(cached);
                 metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider).increment(1);
                 tracing::debug!(provider = self.provider, expires_in, "provider access token refreshed");
@@ -196,10 +180,8 @@ impl TokenCache {
             }
             Err(error) => {
                 tracing::warn!(provider = self.provider, %error, "provider access token refresh failed");
-                *self.last_failure.write().unwrap_or_else(|e| e.into_inner()) = Some(Failure {
-                    at: Instant::now(),
-                    error: error.clone(),
-                });
+                *self.last_failure.write().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Failure { at: Instant::now(), error: error.clone() });
                 Err(error)
             }
         }
@@ -233,10 +215,7 @@ struct TokenAnswer {
 /// without `expires_in`, an hour (what Google and Huawei grant).
 pub(crate) fn read_token_answer(provider: &str, status: u16, body: &[u8]) -> Result<(String, u64), String> {
     if status != 200 {
-        return Err(format!(
-            "{provider} token endpoint answered {status}: {}",
-            super::excerpt(body)
-        ));
+        return Err(format!("{provider} token endpoint answered {status}: {}", super::excerpt(body)));
     }
     let answer: TokenAnswer = serde_json::from_slice(body)
         .map_err(|e| format!("{provider} token endpoint answered 200 without a usable token ({e})"))?;
@@ -308,16 +287,12 @@ pub(crate) mod test_server {
                             )
                         }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), service)
-                        .await;
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service).await;
                 });
             }
         });
-        TokenServer {
-            url: format!("http://{addr}/token"),
-            bodies,
-        }
+        TokenServer { url: format!("http://{addr}/token"), bodies }
     }
 
     /// A client for the plain-HTTP test endpoint (the TLS roots are never used).
@@ -345,17 +320,10 @@ mod tests {
     #[test]
     fn token_answers_are_read() {
         assert_eq!(
-            read_token_answer(
-                "fcm",
-                200,
-                br#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#
-            ),
+            read_token_answer("fcm", 200, br#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#),
             Ok(("ya29.x".to_owned(), 3599))
         );
-        assert_eq!(
-            read_token_answer("hms", 200, br#"{"access_token":"abc"}"#),
-            Ok(("abc".to_owned(), 3600))
-        );
+        assert_eq!(read_token_answer("hms", 200, br#"{"access_token":"abc"}"#), Ok(("abc".to_owned(), 3600)));
         let e = read_token_answer("hms", 401, br#"{"error":1102,"sub_error":20152}"#).unwrap_err();
         assert!(e.contains("401") && e.contains("20152"), "{e}");
         assert!(read_token_answer("fcm", 200, b"not json").is_err());
@@ -366,18 +334,12 @@ mod tests {
     async fn post_form_sends_an_encoded_form() {
         let server = test_server::start(vec![(200, r#"{"ok":true}"#.into())], Duration::ZERO).await;
         let (status, body) = test_server::client()
-            .post_form(
-                &server.url,
-                &[("grant_type", "client_credentials"), ("client_secret", "a&b =c")],
-            )
+            .post_form(&server.url, &[("grant_type", "client_credentials"), ("client_secret", "a&b =c")])
             .await
             .unwrap();
         assert_eq!(status, 200);
         assert_eq!(&body[..], br#"{"ok":true}"#);
-        assert_eq!(
-            server.bodies.lock().unwrap()[0],
-            "grant_type=client_credentials&client_secret=a%26b+%3Dc"
-        );
+        assert_eq!(server.bodies.lock().unwrap()[0], "grant_type=client_credentials&client_secret=a%26b+%3Dc");
     }
 
     #[tokio::test]
@@ -385,10 +347,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let e = test_server::client()
-            .post_form(&format!("http://127.0.0.1:{port}/token"), &[])
-            .await
-            .unwrap_err();
+        let e = test_server::client().post_form(&format!("http://127.0.0.1:{port}/token"), &[]).await.unwrap_err();
         assert!(e.contains("POST http://127.0.0.1"), "{e}");
         let e = test_server::client().post_form("not a url", &[]).await.unwrap_err();
         assert!(e.contains("bad token URL"), "{e}");

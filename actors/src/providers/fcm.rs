@@ -50,19 +50,14 @@ impl FcmPayload {
         let mut body = BytesMut::with_capacity(PREFIX.len() + token.len() + 2 + self.suffix.len());
         body.put_slice(PREFIX);
         let mut writer = body.writer();
-        serde_json::to_writer(&mut writer, token).map_err(|e| FormatError {
-            status: 400,
-            message: format!("cannot encode the FCM token: {e}"),
-        })?;
+        serde_json::to_writer(&mut writer, token)
+            .map_err(|e| FormatError { status: 400, message: format!("cannot encode the FCM token: {e}") })?;
         let mut body = writer.into_inner();
         body.put_slice(&self.suffix);
         Ok(WireRequest {
             path,
             headers: vec![
-                (
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("application/json; charset=UTF-8"),
-                ),
+                (http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")),
                 (http::header::AUTHORIZATION, super::authorization("Bearer", bearer)?),
             ],
             body: body.freeze(),
@@ -88,10 +83,7 @@ pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
     let mut data = Map::new();
     for (k, v) in &n.custom_data {
         if RESERVED_DATA_KEYS.contains(&k.as_str()) || k.starts_with("google") || k.starts_with("gcm") {
-            return Err(FormatError {
-                status: 400,
-                message: format!("customData key {k:?} is reserved by FCM"),
-            });
+            return Err(FormatError { status: 400, message: format!("customData key {k:?} is reserved by FCM") });
         }
         let s = match v {
             Value::String(s) => s.clone(),
@@ -100,10 +92,7 @@ pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
         data.insert(k.clone(), Value::String(s));
     }
     if let Some((tenant, user)) = &n.sender {
-        data.insert(
-            "sender".into(),
-            Value::String(json!({ "tenantId": tenant, "userId": user }).to_string()),
-        );
+        data.insert("sender".into(), Value::String(json!({ "tenantId": tenant, "userId": user }).to_string()));
     }
     data.insert("notificationId".into(), Value::String(n.id.clone()));
     data.insert("category".into(), Value::String(n.category.clone()));
@@ -129,29 +118,22 @@ pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
     if size > super::MAX_PAYLOAD {
         return Err(FormatError {
             status: 413,
-            message: format!(
-                "payload of {size} bytes exceeds FCM's {}-byte limit",
-                super::MAX_PAYLOAD
-            ),
+            message: format!("payload of {size} bytes exceeds FCM's {}-byte limit", super::MAX_PAYLOAD),
         });
     }
 
     let mut rest = Map::new();
     rest.insert("android".into(), Value::Object(android));
     rest.insert("data".into(), Value::Object(data));
-    let rest = serde_json::to_vec(&Value::Object(rest)).map_err(|e| FormatError {
-        status: 400,
-        message: format!("cannot encode the FCM message: {e}"),
-    })?;
+    let rest = serde_json::to_vec(&Value::Object(rest))
+        .map_err(|e| FormatError { status: 400, message: format!("cannot encode the FCM message: {e}") })?;
     // `{"android":..,"data":..}` becomes `,"android":..,"data":..}}`: the rest of
     // the message object after the token, and the end of the envelope.
     let mut suffix = Vec::with_capacity(rest.len() + 1);
     suffix.push(b',');
     suffix.extend_from_slice(&rest[1..]);
     suffix.push(b'}');
-    Ok(FcmPayload {
-        suffix: Bytes::from(suffix),
-    })
+    Ok(FcmPayload { suffix: Bytes::from(suffix) })
 }
 
 fn android_notification(n: &Notification) -> Value {
@@ -212,10 +194,7 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Ou
     };
     let error_code = error.error_code.as_deref();
     if error_code == Some("UNREGISTERED") {
-        return Outcome::Dead {
-            status,
-            reason: "UNREGISTERED".into(),
-        };
+        return Outcome::Dead { status, reason: "UNREGISTERED".into() };
     }
     if status == 400 && error.bad_fields.iter().any(|f| f == "message.token") {
         return Outcome::Dead { status, reason };
@@ -223,11 +202,7 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Ou
     match status {
         401 if error_code == Some("THIRD_PARTY_AUTH_ERROR") => Outcome::Failed { status, reason },
         401 => Outcome::AuthRefused { status, reason },
-        429 | 500..=599 => Outcome::Retry {
-            status,
-            reason,
-            after: retry_after(headers),
-        },
+        429 | 500..=599 => Outcome::Retry { status, reason, after: retry_after(headers) },
         _ if error.status.as_deref() == Some("UNAUTHENTICATED") => Outcome::AuthRefused { status, reason },
         _ => Outcome::Failed { status, reason },
     }
@@ -253,11 +228,8 @@ impl GoogleError {
             return GoogleError::default();
         };
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-        let mut out = GoogleError {
-            status: text(e.get("status")),
-            message: text(e.get("message")),
-            ..Default::default()
-        };
+        let mut out =
+            GoogleError { status: text(e.get("status")), message: text(e.get("message")), ..Default::default() };
         for d in e.get("details").and_then(Value::as_array).into_iter().flatten() {
             if let Some(code) = text(d.get("errorCode")) {
                 out.error_code.get_or_insert(code);
@@ -329,9 +301,7 @@ pub struct FcmAuth {
 
 impl std::fmt::Debug for FcmAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FcmAuth")
-            .field("account", &self.sa)
-            .finish_non_exhaustive()
+        f.debug_struct("FcmAuth").field("account", &self.sa).finish_non_exhaustive()
     }
 }
 
@@ -344,13 +314,7 @@ impl FcmAuth {
             .map_err(|e| format!("the service account's private_key is not a PEM PKCS#8 key: {e:?}"))?;
         let key = RsaKeyPair::from_pkcs8(der.secret_pkcs8_der())
             .map_err(|e| format!("the service account's private_key is not a usable RSA key: {e}"))?;
-        Ok(FcmAuth {
-            sa,
-            key,
-            rng: SystemRandom::new(),
-            http,
-            cache: TokenCache::new("fcm"),
-        })
+        Ok(FcmAuth { sa, key, rng: SystemRandom::new(), http, cache: TokenCache::new("fcm") })
     }
 
     /// The project messages are sent for.
@@ -381,10 +345,7 @@ impl FcmAuth {
             .http
             .post_form(
                 &self.sa.token_uri,
-                &[
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
-                    ("assertion", &assertion),
-                ],
+                &[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", &assertion)],
             )
             .await?;
         read_token_answer("FCM (Google OAuth)", status, &body)
@@ -485,11 +446,7 @@ mod tests {
     #[test]
     fn priorities_and_ttl() {
         let mut n = notification();
-        for (p, want) in [
-            (Priority::High, "high"),
-            (Priority::Normal, "normal"),
-            (Priority::Low, "normal"),
-        ] {
+        for (p, want) in [(Priority::High, "high"), (Priority::Normal, "normal"), (Priority::Low, "normal")] {
             n.priority = p;
             assert_eq!(message(&n)["android"]["priority"], want);
         }
@@ -552,11 +509,7 @@ mod tests {
         assert_eq!(v["message"]["token"], "a\"b\\c");
         let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
         assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer ya29.tok");
-        assert!(get(http::header::CONTENT_TYPE)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("application/json"));
+        assert!(get(http::header::CONTENT_TYPE).unwrap().to_str().unwrap().starts_with("application/json"));
         assert_eq!(p.request("p", "t", "bad\nbearer").unwrap_err().status, 400);
     }
 
@@ -582,69 +535,29 @@ mod tests {
     fn answers() {
         assert_eq!(
             answer(200, None, br#"{"name":"projects/p/messages/0:123"}"#),
-            Outcome::Sent {
-                id: Some("projects/p/messages/0:123".into())
-            }
+            Outcome::Sent { id: Some("projects/p/messages/0:123".into()) }
         );
         assert_eq!(answer(200, None, b""), Outcome::Sent { id: None });
         assert_eq!(
-            answer(
-                404,
-                None,
-                &google(
-                    404,
-                    "NOT_FOUND",
-                    Some("UNREGISTERED"),
-                    "Requested entity was not found."
-                )
-            ),
-            Outcome::Dead {
-                status: 404,
-                reason: "UNREGISTERED".into()
-            }
+            answer(404, None, &google(404, "NOT_FOUND", Some("UNREGISTERED"), "Requested entity was not found.")),
+            Outcome::Dead { status: 404, reason: "UNREGISTERED".into() }
         );
         let bad_token = json!({"error": {"code": 400, "message": "The registration token is not a valid FCM registration token", "status": "INVALID_ARGUMENT", "details": [
             {"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "INVALID_ARGUMENT"},
             {"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": "message.token", "description": "Invalid registration token"}]}
         ]}});
+        assert!(matches!(answer(400, None, bad_token.to_string().as_bytes()), Outcome::Dead { status: 400, .. }));
         assert!(matches!(
-            answer(400, None, bad_token.to_string().as_bytes()),
-            Outcome::Dead { status: 400, .. }
-        ));
-        assert!(matches!(
-            answer(
-                401,
-                None,
-                &google(
-                    401,
-                    "UNAUTHENTICATED",
-                    None,
-                    "Request had invalid authentication credentials."
-                )
-            ),
+            answer(401, None, &google(401, "UNAUTHENTICATED", None, "Request had invalid authentication credentials.")),
             Outcome::AuthRefused { status: 401, .. }
         ));
-        assert!(matches!(
-            answer(401, None, b""),
-            Outcome::AuthRefused { status: 401, .. }
-        ));
+        assert!(matches!(answer(401, None, b""), Outcome::AuthRefused { status: 401, .. }));
         assert_eq!(
-            answer(
-                401,
-                None,
-                &google(401, "UNAUTHENTICATED", Some("THIRD_PARTY_AUTH_ERROR"), "APNs")
-            ),
-            Outcome::Failed {
-                status: 401,
-                reason: "THIRD_PARTY_AUTH_ERROR: APNs".into()
-            }
+            answer(401, None, &google(401, "UNAUTHENTICATED", Some("THIRD_PARTY_AUTH_ERROR"), "APNs")),
+            Outcome::Failed { status: 401, reason: "THIRD_PARTY_AUTH_ERROR: APNs".into() }
         );
         assert_eq!(
-            answer(
-                429,
-                Some("30"),
-                &google(429, "RESOURCE_EXHAUSTED", Some("QUOTA_EXCEEDED"), "Quota")
-            ),
+            answer(429, Some("30"), &google(429, "RESOURCE_EXHAUSTED", Some("QUOTA_EXCEEDED"), "Quota")),
             Outcome::Retry {
                 status: 429,
                 reason: "QUOTA_EXCEEDED: Quota".into(),
@@ -654,52 +567,22 @@ mod tests {
         for (status, s) in [(503, "UNAVAILABLE"), (500, "INTERNAL")] {
             assert_eq!(
                 answer(status, Some("2"), &google(status, s, Some(s), "x")),
-                Outcome::Retry {
-                    status,
-                    reason: format!("{s}: x"),
-                    after: Some(Duration::from_secs(2))
-                }
+                Outcome::Retry { status, reason: format!("{s}: x"), after: Some(Duration::from_secs(2)) }
             );
         }
         assert_eq!(
-            answer(
-                400,
-                None,
-                &google(400, "INVALID_ARGUMENT", Some("INVALID_ARGUMENT"), "Message is too big")
-            ),
-            Outcome::Failed {
-                status: 400,
-                reason: "INVALID_ARGUMENT: Message is too big".into()
-            }
+            answer(400, None, &google(400, "INVALID_ARGUMENT", Some("INVALID_ARGUMENT"), "Message is too big")),
+            Outcome::Failed { status: 400, reason: "INVALID_ARGUMENT: Message is too big".into() }
         );
         assert!(matches!(
-            answer(
-                403,
-                None,
-                &google(
-                    403,
-                    "PERMISSION_DENIED",
-                    Some("SENDER_ID_MISMATCH"),
-                    "SenderId mismatch"
-                )
-            ),
+            answer(403, None, &google(403, "PERMISSION_DENIED", Some("SENDER_ID_MISMATCH"), "SenderId mismatch")),
             Outcome::Failed { status: 403, .. }
         ));
         assert_eq!(
             answer(502, None, b"<html>Bad Gateway</html>"),
-            Outcome::Retry {
-                status: 502,
-                reason: "<html>Bad Gateway</html>".into(),
-                after: None
-            }
+            Outcome::Retry { status: 502, reason: "<html>Bad Gateway</html>".into(), after: None }
         );
-        assert_eq!(
-            answer(404, None, b""),
-            Outcome::Failed {
-                status: 404,
-                reason: "Not Found".into()
-            }
-        );
+        assert_eq!(answer(404, None, b""), Outcome::Failed { status: 404, reason: "Not Found".into() });
     }
 
     // A 2048-bit RSA key in PKCS#8 PEM, made once for these tests (ring cannot
@@ -726,9 +609,7 @@ mod tests {
     #[test]
     fn service_accounts_are_read() {
         let sa = ServiceAccount::from_json(
-            json!({"project_id": "p", "private_key": "k", "client_email": "e"})
-                .to_string()
-                .as_bytes(),
+            json!({"project_id": "p", "private_key": "k", "client_email": "e"}).to_string().as_bytes(),
         )
         .unwrap();
         assert_eq!(sa.token_uri, DEFAULT_TOKEN_URI);
@@ -747,11 +628,9 @@ mod tests {
 
     #[tokio::test]
     async fn the_assertion_is_an_rs256_jwt() {
-        let auth = FcmAuth::new(
-            account("https://oauth2.example/token"),
-            super::super::auth_http::test_server::client(),
-        )
-        .unwrap();
+        let auth =
+            FcmAuth::new(account("https://oauth2.example/token"), super::super::auth_http::test_server::client())
+                .unwrap();
         let jwt = auth.assertion(1_700_000_000).unwrap();
         let parts: Vec<&str> = jwt.split('.').collect();
         assert_eq!(parts.len(), 3);
@@ -781,14 +660,8 @@ mod tests {
         use super::super::auth_http::test_server;
         let server = test_server::start(
             vec![
-                (
-                    200,
-                    r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#.into(),
-                ),
-                (
-                    200,
-                    r#"{"access_token":"ya29.two","expires_in":3599,"token_type":"Bearer"}"#.into(),
-                ),
+                (200, r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#.into()),
+                (200, r#"{"access_token":"ya29.two","expires_in":3599,"token_type":"Bearer"}"#.into()),
             ],
             Duration::from_millis(50),
         )
@@ -822,10 +695,7 @@ mod tests {
     async fn token_endpoint_errors_are_reported() {
         use super::super::auth_http::test_server;
         let server = test_server::start(
-            vec![(
-                400,
-                r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#.into(),
-            )],
+            vec![(400, r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#.into())],
             Duration::ZERO,
         )
         .await;

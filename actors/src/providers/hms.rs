@@ -63,19 +63,14 @@ impl HmsPayload {
         let token_bytes: usize = tokens.iter().map(|t| t.len() + 3).sum();
         let mut writer = BytesMut::with_capacity(PREFIX.len() + token_bytes + 2 + self.suffix.len()).writer();
         writer.get_mut().put_slice(PREFIX);
-        serde_json::to_writer(&mut writer, tokens).map_err(|e| FormatError {
-            status: 400,
-            message: format!("cannot encode the HMS tokens: {e}"),
-        })?;
+        serde_json::to_writer(&mut writer, tokens)
+            .map_err(|e| FormatError { status: 400, message: format!("cannot encode the HMS tokens: {e}") })?;
         let mut body = writer.into_inner();
         body.put_slice(&self.suffix);
         Ok(WireRequest {
             path,
             headers: vec![
-                (
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("application/json; charset=UTF-8"),
-                ),
+                (http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")),
                 (http::header::AUTHORIZATION, super::authorization("Bearer", bearer)?),
             ],
             body: body.freeze(),
@@ -139,29 +134,21 @@ pub fn prepare(n: &Notification) -> Result<HmsPayload, FormatError> {
     let mut rest = Map::new();
     rest.insert("android".into(), Value::Object(android));
     rest.insert("data".into(), Value::String(Value::Object(data).to_string()));
-    let rest = serde_json::to_vec(&Value::Object(rest)).map_err(|e| FormatError {
-        status: 400,
-        message: format!("cannot encode the HMS message: {e}"),
-    })?;
+    let rest = serde_json::to_vec(&Value::Object(rest))
+        .map_err(|e| FormatError { status: 400, message: format!("cannot encode the HMS message: {e}") })?;
     // `{"android":..,"data":".."}` is the message without its token list, which
     // is what Push Kit weighs.
     if rest.len() > super::MAX_PAYLOAD {
         return Err(FormatError {
             status: 413,
-            message: format!(
-                "payload of {} bytes exceeds HMS' {}-byte limit",
-                rest.len(),
-                super::MAX_PAYLOAD
-            ),
+            message: format!("payload of {} bytes exceeds HMS' {}-byte limit", rest.len(), super::MAX_PAYLOAD),
         });
     }
     let mut suffix = Vec::with_capacity(rest.len() + 1);
     suffix.push(b',');
     suffix.extend_from_slice(&rest[1..]);
     suffix.push(b'}');
-    Ok(HmsPayload {
-        suffix: Bytes::from(suffix),
-    })
+    Ok(HmsPayload { suffix: Bytes::from(suffix) })
 }
 
 /// The Push Kit cache group of a collapse key: the key itself when it is a
@@ -224,11 +211,7 @@ impl Answer {
             Some(Value::Number(n)) => Some(n.to_string()),
             _ => None,
         };
-        Answer {
-            code: text(o.get("code")),
-            msg: text(o.get("msg")),
-            request_id: text(o.get("requestId")),
-        }
+        Answer { code: text(o.get("code")), msg: text(o.get("msg")), request_id: text(o.get("requestId")) }
     }
 }
 
@@ -262,15 +245,9 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8], token
         return all(Outcome::AuthRefused { status, reason });
     }
     if status == 429 || (500..=599).contains(&status) || code == codes::INTERNAL {
-        return all(Outcome::Retry {
-            status,
-            reason,
-            after: retry_after(headers),
-        });
+        return all(Outcome::Retry { status, reason, after: retry_after(headers) });
     }
-    let sent = || Outcome::Sent {
-        id: answer.request_id.clone(),
-    };
+    let sent = || Outcome::Sent { id: answer.request_id.clone() };
     match code {
         codes::SUCCESS if (200..300).contains(&status) => all(sent()),
         codes::PARTIAL => {
@@ -280,10 +257,7 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8], token
                     .iter()
                     .map(|t| {
                         if illegal.iter().any(|i| i == t) {
-                            Outcome::Dead {
-                                status: 400,
-                                reason: format!("{}: illegal token", codes::PARTIAL),
-                            }
+                            Outcome::Dead { status: 400, reason: format!("{}: illegal token", codes::PARTIAL) }
                         } else {
                             sent()
                         }
@@ -292,18 +266,12 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8], token
                 None => all(sent()),
             }
         }
-        codes::ALL_TOKENS_INVALID => all(Outcome::Dead {
-            status: error_status(status),
-            reason,
-        }),
+        codes::ALL_TOKENS_INVALID => all(Outcome::Dead { status: error_status(status), reason }),
         codes::TOO_LARGE => all(Outcome::Failed { status: 413, reason }),
         c if c.starts_with("801") => all(Outcome::Failed { status: 400, reason }),
         // A 2xx without a code: Huawei accepted the request.
         "" if (200..300).contains(&status) => all(sent()),
-        _ => all(Outcome::Failed {
-            status: error_status(status),
-            reason,
-        }),
+        _ => all(Outcome::Failed { status: error_status(status), reason }),
     }
 }
 
@@ -467,11 +435,7 @@ mod tests {
     #[test]
     fn urgency_ttl_and_silence() {
         let mut n = notification();
-        for (p, want) in [
-            (Priority::High, "HIGH"),
-            (Priority::Normal, "NORMAL"),
-            (Priority::Low, "NORMAL"),
-        ] {
+        for (p, want) in [(Priority::High, "HIGH"), (Priority::Normal, "NORMAL"), (Priority::Low, "NORMAL")] {
             n.priority = p;
             assert_eq!(body(&n, &["t"])["message"]["android"]["urgency"], want);
         }
@@ -514,10 +478,7 @@ mod tests {
         assert_eq!(collapse_group("a"), (0xaf63_dc4c_8601_ec8c_u64 % 100) as i64);
         let mut n = notification();
         n.collapse_key = Some("orders".into());
-        assert_eq!(
-            body(&n, &["t"])["message"]["android"]["collapse_key"],
-            json!(collapse_group("orders"))
-        );
+        assert_eq!(body(&n, &["t"])["message"]["android"]["collapse_key"], json!(collapse_group("orders")));
     }
 
     #[test]
@@ -574,83 +535,45 @@ mod tests {
             "requestId": "r1",
         })
         .to_string();
-        let dead = Outcome::Dead {
-            status: 400,
-            reason: "80100000: illegal token".into(),
-        };
-        assert_eq!(
-            answer(200, None, &partial, &t),
-            vec![dead.clone(), sent.clone(), dead.clone()]
-        );
+        let dead = Outcome::Dead { status: 400, reason: "80100000: illegal token".into() };
+        assert_eq!(answer(200, None, &partial, &t), vec![dead.clone(), sent.clone(), dead.clone()]);
         assert_eq!(
             answer(200, None, r#"{"code":"80100000","msg":"garbled","requestId":"r1"}"#, &t),
             vec![sent.clone(); 3]
         );
         assert_eq!(
-            answer(
-                400,
-                None,
-                r#"{"code":"80300007","msg":"All the tokens are invalid","requestId":"r2"}"#,
-                &t
-            ),
-            vec![
-                Outcome::Dead {
-                    status: 400,
-                    reason: "80300007: All the tokens are invalid".into()
-                };
-                3
-            ]
+            answer(400, None, r#"{"code":"80300007","msg":"All the tokens are invalid","requestId":"r2"}"#, &t),
+            vec![Outcome::Dead { status: 400, reason: "80300007: All the tokens are invalid".into() }; 3]
         );
         for (status, code) in [(401, "80200001"), (401, "80200003"), (401, "1"), (200, "80200003")] {
             let o = answer(status, None, &format!(r#"{{"code":"{code}","msg":"m"}}"#), &t);
             assert!(matches!(o[0], Outcome::AuthRefused { .. }), "{code}: {o:?}");
             assert_eq!(o.len(), 3);
         }
-        for (status, code) in [
-            (429, "80300013"),
-            (503, "81000001"),
-            (500, "81000001"),
-            (200, "81000001"),
-        ] {
+        for (status, code) in [(429, "80300013"), (503, "81000001"), (500, "81000001"), (200, "81000001")] {
             let o = answer(status, Some("4"), &format!(r#"{{"code":"{code}","msg":"m"}}"#), &t);
             assert_eq!(
                 o[2],
-                Outcome::Retry {
-                    status,
-                    reason: format!("{code}: m"),
-                    after: Some(Duration::from_secs(4))
-                }
+                Outcome::Retry { status, reason: format!("{code}: m"), after: Some(Duration::from_secs(4)) }
             );
         }
         assert_eq!(
             answer(413, None, r#"{"code":"80300008","msg":"too big"}"#, &t)[0],
-            Outcome::Failed {
-                status: 413,
-                reason: "80300008: too big".into()
-            }
+            Outcome::Failed { status: 413, reason: "80300008: too big".into() }
         );
         for code in ["80100003", "80100013", "80100001"] {
             assert_eq!(
                 answer(400, None, &format!(r#"{{"code":"{code}","msg":"bad"}}"#), &t)[1],
-                Outcome::Failed {
-                    status: 400,
-                    reason: format!("{code}: bad")
-                }
+                Outcome::Failed { status: 400, reason: format!("{code}: bad") }
             );
         }
         assert_eq!(
             answer(400, None, r#"{"code":"80300010","msg":"tokens"}"#, &t)[0],
-            Outcome::Failed {
-                status: 400,
-                reason: "80300010: tokens".into()
-            }
+            Outcome::Failed { status: 400, reason: "80300010: tokens".into() }
         );
         assert_eq!(
             answer(200, None, r#"{"code":80300002,"msg":"no permission"}"#, &t)[0],
-            Outcome::Failed {
-                status: 400,
-                reason: "80300002: no permission".into()
-            }
+            Outcome::Failed { status: 400, reason: "80300002: no permission".into() }
         );
         assert_eq!(answer(200, None, "", &t), vec![Outcome::Sent { id: None }; 3]);
         assert_eq!(answer(200, None, "", &[]), vec![]);
@@ -661,14 +584,8 @@ mod tests {
         use super::super::auth_http::test_server;
         let server = test_server::start(
             vec![
-                (
-                    200,
-                    r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into(),
-                ),
-                (
-                    401,
-                    r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into(),
-                ),
+                (200, r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into()),
+                (401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into()),
             ],
             Duration::from_millis(30),
         )

@@ -82,11 +82,7 @@ pub enum Outcome {
     /// The token is dead (unregistered, invalid): mark it invalid, never retry.
     Dead { status: u16, reason: String },
     /// Transient (429, 5xx): retry after the delay when given, else with backoff.
-    Retry {
-        status: u16,
-        reason: String,
-        after: Option<Duration>,
-    },
+    Retry { status: u16, reason: String, after: Option<Duration> },
     /// Our auth token was refused as expired or revoked: refresh it, then retry.
     AuthRefused { status: u16, reason: String },
     /// A permanent error for this notification (bad payload, topic, credentials).
@@ -107,9 +103,7 @@ pub const MAX_PAYLOAD: usize = 4096;
 
 /// Seconds since the Unix epoch, for JWT `iat` and APNs' absolute expirations.
 pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The delay a `retry-after` header asks for. Only the delta-seconds form is
@@ -120,11 +114,7 @@ pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
 }
 
 /// Appends `segment` to a URL path, percent-encoding everything but unreserved
@@ -180,10 +170,7 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
         h.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1.5"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
-        h.insert(
-            http::header::RETRY_AFTER,
-            http::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
+        h.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
         assert_eq!(retry_after(&h), None);
     }
 

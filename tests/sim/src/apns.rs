@@ -121,10 +121,7 @@ pub(crate) fn handle(
         }
         Err(Rejection::Error(ApnsError(status, reason))) => {
             counters.reject(reason);
-            Reply {
-                response: error_response(status, reason, apns_id, None),
-                reason: Some(Cow::Borrowed(reason)),
-            }
+            Reply { response: error_response(status, reason, apns_id, None), reason: Some(Cow::Borrowed(reason)) }
         }
         Err(Rejection::Unregistered) => {
             counters.reject("Unregistered");
@@ -143,10 +140,7 @@ pub(crate) fn handle(
             let timestamp = (status == StatusCode::GONE).then(now_ms);
             let resp = error_response(status, &reason, apns_id, timestamp);
             let resp = with_retry_after(resp, f.retry_after);
-            Reply {
-                response: resp,
-                reason: Some(reason),
-            }
+            Reply { response: resp, reason: Some(reason) }
         }
     }
 }
@@ -295,10 +289,7 @@ fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Resul
     let jwt = Jwt::parse(token).map_err(|_| INVALID_TOKEN)?;
     let kid = jwt.header.kid.as_deref().ok_or(INVALID_TOKEN)?;
     let key = state.registry.apns_key(kid).ok_or(INVALID_TOKEN)?;
-    state
-        .counters(Provider::Apns)
-        .jwt_verifications
-        .fetch_add(1, Ordering::Relaxed);
+    state.counters(Provider::Apns).jwt_verifications.fetch_add(1, Ordering::Relaxed);
     if !jwt.verify_es256(&key.point) {
         return Err(INVALID_TOKEN);
     }
@@ -330,11 +321,7 @@ fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Resul
     if cache.len() >= AUTH_CACHE_SIZE {
         cache.remove(0);
     }
-    cache.push(CachedToken {
-        bearer: bearer.clone(),
-        bundle: key.bundle_id.clone(),
-        iat: claims.iat,
-    });
+    cache.push(CachedToken { bearer: bearer.clone(), bundle: key.bundle_id.clone(), iat: claims.iat });
     Ok(key.bundle_id.clone())
 }
 

@@ -131,14 +131,9 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
                 Ok(None) => Provider::ALL.to_vec(),
                 Err(e) => return text_response(StatusCode::BAD_REQUEST, e),
             };
-            let limit = query_param(&req, "limit")
-                .and_then(|l| l.parse::<usize>().ok())
-                .unwrap_or(100)
-                .min(RECORDED_REQUESTS);
-            let mut requests: Vec<_> = providers
-                .into_iter()
-                .flat_map(|p| state.log(p).last(p, limit))
-                .collect();
+            let limit =
+                query_param(&req, "limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(100).min(RECORDED_REQUESTS);
+            let mut requests: Vec<_> = providers.into_iter().flat_map(|p| state.log(p).last(p, limit)).collect();
             requests.sort_by_key(|r| r.received_ms);
             let skip = requests.len().saturating_sub(limit);
             let requests: Vec<_> = requests.into_iter().skip(skip).collect();
@@ -156,10 +151,8 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
         }
         (Method::GET, "/ca.pem") => {
             let mut resp = text_response(StatusCode::OK, state.ca_pem.clone());
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/x-pem-file"),
-            );
+            resp.headers_mut()
+                .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-pem-file"));
             resp
         }
         (Method::GET, "/health" | "") => text_response(StatusCode::OK, "ok"),

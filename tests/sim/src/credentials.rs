@@ -156,16 +156,8 @@ pub struct HmsRegistration {
 
 /// Writes `registration` as `<cert_dir>/creds/<name>/registration.json`.
 pub fn register_credentials(cert_dir: &Path, name: &str, registration: &Registration) -> Result<PathBuf, SimError> {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let path = cert_dir.join("creds").join(safe).join("registration.json");
     write_atomic(&path, &serde_json::to_vec_pretty(registration)?, false)?;
     Ok(path)
@@ -204,10 +196,7 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
     let (rsa_private_pem, rsa_public_pem) = generate_rsa_2048()?;
     let project_id = format!("herald-demo-{}", random_hex(6));
     let private_key_id = random_hex(40);
-    let client_email = format!(
-        "firebase-adminsdk-{}@{project_id}.iam.gserviceaccount.com",
-        random_hex(5)
-    );
+    let client_email = format!("firebase-adminsdk-{}@{project_id}.iam.gserviceaccount.com", random_hex(5));
     let client_id = random_digits(21);
     let token_uri = sims.fcm_token_url();
     let service_account = json!({
@@ -259,11 +248,7 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
         "hmsTokenUrl": sims.hms_token_url(),
         "caPem": "ca.pem",
     });
-    write_atomic(
-        &dir.join("endpoints.json"),
-        &serde_json::to_vec_pretty(&endpoints)?,
-        false,
-    )?;
+    write_atomic(&dir.join("endpoints.json"), &serde_json::to_vec_pretty(&endpoints)?, false)?;
     write_atomic(&dir.join("ca.pem"), ca.cert_pem.as_bytes(), false)?;
 
     // Register the public half where the simulators look.
@@ -280,10 +265,7 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
             client_email: client_email.clone(),
             public_key_pem: rsa_public_pem,
         }),
-        hms: Some(HmsRegistration {
-            client_id: hms_client_id.clone(),
-            client_secret: hms_client_secret.clone(),
-        }),
+        hms: Some(HmsRegistration { client_id: hms_client_id.clone(), client_secret: hms_client_secret.clone() }),
     };
     register_credentials(&sims.cert_dir, &key_id, &registration)?;
 
@@ -333,9 +315,7 @@ fn new_rsa_2048() -> Result<(String, String), SimError> {
     use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
     let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048)
         .map_err(|e| SimError::Cert(format!("RSA key generation: {e}")))?;
-    let private_pem = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| SimError::Cert(format!("RSA key encoding: {e}")))?;
+    let private_pem = key.to_pkcs8_pem(LineEnding::LF).map_err(|e| SimError::Cert(format!("RSA key encoding: {e}")))?;
     let public_pem = key
         .to_public_key()
         .to_public_key_pem(LineEnding::LF)
@@ -457,24 +437,16 @@ fn load_dir(cert_dir: &Path) -> Loaded {
 
 fn load_registration(path: &Path) -> Result<Registration, SimError> {
     let text = read_string(path)?;
-    serde_json::from_str(&text).map_err(|e| SimError::Credentials {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+    serde_json::from_str(&text).map_err(|e| SimError::Credentials { path: path.to_path_buf(), message: e.to_string() })
 }
 
 fn add_registration(loaded: &mut Loaded, path: &Path, reg: Registration) {
     if let Some(a) = reg.apns {
         match spki_pem_key_bytes(&a.public_key_pem) {
             Ok(point) => {
-                loaded.apns.insert(
-                    a.key_id,
-                    Arc::new(ApnsKey {
-                        team_id: a.team_id,
-                        bundle_id: a.bundle_id.into(),
-                        point,
-                    }),
-                );
+                loaded
+                    .apns
+                    .insert(a.key_id, Arc::new(ApnsKey { team_id: a.team_id, bundle_id: a.bundle_id.into(), point }));
             }
             Err(e) => tracing::warn!("{}: bad APNs public key: {e}", path.display()),
         }

@@ -45,10 +45,7 @@ pub enum SimError {
 
 impl SimError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        SimError::Io {
-            path: path.into(),
-            source,
-        }
+        SimError::Io { path: path.into(), source }
     }
 }
 

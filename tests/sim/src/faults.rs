@@ -197,9 +197,7 @@ impl ActiveRule {
             }
         }
         if let Some(remaining) = &self.remaining {
-            remaining
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
-                .ok()?;
+            remaining.fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1)).ok()?;
         }
         Some(FiredFault {
             status: self.spec.status,
@@ -246,10 +244,7 @@ impl ActiveFaults {
         endpoint: FaultEndpoint,
         tokens: impl Iterator<Item = &'a str> + Clone,
     ) -> Option<FiredFault> {
-        self.rules
-            .iter()
-            .filter(|r| r.applies_to(endpoint) && r.matches(tokens.clone()))
-            .find_map(ActiveRule::fire)
+        self.rules.iter().filter(|r| r.applies_to(endpoint) && r.matches(tokens.clone())).find_map(ActiveRule::fire)
     }
 
     /// Whether this request should drop its connection.
@@ -312,10 +307,7 @@ impl FaultState {
         if !self.active[p.index()].load(Ordering::Acquire) {
             return 0;
         }
-        self.current
-            .read()
-            .unwrap_or_else(|pe| pe.into_inner())
-            .expired_before_ms[p.index()]
+        self.current.read().unwrap_or_else(|pe| pe.into_inner()).expired_before_ms[p.index()]
     }
 }
 
@@ -325,11 +317,7 @@ mod tests {
 
     #[test]
     fn count_rule_fires_n_times() {
-        let rule = ActiveRule::new(StatusFault {
-            status: 429,
-            count: Some(2),
-            ..Default::default()
-        });
+        let rule = ActiveRule::new(StatusFault { status: 429, count: Some(2), ..Default::default() });
         assert!(rule.fire().is_some());
         let f = rule.fire().unwrap();
         assert_eq!(f.retry_after, Some(1));
@@ -349,11 +337,7 @@ mod tests {
         let state = FaultState::default();
         state.set(Faults {
             apns: ProviderFaults {
-                status: vec![StatusFault {
-                    status: 500,
-                    tokens: vec!["a".into()],
-                    ..Default::default()
-                }],
+                status: vec![StatusFault { status: 500, tokens: vec!["a".into()], ..Default::default() }],
                 ..Default::default()
             },
             ..Default::default()

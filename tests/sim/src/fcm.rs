@@ -92,10 +92,7 @@ struct AssertionClaims {
 
 fn oauth_error(status: StatusCode, error: &'static str, description: &str) -> Reply {
     Reply {
-        response: json_response(
-            status,
-            json!({ "error": error, "error_description": description }).to_string(),
-        ),
+        response: json_response(status, json!({ "error": error, "error_description": description }).to_string()),
         reason: Some(Cow::Borrowed(error)),
     }
 }
@@ -129,20 +126,10 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
                 &format!("Invalid grant_type: {other}"),
             )
         }
-        None => {
-            return oauth_error(
-                StatusCode::BAD_REQUEST,
-                "unsupported_grant_type",
-                "Invalid grant_type: ",
-            )
-        }
+        None => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "Invalid grant_type: "),
     }
     let Some(assertion) = form_field(&form, "assertion") else {
-        return oauth_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "Missing required parameter: assertion",
-        );
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "Missing required parameter: assertion");
     };
     let Ok(jwt) = Jwt::parse(assertion) else {
         return invalid_grant("Invalid JWT: Unable to parse the assertion.");
@@ -153,10 +140,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     let Some(account) = state.registry.fcm_account(jwt.header.kid.as_deref(), &claims.iss) else {
         return invalid_grant("Invalid grant: account not found");
     };
-    state
-        .counters(Provider::Fcm)
-        .jwt_verifications
-        .fetch_add(1, Ordering::Relaxed);
+    state.counters(Provider::Fcm).jwt_verifications.fetch_add(1, Ordering::Relaxed);
     if !jwt.verify_rs256(&account.rsa_public) {
         return invalid_grant("Invalid JWT Signature.");
     }
@@ -179,23 +163,14 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
             "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.",
         );
     }
-    if !claims
-        .scope
-        .split(' ')
-        .any(|s| s == FCM_SCOPE || s == CLOUD_PLATFORM_SCOPE)
-    {
+    if !claims.scope.split(' ').any(|s| s == FCM_SCOPE || s == CLOUD_PLATFORM_SCOPE) {
         return oauth_error(
             StatusCode::BAD_REQUEST,
             "invalid_scope",
             "Invalid OAuth scope or ID token audience provided.",
         );
     }
-    let token = state.grant_token(
-        Provider::Fcm,
-        account.project_id.clone(),
-        "ya29.sim.",
-        TOKEN_LIFETIME_SECS,
-    );
+    let token = state.grant_token(Provider::Fcm, account.project_id.clone(), "ya29.sim.", TOKEN_LIFETIME_SECS);
     Reply::ok(json_response(
         StatusCode::OK,
         json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS - 1, "token_type": "Bearer" }).to_string(),
@@ -211,17 +186,11 @@ struct Invalid {
 }
 
 fn invalid(message: impl Into<String>) -> Invalid {
-    Invalid {
-        message: message.into(),
-        field: None,
-    }
+    Invalid { message: message.into(), field: None }
 }
 
 fn invalid_field(field: &str, message: String) -> Invalid {
-    Invalid {
-        message,
-        field: Some(field.to_owned()),
-    }
+    Invalid { message, field: Some(field.to_owned()) }
 }
 
 /// Protobuf-JSON-style rendering of a bad value in Google's messages.
@@ -324,31 +293,16 @@ fn send(
     }
     counters.accept(&key);
     let id = format!("0:{}{:03}%{}", now_ms(), rand::random::<u16>() % 1000, random_hex(16));
-    Reply::ok(json_response(
-        StatusCode::OK,
-        json!({ "name": format!("projects/{project}/messages/{id}") }).to_string(),
-    ))
+    Reply::ok(json_response(StatusCode::OK, json!({ "name": format!("projects/{project}/messages/{id}") }).to_string()))
 }
 
 fn unregistered() -> Reply {
-    google_error(
-        StatusCode::NOT_FOUND,
-        "NOT_FOUND",
-        "Requested entity was not found.",
-        Some("UNREGISTERED"),
-        None,
-    )
+    google_error(StatusCode::NOT_FOUND, "NOT_FOUND", "Requested entity was not found.", Some("UNREGISTERED"), None)
 }
 
 fn invalid_argument(bad: Invalid) -> Reply {
     let violation = bad.field.as_deref().map(|field| (field, bad.message.as_str()));
-    google_error(
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-        &bad.message,
-        Some("INVALID_ARGUMENT"),
-        violation,
-    )
+    google_error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &bad.message, Some("INVALID_ARGUMENT"), violation)
 }
 
 /// An injected status, in FCM's words.
@@ -411,10 +365,7 @@ fn google_error(
 /// Checks a send request body like FCM; returns the target and `validate_only`.
 fn validate(v: &Value) -> Result<(Target<'_>, bool), Invalid> {
     let Value::Object(top) = v else {
-        return Err(invalid(format!(
-            "Invalid JSON payload received. Expected an object, got {}.",
-            shown(v)
-        )));
+        return Err(invalid(format!("Invalid JSON payload received. Expected an object, got {}.", shown(v))));
     };
     let mut validate_only = false;
     for (k, val) in top {
@@ -538,10 +489,7 @@ fn check_data(data: &Value, path: &str) -> Result<usize, Invalid> {
     for (i, (k, v)) in map.iter().enumerate() {
         let Value::String(s) = v else {
             let field = format!("{path}[{i}].value");
-            return Err(invalid_field(
-                &field,
-                format!("Invalid value at '{field}' (TYPE_STRING), {}", shown(v)),
-            ));
+            return Err(invalid_field(&field, format!("Invalid value at '{field}' (TYPE_STRING), {}", shown(v))));
         };
         size += k.len() + s.len();
     }
@@ -554,10 +502,7 @@ fn check_object(v: &Value, path: &str, ty: &str) -> Result<usize, Invalid> {
         Value::Object(_) => Ok(v.to_string().len()),
         other => Err(invalid_field(
             path,
-            format!(
-                "Invalid value at '{path}' (type.googleapis.com/google.firebase.fcm.v1.{ty}), {}",
-                shown(other)
-            ),
+            format!("Invalid value at '{path}' (type.googleapis.com/google.firebase.fcm.v1.{ty}), {}", shown(other)),
         )),
     }
 }
@@ -567,10 +512,7 @@ fn check_strings(obj: &Value, path: &str, fields: &[&str]) -> Result<(), Invalid
         if let Some(v) = obj.get(*f) {
             if !v.is_string() {
                 let field = format!("{path}.{f}");
-                return Err(invalid_field(
-                    &field,
-                    format!("Invalid value at '{field}' (TYPE_STRING), {}", shown(v)),
-                ));
+                return Err(invalid_field(&field, format!("Invalid value at '{field}' (TYPE_STRING), {}", shown(v))));
             }
         }
     }
@@ -586,17 +528,10 @@ fn check_android(android: &Value) -> Result<usize, Invalid> {
     check_strings(
         android,
         "message.android",
-        &[
-            "collapse_key",
-            "collapseKey",
-            "restricted_package_name",
-            "restrictedPackageName",
-        ],
+        &["collapse_key", "collapseKey", "restricted_package_name", "restrictedPackageName"],
     )?;
     if let Some(p) = a.get("priority") {
-        let ok = p
-            .as_str()
-            .is_some_and(|s| s.eq_ignore_ascii_case("normal") || s.eq_ignore_ascii_case("high"));
+        let ok = p.as_str().is_some_and(|s| s.eq_ignore_ascii_case("normal") || s.eq_ignore_ascii_case("high"));
         if !ok {
             return Err(invalid_field(
                 "message.android.priority",

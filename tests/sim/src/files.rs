@@ -11,15 +11,8 @@ use crate::SimError;
 pub(crate) fn write_atomic(path: &Path, contents: &[u8], private: bool) -> Result<(), SimError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     fs::create_dir_all(dir).map_err(|e| SimError::io(dir, e))?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_owned());
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.{}.tmp",
-        std::process::id(),
-        crate::util::random_hex(8)
-    ));
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".to_owned());
+    let tmp = dir.join(format!(".{file_name}.{}.{}.tmp", std::process::id(), crate::util::random_hex(8)));
     let mut opts = fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]

@@ -46,19 +46,12 @@ pub(crate) fn handle(
         .filter(|a| !a.is_empty() && !a.contains('/'))
     {
         if parts.method != Method::POST {
-            return push_error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "80100003",
-                "Incorrect message structure",
-            );
+            return push_error(StatusCode::METHOD_NOT_ALLOWED, "80100003", "Incorrect message structure");
         }
         return send(state, parts, app_id, body, faults);
     }
     Reply {
-        response: json_response(
-            StatusCode::NOT_FOUND,
-            json!({ "code": "404", "msg": "Not Found" }).to_string(),
-        ),
+        response: json_response(StatusCode::NOT_FOUND, json!({ "code": "404", "msg": "Not Found" }).to_string()),
         reason: Some(Cow::Borrowed("NotFound")),
     }
 }
@@ -90,12 +83,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
         return oauth_error(StatusCode::BAD_REQUEST, 1102, 20001, "unsupported grant_type");
     }
     let (Some(client_id), Some(secret)) = (form_field(&form, "client_id"), form_field(&form, "client_secret")) else {
-        return oauth_error(
-            StatusCode::BAD_REQUEST,
-            1102,
-            20002,
-            "missing client_id or client_secret",
-        );
+        return oauth_error(StatusCode::BAD_REQUEST, 1102, 20002, "missing client_id or client_secret");
     };
     let Some(client) = state.registry.hms_client(client_id) else {
         return oauth_error(StatusCode::UNAUTHORIZED, 1102, 20151, "invalid client_id");
@@ -103,12 +91,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     if client.client_secret != secret {
         return oauth_error(StatusCode::UNAUTHORIZED, 1102, 20152, "invalid client_secret");
     }
-    let token = state.grant_token(
-        Provider::Hms,
-        client.client_id.as_str().into(),
-        "CgB6e3x9",
-        TOKEN_LIFETIME_SECS,
-    );
+    let token = state.grant_token(Provider::Hms, client.client_id.as_str().into(), "CgB6e3x9", TOKEN_LIFETIME_SECS);
     Reply::ok(json_response(
         StatusCode::OK,
         json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS, "token_type": "Bearer" }).to_string(),
@@ -124,10 +107,7 @@ fn request_id() -> String {
 /// A Push Kit answer: `{"code", "msg", "requestId"}`; the code is the recorded reason.
 fn push_reply(status: StatusCode, code: &str, msg: &str) -> Reply {
     Reply {
-        response: json_response(
-            status,
-            json!({ "code": code, "msg": msg, "requestId": request_id() }).to_string(),
-        ),
+        response: json_response(status, json!({ "code": code, "msg": msg, "requestId": request_id() }).to_string()),
         reason: (code != "80000000").then(|| Cow::Owned(code.to_owned())),
     }
 }
@@ -170,11 +150,8 @@ fn send(
         }
     };
     // How many notifications the request meant to send, for counting refusals.
-    let n_tokens = value
-        .as_ref()
-        .and_then(|v| v.pointer("/message/token"))
-        .and_then(Value::as_array)
-        .map_or(1, Vec::len);
+    let n_tokens =
+        value.as_ref().and_then(|v| v.pointer("/message/token")).and_then(Value::as_array).map_or(1, Vec::len);
 
     let token = parts
         .headers
@@ -188,42 +165,20 @@ fn send(
     match auth {
         Ok(()) => {}
         Err(TokenProblem::Expired) => {
-            return refuse(
-                state,
-                n_tokens,
-                StatusCode::UNAUTHORIZED,
-                "80200003",
-                "OAuth token expired.",
-            );
+            return refuse(state, n_tokens, StatusCode::UNAUTHORIZED, "80200003", "OAuth token expired.");
         }
         Err(TokenProblem::Unknown | TokenProblem::WrongOwner) => {
-            return refuse(
-                state,
-                n_tokens,
-                StatusCode::UNAUTHORIZED,
-                "80200001",
-                "Oauth Authentication error",
-            );
+            return refuse(state, n_tokens, StatusCode::UNAUTHORIZED, "80200001", "Oauth Authentication error");
         }
     }
 
     let Some(value) = value else {
-        return refuse(
-            state,
-            n_tokens,
-            StatusCode::BAD_REQUEST,
-            "80100003",
-            "Incorrect message structure",
-        );
+        return refuse(state, n_tokens, StatusCode::BAD_REQUEST, "80100003", "Incorrect message structure");
     };
     let (target, validate_only) = match validate(&value) {
         Ok(t) => t,
         Err((code, msg)) => {
-            let status = if code == "80300008" {
-                StatusCode::PAYLOAD_TOO_LARGE
-            } else {
-                StatusCode::BAD_REQUEST
-            };
+            let status = if code == "80300008" { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
             return refuse(state, n_tokens, status, code, msg);
         }
     };
@@ -237,10 +192,7 @@ fn send(
         let (code, msg) = match fired.status {
             400 => ("80100003", "Incorrect message structure"),
             401 => ("80200003", "OAuth token expired."),
-            403 => (
-                "80300002",
-                "The current app does not have the permission to send messages to the tokens",
-            ),
+            403 => ("80300002", "The current app does not have the permission to send messages to the tokens"),
             404 | 410 => ("80300007", "All the tokens are invalid"),
             413 => ("80300008", "The message body size exceeds the default value"),
             429 => ("80300013", "Too many requests: flow control, retry later"),
@@ -274,13 +226,7 @@ fn send(
             };
             let (illegal, valid): (Vec<&str>, Vec<&str>) = tokens.into_iter().partition(|t| dead(t));
             if valid.is_empty() {
-                return refuse(
-                    state,
-                    illegal.len(),
-                    StatusCode::BAD_REQUEST,
-                    "80300007",
-                    "All the tokens are invalid",
-                );
+                return refuse(state, illegal.len(), StatusCode::BAD_REQUEST, "80300007", "All the tokens are invalid");
             }
             if !validate_only {
                 for t in &valid {
@@ -315,30 +261,18 @@ fn validate(v: &Value) -> Result<(Target<'_>, bool), Refusal> {
     let Some(Value::Object(message)) = v.get("message") else {
         return Err(BAD_STRUCTURE);
     };
-    let targets = ["token", "topic", "condition"]
-        .iter()
-        .filter(|k| message.contains_key(**k))
-        .count();
+    let targets = ["token", "topic", "condition"].iter().filter(|k| message.contains_key(**k)).count();
     if targets != 1 {
-        return Err((
-            "80300010",
-            "The number of tokens in the message body exceeds the default value",
-        ));
+        return Err(("80300010", "The number of tokens in the message body exceeds the default value"));
     }
     let target = if let Some(tokens) = message.get("token") {
         let Value::Array(list) = tokens else {
             return Err(BAD_STRUCTURE);
         };
         if list.is_empty() || list.len() > MAX_TOKENS {
-            return Err((
-                "80300010",
-                "The number of tokens in the message body exceeds the default value",
-            ));
+            return Err(("80300010", "The number of tokens in the message body exceeds the default value"));
         }
-        let tokens = list
-            .iter()
-            .map(|t| t.as_str().ok_or(BAD_STRUCTURE))
-            .collect::<Result<Vec<_>, _>>()?;
+        let tokens = list.iter().map(|t| t.as_str().ok_or(BAD_STRUCTURE)).collect::<Result<Vec<_>, _>>()?;
         Target::Tokens(tokens)
     } else if let Some(topic) = message.get("topic") {
         Target::Topic(topic.as_str().ok_or(BAD_STRUCTURE)?)

@@ -172,9 +172,7 @@ pub struct Simulators {
 }
 
 async fn bind(addr: SocketAddr) -> Result<TcpListener, SimError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| SimError::Bind { addr, source })
+    TcpListener::bind(addr).await.map_err(|source| SimError::Bind { addr, source })
 }
 
 fn local_addr(l: &TcpListener, asked: SocketAddr) -> Result<SocketAddr, SimError> {
@@ -217,11 +215,7 @@ impl Simulators {
             _ => None,
         };
 
-        let state = Arc::new(SimState::new(
-            registry,
-            ca.cert_pem.clone(),
-            cfg.max_concurrent_streams.max(1),
-        ));
+        let state = Arc::new(SimState::new(registry, ca.cert_pem.clone(), cfg.max_concurrent_streams.max(1)));
         let (shutdown, rx) = watch::channel(false);
         let mut tasks = vec![
             server::spawn_listener(apns_l, Provider::Apns, apns_tls, state.clone(), rx.clone()),
@@ -231,16 +225,7 @@ impl Simulators {
         if let Some(l) = control_l {
             tasks.push(control::spawn(l, state.clone(), rx));
         }
-        Ok(Simulators {
-            state,
-            apns,
-            fcm,
-            hms,
-            control,
-            cert_dir: cfg.cert_dir,
-            shutdown,
-            tasks,
-        })
+        Ok(Simulators { state, apns, fcm, hms, control, cert_dir: cfg.cert_dir, shutdown, tasks })
     }
 
     /// The APNs simulator's address.

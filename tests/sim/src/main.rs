@@ -73,10 +73,7 @@ fn main() -> ExitCode {
         return match generate_credentials(dir, &urls) {
             Ok(c) => {
                 println!("credentials written to {}", c.dir.display());
-                println!(
-                    "  apns     key id {} team id {} bundle {}",
-                    c.apns_key_id, c.apns_team_id, c.bundle_id
-                );
+                println!("  apns     key id {} team id {} bundle {}", c.apns_key_id, c.apns_team_id, c.bundle_id);
                 println!("  fcm      project {} ({})", c.fcm_project_id, c.fcm_client_email);
                 println!("  hms      client id {}", c.hms_client_id);
                 println!("  app.json {}", c.app_json_path.display());

@@ -69,13 +69,9 @@ impl RawRequest {
         }
         // HTTP/2 carries the host in the `:authority` pseudo-header, kept in the URI.
         if let Some(authority) = self.uri.authority() {
-            headers
-                .entry(":authority".to_owned())
-                .or_insert_with(|| authority.as_str().to_owned());
+            headers.entry(":authority".to_owned()).or_insert_with(|| authority.as_str().to_owned());
         }
-        let is_form = headers
-            .get("content-type")
-            .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"));
+        let is_form = headers.get("content-type").is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"));
         RecordedRequest {
             provider,
             received_ms: self.received_ms,
@@ -118,9 +114,7 @@ pub(crate) struct RequestLog {
 
 impl Default for RequestLog {
     fn default() -> Self {
-        RequestLog {
-            ring: Mutex::new(VecDeque::with_capacity(RECORDED_REQUESTS)),
-        }
+        RequestLog { ring: Mutex::new(VecDeque::with_capacity(RECORDED_REQUESTS)) }
     }
 }
 
@@ -128,11 +122,7 @@ impl RequestLog {
     pub(crate) fn push(&self, req: RawRequest) {
         let evicted = {
             let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
-            let evicted = if ring.len() >= RECORDED_REQUESTS {
-                ring.pop_front()
-            } else {
-                None
-            };
+            let evicted = if ring.len() >= RECORDED_REQUESTS { ring.pop_front() } else { None };
             ring.push_back(req);
             evicted
         };

@@ -164,11 +164,8 @@ async fn serve_connection(
         reset: Notify::new(),
         closed: Notify::new(),
     });
-    let max_streams = state
-        .faults
-        .of(provider)
-        .and_then(|f| f.max_concurrent_streams)
-        .unwrap_or(state.max_concurrent_streams);
+    let max_streams =
+        state.faults.of(provider).and_then(|f| f.max_concurrent_streams).unwrap_or(state.max_concurrent_streams);
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).keep_alive(true);

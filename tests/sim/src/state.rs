@@ -95,16 +95,9 @@ impl SimState {
         let now = now_ms();
         self.access_tokens.insert(
             token.clone(),
-            AccessToken {
-                provider,
-                owner,
-                issued_ms: now,
-                expires_ms: now + lifetime_secs * 1000,
-            },
+            AccessToken { provider, owner, issued_ms: now, expires_ms: now + lifetime_secs * 1000 },
         );
-        self.counters(provider)
-            .token_grants
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.counters(provider).token_grants.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         token
     }
 

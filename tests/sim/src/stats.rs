@@ -121,9 +121,7 @@ impl Counters {
     pub(crate) fn accept(&self, token: &str) {
         inc(&self.accepted);
         let now = now_ms();
-        let _ = self
-            .first_accepted_ms
-            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = self.first_accepted_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
         self.last_accepted_ms.fetch_max(now, Ordering::Relaxed);
         if let Some(mut n) = self.tokens.get_mut(token) {
             *n += 1;

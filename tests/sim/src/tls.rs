@@ -63,11 +63,7 @@ impl Ca {
                 KeyPair::from_pem(&key_pem).map_err(|e| SimError::Cert(format!("{}: {e}", key_path.display())))?;
             let cert_der =
                 first_cert_der(&cert_pem).map_err(|e| SimError::Cert(format!("{}: {e}", cert_path.display())))?;
-            return Ok(Ca {
-                cert_pem,
-                cert_der,
-                key,
-            });
+            return Ok(Ca { cert_pem, cert_der, key });
         }
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
         let mut params = CertificateParams::default();
@@ -76,11 +72,8 @@ impl Ca {
         dn.push(DnType::OrganizationName, "Herald");
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let now = OffsetDateTime::now_utc();
         params.not_before = now - Duration::days(1);
         params.not_after = now + Duration::days(3650);
@@ -88,11 +81,7 @@ impl Ca {
         // Key first: a reader that sees ca.pem can then always find the key.
         write_atomic(&key_path, key.serialize_pem().as_bytes(), true)?;
         write_atomic(&cert_path, cert.pem().as_bytes(), false)?;
-        Ok(Ca {
-            cert_pem: cert.pem(),
-            cert_der: cert.der().clone(),
-            key,
-        })
+        Ok(Ca { cert_pem: cert.pem(), cert_der: cert.der().clone(), key })
     }
 
     fn issuer(&self) -> Result<Issuer<'static, &KeyPair>, SimError> {
@@ -104,9 +93,7 @@ impl Ca {
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
         let mut params =
             CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()])?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "Herald push simulators");
+        params.distinguished_name.push(DnType::CommonName, "Herald push simulators");
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         let now = OffsetDateTime::now_utc();
@@ -124,10 +111,7 @@ impl Ca {
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
-        dn.push(
-            DnType::CustomDnType(UID_OID.to_vec()),
-            DnValue::Utf8String(bundle_id.to_owned()),
-        );
+        dn.push(DnType::CustomDnType(UID_OID.to_vec()), DnValue::Utf8String(bundle_id.to_owned()));
         dn.push(DnType::CommonName, format!("{APNS_CN_PREFIX}{bundle_id}"));
         dn.push(DnType::OrganizationalUnitName, team_id);
         dn.push(DnType::OrganizationName, "Herald Simulator");
@@ -144,9 +128,7 @@ impl Ca {
     /// A root store holding only this CA.
     fn roots(&self) -> Result<RootCertStore, SimError> {
         let mut roots = RootCertStore::empty();
-        roots
-            .add(self.cert_der.clone())
-            .map_err(|e| SimError::Tls(format!("CA certificate rejected: {e}")))?;
+        roots.add(self.cert_der.clone()).map_err(|e| SimError::Tls(format!("CA certificate rejected: {e}")))?;
         Ok(roots)
     }
 
@@ -169,9 +151,7 @@ impl Ca {
         } else {
             builder.with_no_client_auth()
         };
-        let mut config = builder
-            .with_single_cert(certs, key)
-            .map_err(|e| SimError::Tls(e.to_string()))?;
+        let mut config = builder.with_single_cert(certs, key).map_err(|e| SimError::Tls(e.to_string()))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }

@@ -13,10 +13,7 @@ pub(crate) type Body = Full<Bytes>;
 
 /// Milliseconds since the Unix epoch (the unit of APNs' `timestamp` and of the stats).
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// Seconds since the Unix epoch (the unit of JWT `iat`/`exp`).
@@ -33,9 +30,7 @@ pub(crate) fn random_alnum(n: usize) -> String {
 pub(crate) fn random_upper_alnum(n: usize) -> String {
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut rng = rand::rng();
-    (0..n)
-        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
-        .collect()
+    (0..n).map(|_| CHARS[rng.random_range(0..CHARS.len())] as char).collect()
 }
 
 /// `n` random lower-case hex digits.
@@ -89,10 +84,7 @@ pub(crate) fn is_uuid(s: &[u8]) -> bool {
 pub(crate) fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut resp = Response::new(Full::new(body.into()));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=UTF-8"),
-    );
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json; charset=UTF-8"));
     resp
 }
 
@@ -100,10 +92,7 @@ pub(crate) fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Respo
 pub(crate) fn text_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
     let mut resp = Response::new(Full::new(body.into()));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     resp
 }
 
@@ -117,9 +106,7 @@ pub(crate) fn with_retry_after(mut resp: Response<Body>, secs: Option<u64>) -> R
 
 /// Parses `application/x-www-form-urlencoded` bytes into (key, value) pairs.
 pub(crate) fn parse_form(body: &[u8]) -> Vec<(String, String)> {
-    url::form_urlencoded::parse(body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
+    url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
 /// The value of the first form field named `name`.

@@ -19,12 +19,7 @@ async fn apns_token_auth_accepts_and_caches_the_jwt() {
     let jwt = apns_jwt(&fx.creds, now());
     let topic = Some(fx.creds.bundle_id.as_str());
 
-    let a = c
-        .send(
-            apns_request(&apns_token(1), Some(&jwt), topic).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(1), Some(&jwt), topic).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200, "{:?}", a.body);
     assert!(a.body.is_empty());
     let id = a.header("apns-id").unwrap();
@@ -45,12 +40,7 @@ async fn apns_token_auth_accepts_and_caches_the_jwt() {
         .await;
     assert_eq!(a.status, 200);
     assert_eq!(a.header("apns-id"), Some(given));
-    let a = c
-        .send(
-            apns_request(&apns_token(1), Some(&jwt), topic).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(1), Some(&jwt), topic).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200);
 
     let stats = sims.stats().apns;
@@ -87,12 +77,7 @@ async fn apns_rejects_like_apple() {
     }
 
     let dead = format!("dead{}", "0".repeat(60));
-    let a = c
-        .send(
-            apns_request(&dead, Some(&jwt), Some(bundle)).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&dead, Some(&jwt), Some(bundle)).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 410);
     assert_eq!(a.json()["reason"], "Unregistered");
     assert!(a.json()["timestamp"].as_u64().unwrap() > 1_600_000_000_000);
@@ -105,68 +90,20 @@ async fn apns_rejects_like_apple() {
         "TopicDisallowed",
     )
     .await;
-    expect(
-        &mut c,
-        apns_request(&ok, Some(&jwt), None).body(()).unwrap(),
-        APNS_PAYLOAD,
-        400,
-        "MissingTopic",
-    )
-    .await;
-    expect(
-        &mut c,
-        with(req(&ok), "apns-priority", "7"),
-        APNS_PAYLOAD,
-        400,
-        "BadPriority",
-    )
-    .await;
-    expect(
-        &mut c,
-        with(req(&ok), "apns-push-type", "shout"),
-        APNS_PAYLOAD,
-        400,
-        "InvalidPushType",
-    )
-    .await;
-    expect(
-        &mut c,
-        with(req(&ok), "apns-expiration", "soon"),
-        APNS_PAYLOAD,
-        400,
-        "BadExpirationDate",
-    )
-    .await;
-    expect(
-        &mut c,
-        with(req(&ok), "apns-collapse-id", &"x".repeat(65)),
-        APNS_PAYLOAD,
-        400,
-        "BadCollapseId",
-    )
-    .await;
-    expect(
-        &mut c,
-        with(req(&ok), "apns-id", "nope"),
-        APNS_PAYLOAD,
-        400,
-        "BadMessageId",
-    )
-    .await;
+    expect(&mut c, apns_request(&ok, Some(&jwt), None).body(()).unwrap(), APNS_PAYLOAD, 400, "MissingTopic").await;
+    expect(&mut c, with(req(&ok), "apns-priority", "7"), APNS_PAYLOAD, 400, "BadPriority").await;
+    expect(&mut c, with(req(&ok), "apns-push-type", "shout"), APNS_PAYLOAD, 400, "InvalidPushType").await;
+    expect(&mut c, with(req(&ok), "apns-expiration", "soon"), APNS_PAYLOAD, 400, "BadExpirationDate").await;
+    expect(&mut c, with(req(&ok), "apns-collapse-id", &"x".repeat(65)), APNS_PAYLOAD, 400, "BadCollapseId").await;
+    expect(&mut c, with(req(&ok), "apns-id", "nope"), APNS_PAYLOAD, 400, "BadMessageId").await;
     expect(&mut c, req("abc"), APNS_PAYLOAD, 400, "BadDeviceToken").await;
     expect(&mut c, req(&ok), "", 400, "PayloadEmpty").await;
     expect(&mut c, req(&ok), "{not json", 400, "BadRequest").await;
     expect(&mut c, req(&ok), r#"{"alert":"no aps"}"#, 400, "BadRequest").await;
     let big = format!(r#"{{"aps":{{"alert":"{}"}}}}"#, "x".repeat(4100));
     expect(&mut c, req(&ok), &big, 413, "PayloadTooLarge").await;
-    expect(
-        &mut c,
-        apns_request(&ok, None, Some(bundle)).body(()).unwrap(),
-        APNS_PAYLOAD,
-        403,
-        "MissingProviderToken",
-    )
-    .await;
+    expect(&mut c, apns_request(&ok, None, Some(bundle)).body(()).unwrap(), APNS_PAYLOAD, 403, "MissingProviderToken")
+        .await;
     expect(
         &mut c,
         apns_request(&ok, Some("not.a.jwt"), Some(bundle)).body(()).unwrap(),
@@ -177,29 +114,18 @@ async fn apns_rejects_like_apple() {
     .await;
     expect(
         &mut c,
-        http::Request::get(format!("https://localhost/3/device/{ok}"))
-            .body(())
-            .unwrap(),
+        http::Request::get(format!("https://localhost/3/device/{ok}")).body(()).unwrap(),
         "",
         405,
         "MethodNotAllowed",
     )
     .await;
-    expect(
-        &mut c,
-        post("/2/device/x").body(()).unwrap(),
-        APNS_PAYLOAD,
-        404,
-        "BadPath",
-    )
-    .await;
+    expect(&mut c, post("/2/device/x").body(()).unwrap(), APNS_PAYLOAD, 404, "BadPath").await;
 
     // VoIP payloads may weigh up to 5 KB.
     let voip = format!(r#"{{"aps":{{}},"x":"{}"}}"#, "x".repeat(4500));
     let voip_req = with(req(&ok), "apns-push-type", "voip");
-    let a = c
-        .send(with(voip_req, "apns-topic", &format!("{bundle}.voip")), voip)
-        .await;
+    let a = c.send(with(voip_req, "apns-topic", &format!("{bundle}.voip")), voip).await;
     assert_eq!(a.status, 200);
 
     let stats = sims.stats().apns;
@@ -218,27 +144,15 @@ async fn apns_expired_and_foreign_provider_tokens() {
     let bundle = Some(fx.creds.bundle_id.as_str());
 
     let old = apns_jwt(&fx.creds, now() - 3700);
-    let a = c
-        .send(
-            apns_request(&apns_token(1), Some(&old), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(1), Some(&old), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 403);
     assert_eq!(a.json()["reason"], "ExpiredProviderToken");
 
     // Same kid and team, signed by another key: bad signature.
     let mut other = fx.creds.clone();
-    other.apns_key_pem = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-        .unwrap()
-        .serialize_pem();
+    other.apns_key_pem = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap().serialize_pem();
     let forged = apns_jwt(&other, now());
-    let a = c
-        .send(
-            apns_request(&apns_token(1), Some(&forged), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(1), Some(&forged), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 403);
     assert_eq!(a.json()["reason"], "InvalidProviderToken");
 
@@ -246,12 +160,7 @@ async fn apns_expired_and_foreign_provider_tokens() {
     let mut unknown = fx.creds.clone();
     unknown.apns_key_id = "ZZZZZZZZZZ".into();
     let a = c
-        .send(
-            apns_request(&apns_token(1), Some(&apns_jwt(&unknown, now())), bundle)
-                .body(())
-                .unwrap(),
-            APNS_PAYLOAD,
-        )
+        .send(apns_request(&apns_token(1), Some(&apns_jwt(&unknown, now())), bundle).body(()).unwrap(), APNS_PAYLOAD)
         .await;
     assert_eq!(a.status, 403);
     assert_eq!(a.json()["reason"], "InvalidProviderToken");
@@ -267,38 +176,18 @@ async fn apns_refuses_too_frequent_token_refresh() {
     let second = apns_jwt(&fx.creds, now());
 
     let mut c1 = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
-    let a = c1
-        .send(
-            apns_request(&apns_token(1), Some(&first), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c1.send(apns_request(&apns_token(1), Some(&first), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200);
     // Another connection sharing the same token is fine.
     let mut c2 = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
-    let a = c2
-        .send(
-            apns_request(&apns_token(2), Some(&first), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c2.send(apns_request(&apns_token(2), Some(&first), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200);
     // A new token 10 minutes after the previous one is too soon.
-    let a = c1
-        .send(
-            apns_request(&apns_token(3), Some(&second), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c1.send(apns_request(&apns_token(3), Some(&second), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 429);
     assert_eq!(a.json()["reason"], "TooManyProviderTokenUpdates");
     // The old one still works.
-    let a = c1
-        .send(
-            apns_request(&apns_token(4), Some(&first), bundle).body(()).unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c1.send(apns_request(&apns_token(4), Some(&first), bundle).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200);
 }
 
@@ -310,28 +199,12 @@ async fn apns_certificate_auth() {
     let key = std::fs::read_to_string(&fx.creds.apns_cert_key_path).unwrap();
     let mut c = h2_connect(sims.apns_addr(), &sims.ca_pem(), Some((&cert, &key))).await;
 
-    let a = c
-        .send(
-            apns_request(&apns_token(9), None, Some(&fx.creds.bundle_id))
-                .body(())
-                .unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(9), None, Some(&fx.creds.bundle_id)).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200, "{:?}", a.body);
     // Without apns-topic, the certificate's topic is used.
-    let a = c
-        .send(apns_request(&apns_token(9), None, None).body(()).unwrap(), APNS_PAYLOAD)
-        .await;
+    let a = c.send(apns_request(&apns_token(9), None, None).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 200);
-    let a = c
-        .send(
-            apns_request(&apns_token(9), None, Some("com.other.app"))
-                .body(())
-                .unwrap(),
-            APNS_PAYLOAD,
-        )
-        .await;
+    let a = c.send(apns_request(&apns_token(9), None, Some("com.other.app")).body(()).unwrap(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.json()["reason"], "TopicDisallowed");
     assert_eq!(sims.accepted(Provider::Apns)[&apns_token(9)], 2);
@@ -344,10 +217,7 @@ async fn fcm_access_token(c: &mut H2) -> String {
     let assertion = fcm_assertion(&fx.creds, now(), now() + 3600);
     let a = c
         .send(
-            post("/token")
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(())
-                .unwrap(),
+            post("/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(),
             fcm_token_form(&assertion),
         )
         .await;
@@ -382,20 +252,12 @@ async fn fcm_oauth_and_send() {
     let name = a.json()["name"].as_str().unwrap().to_owned();
     assert!(name.starts_with(&format!("projects/{project}/messages/")), "{name}");
 
-    let a = c
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "dead-device"}}).to_string(),
-        )
-        .await;
+    let a = c.send(fcm_send(project, &token), json!({"message": {"token": "dead-device"}}).to_string()).await;
     assert_eq!(a.status, 404);
     let e = &a.json()["error"];
     assert_eq!(e["status"], "NOT_FOUND");
     assert_eq!(e["details"][0]["errorCode"], "UNREGISTERED");
-    assert_eq!(
-        e["details"][0]["@type"],
-        "type.googleapis.com/google.firebase.fcm.v1.FcmError"
-    );
+    assert_eq!(e["details"][0]["@type"], "type.googleapis.com/google.firebase.fcm.v1.FcmError");
 
     for bad in [
         json!({"message": {"token": "d", "data": {"n": 1}}}),
@@ -412,16 +274,8 @@ async fn fcm_oauth_and_send() {
         assert_eq!(e["status"], "INVALID_ARGUMENT", "{bad}");
         assert_eq!(e["details"][0]["errorCode"], "INVALID_ARGUMENT");
     }
-    let a = c
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "d", "data": {"n": 1}}}).to_string(),
-        )
-        .await;
-    assert_eq!(
-        a.json()["error"]["details"][1]["fieldViolations"][0]["field"],
-        "message.data[0].value"
-    );
+    let a = c.send(fcm_send(project, &token), json!({"message": {"token": "d", "data": {"n": 1}}}).to_string()).await;
+    assert_eq!(a.json()["error"]["details"][1]["fieldViolations"][0]["field"], "message.data[0].value");
 
     // Unknown or missing access token, or another project.
     let a = c.send(fcm_send(project, "ya29.bogus"), msg.to_string()).await;
@@ -445,17 +299,10 @@ async fn fcm_oauth_refuses_bad_assertions() {
     let sims = start().await;
     let mut c = h2_connect(sims.fcm_addr(), &sims.ca_pem(), None).await;
     let form = |assertion: &str| fcm_token_form(assertion);
-    let token_req = || {
-        post("/token")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(())
-            .unwrap()
-    };
+    let token_req = || post("/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap();
 
     // Lifetime over an hour.
-    let a = c
-        .send(token_req(), form(&fcm_assertion(&fx.creds, now(), now() + 7200)))
-        .await;
+    let a = c.send(token_req(), form(&fcm_assertion(&fx.creds, now(), now() + 7200))).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.json()["error"], "invalid_grant");
     // Tampered signature.
@@ -463,10 +310,7 @@ async fn fcm_oauth_refuses_bad_assertions() {
     let (head, sig) = good.rsplit_once('.').unwrap();
     let mut sig = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sig).unwrap();
     sig[0] ^= 1;
-    let bad = format!(
-        "{head}.{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig)
-    );
+    let bad = format!("{head}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig));
     let a = c.send(token_req(), form(&bad)).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.json()["error_description"], "Invalid JWT Signature.");
@@ -508,10 +352,7 @@ async fn hms_access_token(c: &mut H2) -> String {
     ]);
     let a = c
         .send(
-            post("/oauth2/v3/token")
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(())
-                .unwrap(),
+            post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(),
             form,
         )
         .await;
@@ -534,11 +375,8 @@ async fn hms_oauth_and_send() {
     let sims = start().await;
     let mut c = h2_connect(sims.hms_addr(), &sims.ca_pem(), None).await;
 
-    let bad_secret = url_encode(&[
-        ("grant_type", "client_credentials"),
-        ("client_id", app),
-        ("client_secret", "wrong"),
-    ]);
+    let bad_secret =
+        url_encode(&[("grant_type", "client_credentials"), ("client_id", app), ("client_secret", "wrong")]);
     let a = c.send(post("/oauth2/v3/token").body(()).unwrap(), bad_secret).await;
     assert_eq!(a.status, 401);
     assert_eq!(a.json()["error"], 1102);
@@ -560,29 +398,17 @@ async fn hms_oauth_and_send() {
     assert_eq!(a.status, 200);
     assert_eq!(a.json()["code"], "80100000");
     let detail: Value = serde_json::from_str(a.json()["msg"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        detail,
-        json!({"success": 1, "failure": 1, "illegal_tokens": ["dead-1"]})
-    );
+    assert_eq!(detail, json!({"success": 1, "failure": 1, "illegal_tokens": ["dead-1"]}));
 
     let a = c.send(hms_send(app, &token), msg(json!(["dead-2"]))).await;
     assert_eq!(a.json()["code"], "80300007");
 
-    let a = c
-        .send(
-            hms_send(app, &token),
-            json!({"message": {"token": ["x"], "data": {"k": 1}}}).to_string(),
-        )
-        .await;
+    let a = c.send(hms_send(app, &token), json!({"message": {"token": ["x"], "data": {"k": 1}}}).to_string()).await;
     assert_eq!(a.status, 400);
     assert_eq!(a.json()["code"], "80100003");
 
-    let a = c
-        .send(
-            hms_send(app, &token),
-            json!({"message": {"token": ["x"], "data": "x".repeat(5000)}}).to_string(),
-        )
-        .await;
+    let a =
+        c.send(hms_send(app, &token), json!({"message": {"token": ["x"], "data": "x".repeat(5000)}}).to_string()).await;
     assert_eq!(a.json()["code"], "80300008");
 
     let a = c.send(hms_send(app, "bogus"), msg(json!(["tok-a"]))).await;
@@ -591,10 +417,7 @@ async fn hms_oauth_and_send() {
 
     // Expired tokens (forced by the fault), then a fresh token works.
     sims.set_faults(Faults {
-        hms: ProviderFaults {
-            expire_access_tokens: true,
-            ..Default::default()
-        },
+        hms: ProviderFaults { expire_access_tokens: true, ..Default::default() },
         ..Default::default()
     });
     let a = c.send(hms_send(app, &token), msg(json!(["tok-a"]))).await;
@@ -620,20 +443,14 @@ async fn fault_429_with_retry_after_then_success() {
     let fx = fixture();
     let sims = start().await;
     let control = sims.control_addr().unwrap();
-    let (status, _) = control_post_faults(
-        control,
-        json!({"apns": {"status": [{"status": 429, "count": 1, "retry_after": 3}]}}),
-    )
-    .await;
+    let (status, _) =
+        control_post_faults(control, json!({"apns": {"status": [{"status": 429, "count": 1, "retry_after": 3}]}}))
+            .await;
     assert_eq!(status, 200);
 
     let mut c = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
     let jwt = apns_jwt(&fx.creds, now());
-    let req = || {
-        apns_request(&apns_token(5), Some(&jwt), Some(&fx.creds.bundle_id))
-            .body(())
-            .unwrap()
-    };
+    let req = || apns_request(&apns_token(5), Some(&jwt), Some(&fx.creds.bundle_id)).body(()).unwrap();
     let a = c.send(req(), APNS_PAYLOAD).await;
     assert_eq!(a.status, 429);
     assert_eq!(a.header("retry-after"), Some("3"));
@@ -650,11 +467,7 @@ async fn fault_429_with_retry_after_then_success() {
     sims.set_faults(Faults {
         fcm: ProviderFaults {
             dead_tokens: vec!["gone".into()],
-            status: vec![StatusFault {
-                status: 503,
-                count: Some(1),
-                ..Default::default()
-            }],
+            status: vec![StatusFault { status: 503, count: Some(1), ..Default::default() }],
             ..Default::default()
         },
         ..Default::default()
@@ -662,39 +475,19 @@ async fn fault_429_with_retry_after_then_success() {
     let mut f = h2_connect(sims.fcm_addr(), &sims.ca_pem(), None).await;
     let token = fcm_access_token(&mut f).await;
     let project = &fx.creds.fcm_project_id;
-    let a = f
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "t1"}}).to_string(),
-        )
-        .await;
+    let a = f.send(fcm_send(project, &token), json!({"message": {"token": "t1"}}).to_string()).await;
     assert_eq!(a.status, 503);
     assert_eq!(a.json()["error"]["status"], "UNAVAILABLE");
-    let a = f
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "gone"}}).to_string(),
-        )
-        .await;
+    let a = f.send(fcm_send(project, &token), json!({"message": {"token": "gone"}}).to_string()).await;
     assert_eq!(a.status, 404);
-    let a = f
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "t1"}}).to_string(),
-        )
-        .await;
+    let a = f.send(fcm_send(project, &token), json!({"message": {"token": "t1"}}).to_string()).await;
     assert_eq!(a.status, 200);
 
     // {} clears every fault.
     let (status, v) = control_post_faults(control, json!({})).await;
     assert_eq!(status, 200);
     assert_eq!(v, json!({}));
-    let a = f
-        .send(
-            fcm_send(project, &token),
-            json!({"message": {"token": "gone"}}).to_string(),
-        )
-        .await;
+    let a = f.send(fcm_send(project, &token), json!({"message": {"token": "gone"}}).to_string()).await;
     assert_eq!(a.status, 200);
 }
 
@@ -707,26 +500,16 @@ async fn goaway_after_n_streams() {
     let fx = fixture();
     let sims = start().await;
     sims.set_faults(Faults {
-        apns: ProviderFaults {
-            goaway_after_streams: Some(2),
-            ..Default::default()
-        },
+        apns: ProviderFaults { goaway_after_streams: Some(2), ..Default::default() },
         ..Default::default()
     });
     let jwt = apns_jwt(&fx.creds, now());
-    let req = |n| {
-        apns_request(&apns_token(n), Some(&jwt), Some(&fx.creds.bundle_id))
-            .body(())
-            .unwrap()
-    };
+    let req = |n| apns_request(&apns_token(n), Some(&jwt), Some(&fx.creds.bundle_id)).body(()).unwrap();
     let mut c = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
     assert_eq!(c.send(req(1), APNS_PAYLOAD).await.status, 200);
     assert_eq!(c.send(req(2), APNS_PAYLOAD).await.status, 200);
     // The server closes the connection after the second stream.
-    tokio::time::timeout(Duration::from_secs(5), &mut c.conn)
-        .await
-        .expect("connection closed after GOAWAY")
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), &mut c.conn).await.expect("connection closed after GOAWAY").unwrap();
     assert!(c.try_send(req(3), APNS_PAYLOAD).await.is_err());
 
     // A reconnecting client gets everything through.
@@ -767,10 +550,7 @@ async fn advertises_max_concurrent_streams() {
 
     // The fault overrides it for new connections.
     sims.set_faults(Faults {
-        apns: ProviderFaults {
-            max_concurrent_streams: Some(3),
-            ..Default::default()
-        },
+        apns: ProviderFaults { max_concurrent_streams: Some(3), ..Default::default() },
         ..Default::default()
     });
     let tls = {
@@ -799,22 +579,14 @@ async fn connection_reset_fault_drops_the_connection() {
     let fx = fixture();
     let sims = start().await;
     sims.set_faults(Faults {
-        apns: ProviderFaults {
-            reset_connection_rate: Some(1.0),
-            ..Default::default()
-        },
+        apns: ProviderFaults { reset_connection_rate: Some(1.0), ..Default::default() },
         ..Default::default()
     });
     let jwt = apns_jwt(&fx.creds, now());
     let mut c = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
     let r = tokio::time::timeout(
         Duration::from_secs(5),
-        c.try_send(
-            apns_request(&apns_token(1), Some(&jwt), Some(&fx.creds.bundle_id))
-                .body(())
-                .unwrap(),
-            APNS_PAYLOAD,
-        ),
+        c.try_send(apns_request(&apns_token(1), Some(&jwt), Some(&fx.creds.bundle_id)).body(()).unwrap(), APNS_PAYLOAD),
     )
     .await
     .unwrap();
@@ -835,12 +607,7 @@ async fn control_api_stats_requests_accepted_reset() {
     let jwt = apns_jwt(&fx.creds, now());
     for n in [1, 1, 2] {
         let a = c
-            .send(
-                apns_request(&apns_token(n), Some(&jwt), Some(&fx.creds.bundle_id))
-                    .body(())
-                    .unwrap(),
-                APNS_PAYLOAD,
-            )
+            .send(apns_request(&apns_token(n), Some(&jwt), Some(&fx.creds.bundle_id)).body(()).unwrap(), APNS_PAYLOAD)
             .await;
         assert_eq!(a.status, 200);
     }
@@ -913,10 +680,7 @@ async fn generated_credentials_files() {
 
     let sa: Value = serde_json::from_str(&c.fcm_service_account_json).unwrap();
     assert_eq!(sa["type"], "service_account");
-    assert!(sa["private_key"]
-        .as_str()
-        .unwrap()
-        .starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert!(sa["private_key"].as_str().unwrap().starts_with("-----BEGIN PRIVATE KEY-----"));
     assert!(sa["token_uri"].as_str().unwrap().ends_with("/token"));
     for k in ["project_id", "private_key_id", "client_email", "client_id"] {
         assert!(sa[k].is_string(), "{k}");
@@ -932,12 +696,7 @@ async fn generated_credentials_files() {
     assert_eq!(app["iosIsDevelopment"], false);
     assert_eq!(app["hpkClientId"], c.hms_client_id.as_str());
     assert!(app.get("appName").is_none());
-    assert!(fx
-        .cert_dir
-        .join("creds")
-        .join(&c.name)
-        .join("registration.json")
-        .is_file());
+    assert!(fx.cert_dir.join("creds").join(&c.name).join("registration.json").is_file());
 }
 
 #[tokio::test]
@@ -949,9 +708,7 @@ async fn credentials_generated_after_start_are_accepted() {
     let mut c = h2_connect(sims.apns_addr(), &sims.ca_pem(), None).await;
     let a = c
         .send(
-            apns_request(&apns_token(1), Some(&apns_jwt(&creds, now())), Some(&creds.bundle_id))
-                .body(())
-                .unwrap(),
+            apns_request(&apns_token(1), Some(&apns_jwt(&creds, now())), Some(&creds.bundle_id)).body(()).unwrap(),
             APNS_PAYLOAD,
         )
         .await;
@@ -966,10 +723,7 @@ async fn credentials_generated_after_start_are_accepted() {
 async fn apns_throughput() {
     let fx = fixture();
     let sims = start().await;
-    let total: u64 = std::env::var("SIM_LOAD_REQUESTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200_000);
+    let total: u64 = std::env::var("SIM_LOAD_REQUESTS").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
     let (connections, per_connection) = (4u64, 250u64);
     let workers = connections * per_connection;
     let jwt = std::sync::Arc::new(apns_jwt(&fx.creds, now()));
@@ -985,14 +739,10 @@ async fn apns_throughput() {
             tasks.push(tokio::spawn(async move {
                 let mut n = worker;
                 while n < total {
-                    let req = apns_request(&apns_token(n), Some(&jwt), Some(&bundle))
-                        .body(())
-                        .unwrap();
+                    let req = apns_request(&apns_token(n), Some(&jwt), Some(&bundle)).body(()).unwrap();
                     send = send.ready().await.unwrap();
                     let (resp, mut stream) = send.send_request(req, false).unwrap();
-                    stream
-                        .send_data(bytes::Bytes::from_static(APNS_PAYLOAD.as_bytes()), true)
-                        .unwrap();
+                    stream.send_data(bytes::Bytes::from_static(APNS_PAYLOAD.as_bytes()), true).unwrap();
                     let resp = resp.await.unwrap();
                     assert_eq!(resp.status(), 200);
                     n += workers;

@@ -36,11 +36,7 @@ pub fn fixture() -> &'static Fixture {
             hms_url: "https://127.0.0.1:3".into(),
         };
         let creds = generate_credentials(&dir.path().join("creds"), &urls).unwrap();
-        Fixture {
-            _dir: dir,
-            cert_dir,
-            creds,
-        }
+        Fixture { _dir: dir, cert_dir, creds }
     })
 }
 
@@ -72,9 +68,7 @@ pub fn client_config(ca_pem: &str, client_cert: Option<(&str, &str)>, alpn: &[&[
         .with_root_certificates(roots);
     let mut cfg = match client_cert {
         Some((cert_pem, key_pem)) => {
-            let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap();
+            let certs = CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
             let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
             builder.with_client_auth_cert(certs, key).unwrap()
         }
@@ -86,10 +80,7 @@ pub fn client_config(ca_pem: &str, client_cert: Option<(&str, &str)>, alpn: &[&[
 
 async fn tls_connect(addr: SocketAddr, cfg: Arc<rustls::ClientConfig>) -> tokio_rustls::client::TlsStream<TcpStream> {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    TlsConnector::from(cfg)
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await
-        .unwrap()
+    TlsConnector::from(cfg).connect(ServerName::try_from("localhost").unwrap(), tcp).await.unwrap()
 }
 
 /// An HTTP/2 client connection; the connection task's handle tells when it ended.
@@ -141,11 +132,7 @@ impl H2 {
             let _ = recv.flow_control().release_capacity(chunk.len());
             body.extend_from_slice(&chunk);
         }
-        Ok(Answer {
-            status: parts.status,
-            headers: parts.headers,
-            body: body.into(),
-        })
+        Ok(Answer { status: parts.status, headers: parts.headers, body: body.into() })
     }
 
     pub async fn send(&mut self, req: Request<()>, body: impl Into<Bytes>) -> Answer {
@@ -157,9 +144,7 @@ impl H2 {
 pub async fn h1_post_form(addr: SocketAddr, ca_pem: &str, path: &str, form: &str) -> Answer {
     let tls = tls_connect(addr, client_config(ca_pem, None, &[b"http/1.1"])).await;
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-        .await
-        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await.unwrap();
     tokio::spawn(conn);
     let req = Request::post(path)
         .header("host", "localhost")
@@ -168,11 +153,7 @@ pub async fn h1_post_form(addr: SocketAddr, ca_pem: &str, path: &str, form: &str
         .unwrap();
     let resp = sender.send_request(req).await.unwrap();
     let (parts, body) = resp.into_parts();
-    Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+    Answer { status: parts.status, headers: parts.headers, body: body.collect().await.unwrap().to_bytes() }
 }
 
 // ---- APNs ---------------------------------------------------------------------------------
@@ -186,15 +167,7 @@ pub fn apns_jwt(creds: &Credentials, iat: u64) -> String {
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
     header.kid = Some(creds.apns_key_id.clone());
     let key = jsonwebtoken::EncodingKey::from_ec_pem(creds.apns_key_pem.as_bytes()).unwrap();
-    jsonwebtoken::encode(
-        &header,
-        &Claims {
-            iss: &creds.apns_team_id,
-            iat,
-        },
-        &key,
-    )
-    .unwrap()
+    jsonwebtoken::encode(&header, &Claims { iss: &creds.apns_team_id, iat }, &key).unwrap()
 }
 
 pub fn apns_token(n: u64) -> String {
@@ -232,10 +205,7 @@ pub fn fcm_assertion(creds: &Credentials, iat: u64, exp: u64) -> String {
 }
 
 pub fn fcm_token_form(assertion: &str) -> String {
-    url_encode(&[
-        ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
-        ("assertion", assertion),
-    ])
+    url_encode(&[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)])
 }
 
 pub fn url_encode(pairs: &[(&str, &str)]) -> String {
@@ -254,9 +224,7 @@ pub fn post(path: &str) -> http::request::Builder {
 
 pub async fn control(addr: SocketAddr, method: &str, path: &str, body: &str) -> (StatusCode, Value) {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-        .await
-        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
     tokio::spawn(conn);
     let req = Request::builder()
         .method(method)

@@ -1,0 +1,2056 @@
+//! End-to-end load benchmark of Herald (`cargo bench --bench load [-- --quick | --tokens N]`).
+//!
+//! One run starts the provider simulators and a release `herald serve` as child
+//! processes, seeds tenants straight into Herald's storage, and measures side by
+//! side, all on 127.0.0.1:
+//!
+//! 1. **Fan-out**: one topic broadcast to N APNs tokens over TLS with token auth;
+//!    notifications/s as the APNs simulator counts them (first to last accepted),
+//!    and Herald's peak RSS (`VmHWM`).
+//! 2. **Ceiling**: a bare h2 client in this process sending the same N requests
+//!    (same payload and headers, same connection count and stream limit as
+//!    Herald's pool, same TLS, a JWT signed once) straight to the simulator.
+//! 3. **Peer**: `@parse/node-apn` (`benches/peers/node-apn/send.js`) sending the
+//!    same N notifications; reported unavailable when node or npm fail.
+//! 4. **Send API**: one-client sends at concurrency 1, 16, 64, 256 over HTTP/1.1
+//!    keep-alive and HTTP/2 (h2c), against Herald and against a trivial hyper
+//!    handler answering 202 with a body of the same size (the front-end ceiling),
+//!    plus p99 at half of Herald's C=64 rate (open loop, rate-limited).
+//! 5. **Bulk and interactive together**: a second broadcast of tenant A and a
+//!    broadcast of tenant B (each N tokens) started at once, while a user of
+//!    tenant A gets one-client sends at 50/s: their p99 latency, both completion
+//!    times and `fairness_ratio` = slower / faster.
+//! 6. **Storage**: bytes on disk per client after seeding N, and the time from
+//!    spawning `herald serve` on that data to its "listening" line.
+//!
+//! It prints one table (figures, ratios, the team's targets; nothing is
+//! asserted), writes the same as flat JSON to `target/bench/load.json` under the
+//! workspace root, and shows progress on stderr.
+//!
+//! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
+//! (N = 20 000 unless given, 1 s phases: the whole run in under two minutes),
+//! `--phase-secs S` (length of each send-API run, default 3), `--no-node` (skip
+//! the node-apn peer), `--perf` (record `perf` profiles of Herald during the
+//! fan-out and the C=64 send-API run into `target/bench/perf-*.data`).
+//!
+//! The simulators run in a child process that is this executable started again
+//! with `--sim-child` (so it is always built from the current `tests/sim`), and
+//! `herald serve` is the binary Cargo builds for this benchmark. Every child is
+//! killed when its guard drops, including while unwinding from a panic, and asks
+//! the kernel to kill it should this process die first.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use bytes::Bytes;
+use herald_actors::pool::PoolLimits;
+use herald_actors::providers::{apns, Notification};
+use herald_sim::{ProviderStats, Stats};
+use herald_storage::clients::Client;
+use herald_storage::push_tokens::{PushProvider, PushToken};
+use herald_storage::{Store, StoreOptions};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+const OPERATOR: &str = "bench-operator-token";
+const PASSWORD: &str = "bench-admin-password-1";
+/// The tenant of the measured broadcast, the send API and the interactive sends.
+const TENANT_A: &str = "bench";
+/// The second tenant, whose broadcast competes with tenant A's in phase 5.
+const TENANT_B: &str = "bench2";
+const APP: &str = "demo";
+/// Device tokens are `{:064x}` of a number: tenant A's seeded tokens start here…
+const TOKENS_A: u64 = 1 << 32;
+/// …tenant B's here…
+const TOKENS_B: u64 = 2 << 32;
+/// …and the two API-registered clients (send API, interactive user) have these.
+const SEND_TOKEN: u64 = 1;
+const VIP_TOKEN: u64 = 2;
+/// The send-API concurrencies.
+const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
+/// Rate of the interactive sends during the broadcasts (phase 5).
+const INTERACTIVE_PER_S: f64 = 50.0;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--sim-child") {
+        sim_child(&args[1..]);
+        return;
+    }
+    let opts = Options::parse(&args);
+    herald_sim::install_crypto_provider();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    rt.block_on(run(opts));
+}
+
+/// Command-line options.
+#[derive(Clone, Debug)]
+struct Options {
+    tokens: u64,
+    quick: bool,
+    /// Length of each send-API run.
+    phase: Duration,
+    node: bool,
+    perf: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Options {
+        let mut tokens = None;
+        let mut quick = false;
+        let mut phase = None;
+        let mut node = true;
+        let mut perf = false;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--tokens" => {
+                    tokens = Some(
+                        it.next()
+                            .and_then(|v| v.replace('_', "").parse::<u64>().ok())
+                            .filter(|n| *n > 0)
+                            .expect("--tokens takes a positive number"),
+                    )
+                }
+                "--phase-secs" => {
+                    phase = Some(Duration::from_secs_f64(
+                        it.next()
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .filter(|s| *s > 0.0 && *s <= 60.0)
+                            .expect("--phase-secs takes seconds (at most 60)"),
+                    ))
+                }
+                "--quick" => quick = true,
+                "--no-node" => node = false,
+                "--perf" => perf = true,
+                // Cargo passes `--bench` to every benchmark executable.
+                "--bench" => {}
+                other => eprintln!("[load] ignoring argument {other:?}"),
+            }
+        }
+        Options {
+            tokens: tokens.unwrap_or(if quick { 20_000 } else { 200_000 }),
+            quick,
+            phase: phase.unwrap_or(Duration::from_secs(if quick { 1 } else { 3 })),
+            node,
+            perf,
+        }
+    }
+}
+
+/// Progress on stderr.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        eprintln!("[load {:>6.1}s] {}", started().elapsed().as_secs_f64(), format_args!($($t)*));
+    }};
+}
+
+/// When the benchmark started (for progress lines).
+fn started() -> Instant {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+// ---------------------------------------------------------------------------
+
+/// A child process, killed (SIGKILL) and reaped when dropped: at the end of its
+/// phase, at the end of the run, and while unwinding from a panic.
+struct Proc {
+    name: &'static str,
+    child: Child,
+}
+
+impl Proc {
+    /// Spawns `cmd`; the child also gets SIGKILL should this process die first.
+    fn spawn(name: &'static str, cmd: &mut Command) -> std::io::Result<Proc> {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        Ok(Proc { name, child: cmd.spawn()? })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        say!("{} (pid {}) stopped", self.name, self.child.id());
+    }
+}
+
+/// Reads a child's stdout on a thread: lines go to the channel until the
+/// receiver is dropped, after which the thread keeps draining so the child
+/// never blocks on (or dies of) a full or closed pipe.
+fn read_lines(stdout: std::process::ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut forward = true;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if forward && tx.send(line).is_err() {
+                forward = false;
+            }
+        }
+    });
+    rx
+}
+
+/// User + system CPU seconds of a process so far (`/proc/<pid>/stat`).
+fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz.max(1.0))
+}
+
+/// CPU seconds of this process's waited-for children (the node-apn peer).
+fn children_cpu_secs() -> f64 {
+    // SAFETY: getrusage writes into the struct we give it.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    }
+}
+
+/// Peak resident set size in MiB (`VmHWM` of `/proc/<pid>/status`).
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Bytes a directory occupies on disk, as `du` counts them (allocated blocks).
+fn du(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+            total += m.blocks() * 512;
+        }
+    }
+    total
+}
+
+// ---------------------------------------------------------------------------
+// The simulators (child process)
+// ---------------------------------------------------------------------------
+
+/// `--sim-child --cert-dir DIR`: runs the simulators on free ports of 127.0.0.1,
+/// prints `apns URL`, `control URL` and `ready`, and runs until killed.
+fn sim_child(args: &[String]) {
+    let cert_dir = match args {
+        [flag, dir] if flag == "--cert-dir" => PathBuf::from(dir),
+        _ => panic!("usage: load --sim-child --cert-dir DIR"),
+    };
+    herald_sim::install_crypto_provider();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    rt.block_on(async move {
+        let sims =
+            herald_sim::Simulators::start(herald_sim::SimConfig::local(cert_dir)).await.expect("simulators start");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "apns {}", sims.apns_url()).expect("stdout");
+        writeln!(out, "fcm {}", sims.fcm_url()).expect("stdout");
+        writeln!(out, "hms {}", sims.hms_url()).expect("stdout");
+        writeln!(out, "hms_token {}", sims.hms_token_url()).expect("stdout");
+        writeln!(out, "control {}", sims.control_url().expect("control API")).expect("stdout");
+        writeln!(out, "ready").expect("stdout");
+        out.flush().expect("stdout");
+        drop(out);
+        std::future::pending::<()>().await;
+    });
+}
+
+/// The simulators' child process and how to reach them.
+struct Sims {
+    proc: Proc,
+    cert_dir: PathBuf,
+    urls: std::collections::HashMap<String, String>,
+    http: reqwest::Client,
+}
+
+impl Sims {
+    fn start(cert_dir: &Path) -> Sims {
+        let exe = std::env::current_exe().expect("current exe");
+        let mut proc = Proc::spawn(
+            "simulators",
+            Command::new(exe)
+                .arg("--sim-child")
+                .arg("--cert-dir")
+                .arg(cert_dir)
+                .env("RUST_LOG", "error")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )
+        .expect("start the simulators");
+        let lines = read_lines(proc.child.stdout.take().expect("piped stdout"));
+        let mut urls = std::collections::HashMap::new();
+        loop {
+            let line = lines.recv_timeout(Duration::from_secs(30)).expect("the simulators start within 30 s");
+            if line == "ready" {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(' ') {
+                urls.insert(k.to_string(), v.to_string());
+            }
+        }
+        Sims { proc, cert_dir: cert_dir.to_path_buf(), urls, http: reqwest::Client::new() }
+    }
+
+    fn url(&self, name: &str) -> &str {
+        self.urls.get(name).map(String::as_str).expect("simulator URL")
+    }
+
+    /// `127.0.0.1:port` of the APNs simulator.
+    fn apns_addr(&self) -> SocketAddr {
+        self.url("apns").trim_start_matches("https://").parse().expect("APNs simulator address")
+    }
+
+    fn ca_file(&self) -> PathBuf {
+        self.cert_dir.join("ca.pem")
+    }
+
+    /// A new credential set registered with the simulators (its own APNs key,
+    /// so tokens signed by different senders never count as too-frequent
+    /// updates of one key).
+    fn credentials(&self, dir: &Path) -> herald_sim::Credentials {
+        let urls = herald_sim::SimUrls {
+            cert_dir: self.cert_dir.clone(),
+            apns_url: self.url("apns").to_string(),
+            fcm_url: self.url("fcm").to_string(),
+            hms_url: self.url("hms").to_string(),
+        };
+        herald_sim::generate_credentials(dir, &urls).expect("simulator credentials")
+    }
+
+    async fn stats(&self) -> Stats {
+        self.http
+            .get(format!("{}/stats", self.url("control")))
+            .send()
+            .await
+            .expect("simulator stats")
+            .json()
+            .await
+            .expect("simulator stats JSON")
+    }
+
+    /// Zeroes the counters before a phase.
+    async fn reset(&self) {
+        let r = self.http.post(format!("{}/reset", self.url("control"))).send().await.expect("simulator reset");
+        assert!(r.status().is_success(), "simulator reset: {}", r.status());
+    }
+
+    fn cpu(&self) -> f64 {
+        cpu_secs(self.proc.pid()).unwrap_or(0.0)
+    }
+}
+
+/// Notifications/s between the first and the last accepted one.
+fn sim_rate(s: &ProviderStats) -> Option<f64> {
+    let (first, last) = (s.first_accepted_ms?, s.last_accepted_ms?);
+    (last > first && s.accepted > 1).then(|| (s.accepted - 1) as f64 * 1000.0 / (last - first) as f64)
+}
+
+// ---------------------------------------------------------------------------
+// Herald (child process) and its HTTP API
+// ---------------------------------------------------------------------------
+
+/// A running `herald serve`.
+struct Herald {
+    proc: Proc,
+    base: String,
+    addr: SocketAddr,
+    /// Spawn to "listening" line.
+    startup: Duration,
+}
+
+impl Herald {
+    fn start(data: &Path, sims: &Sims) -> Herald {
+        let spawned = Instant::now();
+        let mut proc = Proc::spawn(
+            "herald",
+            Command::new(env!("CARGO_BIN_EXE_herald"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+                .arg(data)
+                .env("HERALD_OPERATOR_TOKEN", OPERATOR)
+                .env("HERALD_LOG", "warn")
+                // One token for the whole run (the default 300 s is shorter than a run).
+                .env("HERALD_ACCESS_TOKEN_TTL", "7200")
+                .env("HERALD_APNS_URL", sims.url("apns"))
+                .env("HERALD_APNS_SANDBOX_URL", sims.url("apns"))
+                .env("HERALD_FCM_URL", sims.url("fcm"))
+                .env("HERALD_HMS_URL", sims.url("hms"))
+                .env("HERALD_HMS_TOKEN_URL", sims.url("hms_token"))
+                .env("HERALD_EXTRA_CA_FILE", sims.ca_file())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )
+        .expect("start herald serve");
+        let lines = read_lines(proc.child.stdout.take().expect("piped stdout"));
+        let base = loop {
+            let line = lines.recv_timeout(Duration::from_secs(120)).expect("herald prints its address within 120 s");
+            if let Some(url) = line.strip_prefix("herald listening on ") {
+                break url.trim().to_string();
+            }
+        };
+        let startup = spawned.elapsed();
+        let addr = base.trim_start_matches("http://").trim_end_matches('/').parse().expect("herald address");
+        say!("herald (pid {}) listening on {base} after {startup:.2?}", proc.pid());
+        Herald { proc, base, addr, startup }
+    }
+
+    fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
+    fn cpu(&self) -> f64 {
+        cpu_secs(self.pid()).unwrap_or(0.0)
+    }
+}
+
+/// Calls Herald's API with reqwest: status and JSON body (Null when empty).
+async fn api(
+    http: &reqwest::Client,
+    h: &Herald,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = http.request(method, format!("{}{path}", h.base));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.expect("herald answers");
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.expect("herald's answer body");
+    let value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
+    (status, value)
+}
+
+/// Asserts a 2xx with the body in the message.
+fn ok(what: &str, (status, body): (u16, Value)) -> Value {
+    assert!((200..300).contains(&status), "{what}: {status} {body}");
+    body
+}
+
+async fn admin_token(http: &reqwest::Client, h: &Herald, tenant: &str) -> String {
+    let r = http
+        .post(format!("{}/auth/realms/{tenant}/protocol/openid-connect/token", h.base))
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD), ("client_id", "herald-cli")])
+        .send()
+        .await
+        .expect("token request");
+    let v: Value = r.json().await.expect("token JSON");
+    v["access_token"].as_str().expect("access_token").to_string()
+}
+
+fn token_hex(n: u64) -> String {
+    format!("{n:064x}")
+}
+
+/// Registers a client of `tenant`'s app, linked to `user`, with APNs token `n`.
+async fn register_client(http: &reqwest::Client, h: &Herald, tenant: &str, admin: &str, user: &str, n: u64) -> String {
+    use reqwest::Method;
+    let c = ok(
+        "register client",
+        api(
+            http,
+            h,
+            Method::POST,
+            &format!("/v1/tenants/{tenant}/clients"),
+            Some(admin),
+            Some(json!({"appName": APP, "platform": "ios"})),
+        )
+        .await,
+    );
+    let id = c["astClientId"].as_str().expect("astClientId").to_string();
+    ok(
+        "link client",
+        api(
+            http,
+            h,
+            Method::PUT,
+            &format!("/v1/tenants/{tenant}/users/{user}/clients/{id}"),
+            Some(admin),
+            Some(json!({})),
+        )
+        .await,
+    );
+    ok(
+        "push token",
+        api(
+            http,
+            h,
+            Method::PUT,
+            &format!("/v1/tenants/{tenant}/clients/{id}/pushtoken"),
+            Some(admin),
+            Some(json!({"appName": APP, "pushToken": format!("APNS:{}", token_hex(n))})),
+        )
+        .await,
+    );
+    id
+}
+
+fn broadcast_body(tenant: &str) -> Value {
+    json!({"category": "chat", "recipient": {"tenantId": tenant, "topic": "all"}, "payload": {"message": {"title": "x", "body": "y"}}})
+}
+
+fn one_client_body(tenant: &str, user: &str, client: &str) -> Value {
+    json!({"category": "chat", "recipient": {"tenantId": tenant, "userId": user, "astClientId": client}, "payload": {"message": {"title": "x", "body": "y"}}})
+}
+
+/// Starts a topic broadcast; answers its notification id.
+async fn start_broadcast(http: &reqwest::Client, h: &Herald, tenant: &str, admin: &str) -> String {
+    let answer = ok(
+        "broadcast",
+        api(
+            http,
+            h,
+            reqwest::Method::POST,
+            &format!("/v1/tenants/{tenant}/push_notification/send"),
+            Some(admin),
+            Some(broadcast_body(tenant)),
+        )
+        .await,
+    );
+    answer[0]["notificationId"].as_str().expect("notificationId").to_string()
+}
+
+async fn report(http: &reqwest::Client, h: &Herald, tenant: &str, admin: &str, id: &str) -> Value {
+    ok(
+        "report",
+        api(
+            http,
+            h,
+            reqwest::Method::GET,
+            &format!("/v1/tenants/{tenant}/push_notification/{id}?page_size=1"),
+            Some(admin),
+            None,
+        )
+        .await,
+    )
+}
+
+/// Sums a gauge's samples over its label sets in Prometheus text.
+fn gauge_sum(metrics: &str, name: &str) -> Option<f64> {
+    let mut found = false;
+    let mut sum = 0.0;
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix(name) else { continue };
+        if !(rest.starts_with('{') || rest.starts_with(' ')) {
+            continue;
+        }
+        if let Some(v) = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) {
+            found = true;
+            sum += v;
+        }
+    }
+    found.then_some(sum)
+}
+
+// ---------------------------------------------------------------------------
+// Seeding
+// ---------------------------------------------------------------------------
+
+/// Seeds `n` iOS clients of `tenant`'s app with valid APNs tokens
+/// `offset..offset+n`, straight into the storage of a stopped Herald (as
+/// `tests/broadcast.rs` does), flushed. Answers the time it took.
+fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
+    let t0 = Instant::now();
+    let store = Store::open(&StoreOptions::new(data)).expect("open the store");
+    let now = herald_storage::now_ms();
+    for i in 0..n {
+        let id = ulid::Ulid::generate().to_string();
+        let client = Client {
+            id: id.clone(),
+            app_name: APP.into(),
+            platform: "ios".into(),
+            lock_state: "NONE".into(),
+            // What the API stores: a SHA-256 of the client secret.
+            secret_hash: vec![0xa5; 32],
+            created_ms: now,
+            ..Client::default()
+        };
+        store.clients().create(tenant, &client).expect("seed a client");
+        store
+            .push_tokens()
+            .set(
+                tenant,
+                &id,
+                &PushToken {
+                    app_name: APP.into(),
+                    provider: PushProvider::Apns,
+                    token: token_hex(offset + i),
+                    is_valid: true,
+                    updated_ms: now,
+                },
+            )
+            .expect("seed a push token");
+        if (i + 1) % 100_000 == 0 {
+            say!("seeded {} of {n} clients of {tenant}", i + 1);
+        }
+    }
+    store.flush_now().expect("flush the seeded store");
+    drop(store);
+    t0.elapsed()
+}
+
+// ---------------------------------------------------------------------------
+// Phase 1, 5: watching a broadcast
+// ---------------------------------------------------------------------------
+
+/// What a watched broadcast did.
+#[derive(Debug, Default, Clone)]
+struct Broadcast {
+    /// The simulator's counters at the end.
+    stats: ProviderStats,
+    /// POST to COMPLETED, as Herald reports it (createdAt → completedAt).
+    herald_ms: Option<u64>,
+    report: Value,
+    completed: bool,
+    /// Mean and max of Herald's `herald_pool_streams_in_flight`, sampled each second.
+    streams_mean: Option<f64>,
+    streams_max: Option<f64>,
+}
+
+/// Polls the simulator and Herald's reports until every broadcast in `ids`
+/// completes or `deadline` passes, printing progress each second.
+async fn watch(
+    http: &reqwest::Client,
+    h: &Herald,
+    sims: &Sims,
+    ids: &[(&str, &str, String)],
+    expected: u64,
+    deadline: Duration,
+) -> Vec<Broadcast> {
+    let t0 = Instant::now();
+    let mut last_print = Instant::now();
+    let mut last_accepted = 0;
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    let mut out: Vec<Broadcast> = ids.iter().map(|_| Broadcast::default()).collect();
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let mut all_done = true;
+        for (i, (tenant, admin, id)) in ids.iter().enumerate() {
+            if out[i].completed {
+                continue;
+            }
+            let r = report(http, h, tenant, admin, id).await;
+            if r["state"] == "COMPLETED" {
+                out[i].completed = true;
+                let (c, d) = (r["createdAt"].as_u64(), r["completedAt"].as_u64());
+                out[i].herald_ms = c.zip(d).map(|(c, d)| d.saturating_sub(c));
+                say!("broadcast {id} of {tenant} completed in {} ms: {}", out[i].herald_ms.unwrap_or(0), r["counts"]);
+            } else {
+                all_done = false;
+            }
+            out[i].report = r;
+        }
+        if last_print.elapsed() >= Duration::from_secs(1) || all_done {
+            let s = sims.stats().await.apns;
+            if let Ok(r) = http.get(format!("{}/metrics", h.base)).send().await {
+                if let Ok(text) = r.text().await {
+                    if let (Some(st), Some(c)) =
+                        (gauge_sum(&text, "herald_pool_streams_in_flight"), gauge_sum(&text, "herald_pool_connections"))
+                    {
+                        samples.push((st, c));
+                    }
+                }
+            }
+            let dt = last_print.elapsed().as_secs_f64();
+            say!(
+                "  {} of {expected} accepted at the APNs simulator ({:.0}/s), streams in flight {}",
+                s.accepted,
+                (s.accepted.saturating_sub(last_accepted)) as f64 / dt,
+                samples.last().map_or("?".into(), |(st, _)| format!("{st:.0}"))
+            );
+            last_accepted = s.accepted;
+            last_print = Instant::now();
+        }
+        if all_done {
+            break;
+        }
+        if t0.elapsed() > deadline {
+            say!("broadcast not complete after {deadline:?}: reporting what was done");
+            break;
+        }
+    }
+    let stats = sims.stats().await.apns;
+    // Samples taken once everything completed say nothing about the run.
+    let busy: Vec<_> = samples.iter().filter(|(s, _)| *s > 0.0).collect();
+    for b in &mut out {
+        b.stats = stats.clone();
+        if !busy.is_empty() {
+            b.streams_mean = Some(busy.iter().map(|(s, _)| s).sum::<f64>() / busy.len() as f64);
+            b.streams_max = busy.iter().map(|(s, _)| *s).reduce(f64::max);
+        }
+    }
+    out
+}
+
+/// `perf record` of a process while a phase runs (with `--perf`).
+struct Perf(Option<Proc>);
+
+impl Perf {
+    fn start(enabled: bool, pid: u32, out: &Path) -> Perf {
+        if !enabled {
+            return Perf(None);
+        }
+        let p = Proc::spawn(
+            "perf",
+            Command::new("perf")
+                .args(["record", "-F", "999", "-g", "-p", &pid.to_string(), "-o"])
+                .arg(out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        match p {
+            Ok(p) => {
+                say!("perf recording herald into {}", out.display());
+                Perf(Some(p))
+            }
+            Err(e) => {
+                say!("perf unavailable: {e}");
+                Perf(None)
+            }
+        }
+    }
+
+    /// Stops the recording with SIGINT so perf writes its file.
+    fn stop(mut self) {
+        if let Some(mut p) = self.0.take() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(p.pid() as i32, libc::SIGINT);
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = p.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Phase 2: the ceiling, a bare h2 client
+// ---------------------------------------------------------------------------
+
+/// An APNs provider token (ES256 JWT), signed once with ring.
+fn sign_apns_jwt(p8_pem: &str, key_id: &str, team_id: &str) -> String {
+    use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let der = rustls_pemfile::pkcs8_private_keys(&mut p8_pem.as_bytes())
+        .next()
+        .expect("a PKCS#8 key in the .p8")
+        .expect("a readable .p8");
+    let rng = ring::rand::SystemRandom::new();
+    let key =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der.secret_pkcs8_der(), &rng).expect("a P-256 key");
+    let iat = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock after 1970").as_secs();
+    let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "kid": key_id}).to_string());
+    let claims = URL_SAFE_NO_PAD.encode(json!({"iss": team_id, "iat": iat}).to_string());
+    let input = format!("{header}.{claims}");
+    let sig = key.sign(&rng, input.as_bytes()).expect("ECDSA signature");
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+}
+
+/// TLS to the simulators: their CA only, ALPN h2 (as Herald's pool).
+fn sim_tls(ca_pem: &[u8]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut &ca_pem[..]) {
+        roots.add(cert.expect("CA PEM")).expect("CA certificate");
+    }
+    let mut config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Arc::new(config)
+}
+
+/// The APNs payload Herald sends for the benchmark's notification: the same
+/// formatting code, so body and headers are byte for byte Herald's.
+fn herald_apns_payload(bundle_id: &str) -> apns::ApnsPayload {
+    let n = Notification {
+        id: ulid::Ulid::generate().to_string(),
+        category: "chat".into(),
+        title: Some("x".into()),
+        body: Some("y".into()),
+        ..Notification::default()
+    };
+    apns::prepare(&n, bundle_id).expect("APNs payload")
+}
+
+/// What the bare client did.
+#[derive(Debug, Default)]
+struct CeilingRun {
+    ok: u64,
+    failed: u64,
+    first_error: Option<String>,
+    peer_max_streams: usize,
+}
+
+/// Sends one APNs request per token of `tokens` over Herald's pool size of
+/// HTTP/2 connections (`limits.max_connections`) with up to Herald's stream
+/// limit (`limits.max_streams`) in flight on each: one task per stream slot,
+/// each taking the next token from a shared counter.
+async fn ceiling(
+    addr: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+    payload: &apns::ApnsPayload,
+    jwt: &str,
+    tokens: std::ops::Range<u64>,
+    limits: &PoolLimits,
+) -> CeilingRun {
+    let (offset, n) = (tokens.start, tokens.end - tokens.start);
+    let (conns, streams) = (limits.max_connections, limits.max_streams);
+    let next = Arc::new(AtomicU64::new(0));
+    let okc = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let first_error = Arc::new(std::sync::Mutex::new(None::<String>));
+    let authority: http::uri::Authority = addr.to_string().parse().expect("authority");
+    let mut headers = http::HeaderMap::new();
+    for (k, v) in payload.headers() {
+        headers.append(k.clone(), v.clone());
+    }
+    let mut auth = http::HeaderValue::from_str(&format!("bearer {jwt}")).expect("JWT header");
+    auth.set_sensitive(true);
+    headers.insert(http::header::AUTHORIZATION, auth);
+    headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(payload.body().len()));
+    let body = payload.body().clone();
+    let mut tasks = Vec::new();
+    let mut peer_max = 0;
+    for _ in 0..conns {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect to the simulator");
+        tcp.set_nodelay(true).expect("nodelay");
+        let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+        let tls = tokio_rustls::TlsConnector::from(tls.clone()).connect(name, tcp).await.expect("TLS handshake");
+        // The same windows as Herald's transport.
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(1 << 20)
+            .initial_connection_window_size(16 << 20)
+            .handshake::<_, Bytes>(tls)
+            .await
+            .expect("HTTP/2 handshake");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let send = send.ready().await.expect("connection ready");
+        // Give the peer's SETTINGS a moment to arrive, to read its stream limit.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        peer_max = peer_max.max(send.current_max_send_streams());
+        for _ in 0..streams {
+            let (send, next, okc, failed, first_error) =
+                (send.clone(), next.clone(), okc.clone(), failed.clone(), first_error.clone());
+            let (headers, body, authority) = (headers.clone(), body.clone(), authority.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut path = String::with_capacity(80);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    path.clear();
+                    path.push_str("/3/device/");
+                    path.push_str(&token_hex(offset + i));
+                    let uri = http::Uri::builder()
+                        .scheme("https")
+                        .authority(authority.clone())
+                        .path_and_query(path.as_str())
+                        .build()
+                        .expect("URI");
+                    let mut req =
+                        http::Request::builder().method(http::Method::POST).uri(uri).body(()).expect("request");
+                    *req.headers_mut() = headers.clone();
+                    let result = async {
+                        let mut s = send.clone().ready().await?;
+                        let (resp, mut stream) = s.send_request(req, false)?;
+                        stream.send_data(body.clone(), true)?;
+                        let resp = resp.await?;
+                        let status = resp.status();
+                        let mut b = resp.into_body();
+                        while let Some(chunk) = b.data().await {
+                            let chunk = chunk?;
+                            let _ = b.flow_control().release_capacity(chunk.len());
+                        }
+                        Ok::<_, h2::Error>(status)
+                    }
+                    .await;
+                    match result {
+                        Ok(s) if s == http::StatusCode::OK => {
+                            okc.fetch_add(1, Ordering::Relaxed);
+                        }
+                        other => {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                            let mut e = first_error.lock().expect("lock");
+                            if e.is_none() {
+                                *e = Some(format!("{other:?}"));
+                            }
+                        }
+                    }
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.expect("ceiling task");
+    }
+    let first_error = first_error.lock().expect("lock").clone();
+    CeilingRun {
+        ok: okc.load(Ordering::Relaxed),
+        failed: failed.load(Ordering::Relaxed),
+        first_error,
+        peer_max_streams: peer_max,
+    }
+}
+
+/// Prints the simulator's progress each second until dropped.
+struct Progress(tokio::task::JoinHandle<()>);
+
+impl Progress {
+    fn start(label: &'static str, control: String, total: u64) -> Progress {
+        Progress(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut last = 0;
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let Ok(r) = http.get(format!("{control}/stats")).send().await else { continue };
+                let Ok(s) = r.json::<Stats>().await else { continue };
+                say!("  {label}: {} of {total} accepted ({}/s)", s.apns.accepted, s.apns.accepted.saturating_sub(last));
+                last = s.apns.accepted;
+            }
+        }))
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Phase 3: the node-apn peer
+// ---------------------------------------------------------------------------
+
+/// What the peer did, or why it could not run.
+#[derive(Debug, Default)]
+struct NodeRun {
+    rate: Option<f64>,
+    accepted: u64,
+    cpu_s: f64,
+    version: Option<String>,
+    unavailable: Option<String>,
+}
+
+/// Waits for a child within `limit`, killing it after; true when it exited 0.
+fn wait_bounded(p: &mut Proc, limit: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match p.child.try_wait() {
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => return Err(format!("{} exited with {s}", p.name)),
+            Ok(None) if Instant::now() > deadline => {
+                let _ = p.child.kill();
+                let _ = p.child.wait();
+                return Err(format!("{} still running after {limit:?}: killed", p.name));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+/// `npm ci` when `node_modules` is missing; the installed node-apn version.
+fn node_apn_install(dir: &Path) -> Result<String, String> {
+    let node = Command::new("node").arg("--version").output().map_err(|e| format!("node: {e}"))?;
+    if !node.status.success() {
+        return Err("node --version failed".into());
+    }
+    let installed = dir.join("node_modules/@parse/node-apn/package.json");
+    if !installed.exists() {
+        say!("node-apn: npm ci in {}", dir.display());
+        let mut p = Proc::spawn(
+            "npm ci",
+            Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit()),
+        )
+        .map_err(|e| format!("npm: {e}"))?;
+        wait_bounded(&mut p, Duration::from_secs(300))?;
+    }
+    let pkg: Value = serde_json::from_slice(&std::fs::read(&installed).map_err(|e| format!("node-apn: {e}"))?)
+        .map_err(|e| format!("node-apn package.json: {e}"))?;
+    Ok(format!(
+        "node {} + @parse/node-apn {}",
+        String::from_utf8_lossy(&node.stdout).trim(),
+        pkg["version"].as_str().unwrap_or("?")
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn node_apn(
+    root: &Path,
+    work: &Path,
+    sims: &Sims,
+    creds: &herald_sim::Credentials,
+    payload: &apns::ApnsPayload,
+    n: u64,
+    limits: &PoolLimits,
+    limit: Duration,
+) -> NodeRun {
+    let dir = root.join("benches/peers/node-apn");
+    let dir2 = dir.clone();
+    let version = match tokio::task::spawn_blocking(move || node_apn_install(&dir2)).await.expect("install task") {
+        Ok(v) => v,
+        Err(e) => {
+            say!("node-apn peer unavailable: {e}");
+            return NodeRun { unavailable: Some(e), ..NodeRun::default() };
+        }
+    };
+    let payload_file = work.join("node-apn-payload.json");
+    std::fs::write(&payload_file, payload.body()).expect("write the payload file");
+    let header = |name: &str| {
+        payload
+            .headers()
+            .iter()
+            .find(|(k, _)| k.as_str() == name)
+            .and_then(|(_, v)| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    sims.reset().await;
+    let cpu0 = children_cpu_secs();
+    let progress = Progress::start("node-apn", sims.url("control").to_string(), n);
+    let spawned = Proc::spawn(
+        "node-apn",
+        Command::new("node")
+            .arg(dir.join("send.js"))
+            .arg("--address")
+            .arg(sims.apns_addr().to_string())
+            .arg("--ca")
+            .arg(sims.ca_file())
+            .arg("--key")
+            .arg(&creds.apns_key_path)
+            .args(["--key-id", &creds.apns_key_id, "--team-id", &creds.apns_team_id])
+            .args(["--topic", &header("apns-topic")])
+            .args(["--push-type", &header("apns-push-type")])
+            .args(["--priority", &header("apns-priority")])
+            .arg("--payload")
+            .arg(&payload_file)
+            .args(["--tokens", &n.to_string(), "--token-offset", &TOKENS_A.to_string()])
+            .args(["--connections", &limits.max_connections.to_string()])
+            .args(["--in-flight", &(limits.max_connections * limits.max_streams).to_string()])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit()),
+    );
+    let mut p = match spawned {
+        Ok(p) => p,
+        Err(e) => {
+            return NodeRun { unavailable: Some(format!("node: {e}")), version: Some(version), ..NodeRun::default() }
+        }
+    };
+    let lines = read_lines(p.child.stdout.take().expect("piped stdout"));
+    let (result, summary) = tokio::task::spawn_blocking(move || {
+        let r = wait_bounded(&mut p, limit);
+        drop(p);
+        // The child is gone: its stdout ends, and so does the channel.
+        (r, lines.iter().collect::<Vec<String>>())
+    })
+    .await
+    .expect("wait task");
+    drop(progress);
+    let stats = sims.stats().await.apns;
+    let mut run = NodeRun {
+        rate: sim_rate(&stats),
+        accepted: stats.accepted,
+        cpu_s: children_cpu_secs() - cpu0,
+        version: Some(version),
+        unavailable: None,
+    };
+    match result {
+        Ok(()) => say!("node-apn: {}", summary.join(" ")),
+        Err(e) if stats.accepted > 0 => say!("node-apn: {e}; rate from the {} accepted", stats.accepted),
+        Err(e) => {
+            say!("node-apn peer unavailable: {e}");
+            run.rate = None;
+            run.unavailable = Some(e);
+        }
+    }
+    run
+}
+
+// ---------------------------------------------------------------------------
+// Phase 4: the send API load generator and the trivial handler
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    H1,
+    H2,
+}
+
+impl Proto {
+    fn name(self) -> &'static str {
+        match self {
+            Proto::H1 => "h1",
+            Proto::H2 => "h2",
+        }
+    }
+}
+
+/// One client connection of the load generator.
+enum Conn {
+    H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr, proto: Proto) -> Conn {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        tcp.set_nodelay(true).expect("nodelay");
+        let io = TokioIo::new(tcp);
+        match proto {
+            Proto::H1 => {
+                let (s, c) = hyper::client::conn::http1::handshake(io).await.expect("HTTP/1.1 handshake");
+                tokio::spawn(async move {
+                    let _ = c.await;
+                });
+                Conn::H1(s)
+            }
+            Proto::H2 => {
+                let (s, c) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                    .timer(TokioTimer::new())
+                    .handshake(io)
+                    .await
+                    .expect("HTTP/2 handshake");
+                tokio::spawn(async move {
+                    let _ = c.await;
+                });
+                Conn::H2(s)
+            }
+        }
+    }
+
+    fn share(&self) -> Option<Conn> {
+        match self {
+            Conn::H1(_) => None,
+            Conn::H2(s) => Some(Conn::H2(s.clone())),
+        }
+    }
+
+    async fn send(&mut self, req: http::Request<Full<Bytes>>) -> Result<(u16, usize), String> {
+        let resp = match self {
+            Conn::H1(s) => {
+                s.ready().await.map_err(|e| e.to_string())?;
+                s.send_request(req).await
+            }
+            Conn::H2(s) => {
+                s.ready().await.map_err(|e| e.to_string())?;
+                s.send_request(req).await
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let body = resp.into_body().collect().await.map_err(|e| e.to_string())?;
+        Ok((status, body.to_bytes().len()))
+    }
+}
+
+/// The request the load generator repeats.
+#[derive(Clone)]
+struct Target {
+    addr: SocketAddr,
+    path: String,
+    bearer: Option<String>,
+    body: Bytes,
+}
+
+impl Target {
+    fn request(&self, proto: Proto) -> http::Request<Full<Bytes>> {
+        let mut b = http::Request::builder().method(http::Method::POST);
+        b = match proto {
+            Proto::H1 => b.uri(self.path.as_str()).header(http::header::HOST, self.addr.to_string()),
+            Proto::H2 => b.uri(format!("http://{}{}", self.addr, self.path)),
+        };
+        b = b.header(http::header::CONTENT_TYPE, "application/json");
+        if let Some(t) = &self.bearer {
+            b = b.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        b.body(Full::new(self.body.clone())).expect("request")
+    }
+}
+
+/// How to load a target.
+#[derive(Clone)]
+struct Load {
+    proto: Proto,
+    concurrency: usize,
+    duration: Duration,
+    /// Open loop at this many requests/s (latency from the scheduled time);
+    /// closed loop (as fast as answers come) when `None`.
+    rate: Option<f64>,
+    /// Ends the run early when set.
+    stop: Option<Arc<AtomicBool>>,
+    expect_status: u16,
+}
+
+/// What a load run measured.
+#[derive(Debug, Default, Clone)]
+struct LoadResult {
+    ok: u64,
+    errors: u64,
+    elapsed: Duration,
+    /// Sorted latencies of the successful requests, in microseconds.
+    latencies_us: Vec<u32>,
+    first_error: Option<String>,
+    body_len: usize,
+}
+
+impl LoadResult {
+    fn rps(&self) -> f64 {
+        self.ok as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The `q` quantile of latency, in ms.
+    fn pct_ms(&self, q: f64) -> Option<f64> {
+        if self.latencies_us.is_empty() {
+            return None;
+        }
+        let i = ((self.latencies_us.len() as f64 * q).ceil() as usize).clamp(1, self.latencies_us.len()) - 1;
+        Some(self.latencies_us[i] as f64 / 1000.0)
+    }
+}
+
+/// Runs `load` against `target`: one connection per worker over HTTP/1.1
+/// keep-alive, one shared connection over HTTP/2. Connections are opened
+/// before the clock starts.
+async fn run_load(target: &Target, load: &Load) -> LoadResult {
+    let mut conns = Vec::with_capacity(load.concurrency);
+    let first = Conn::open(target.addr, load.proto).await;
+    for _ in 1..load.concurrency {
+        conns.push(match first.share() {
+            Some(c) => c,
+            None => Conn::open(target.addr, load.proto).await,
+        });
+    }
+    conns.push(first);
+    let start = Instant::now();
+    let end = start + load.duration;
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for mut conn in conns {
+        let (target, load, next) = (target.clone(), load.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut r = LoadResult::default();
+            let mut lat = Vec::new();
+            loop {
+                let now = Instant::now();
+                if now >= end || load.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    break;
+                }
+                let scheduled = match load.rate {
+                    Some(rate) => {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let at = start + Duration::from_secs_f64(i as f64 / rate);
+                        if at >= end {
+                            break;
+                        }
+                        tokio::time::sleep_until(at.into()).await;
+                        at
+                    }
+                    None => now,
+                };
+                match conn.send(target.request(load.proto)).await {
+                    Ok((status, len)) if status == load.expect_status => {
+                        r.ok += 1;
+                        r.body_len = len;
+                        lat.push(scheduled.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                    }
+                    Ok((status, _)) => {
+                        r.errors += 1;
+                        r.first_error.get_or_insert_with(|| format!("status {status}"));
+                    }
+                    Err(e) => {
+                        r.errors += 1;
+                        r.first_error.get_or_insert(e);
+                        // A broken connection: reopen (HTTP/1.1) rather than spin.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        conn = Conn::open(target.addr, load.proto).await;
+                    }
+                }
+            }
+            r.latencies_us = lat;
+            r
+        }));
+    }
+    let mut total = LoadResult::default();
+    for t in tasks {
+        let r = t.await.expect("load worker");
+        total.ok += r.ok;
+        total.errors += r.errors;
+        total.latencies_us.extend(r.latencies_us);
+        total.body_len = total.body_len.max(r.body_len);
+        if total.first_error.is_none() {
+            total.first_error = r.first_error;
+        }
+    }
+    total.elapsed = start.elapsed();
+    total.latencies_us.sort_unstable();
+    total
+}
+
+/// A hyper server answering every request 202 with `body` after reading the
+/// request body: the front end's ceiling. It runs on its own two-thread
+/// runtime, as Herald runs in its own process.
+struct Trivial {
+    addr: SocketAddr,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Trivial {
+    fn start(body: Bytes) -> Trivial {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("trivial")
+            .enable_all()
+            .build()
+            .expect("trivial runtime");
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("address");
+        rt.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
+            // The same protocol settings as Herald's server.
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
+            builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let _ = stream.set_nodelay(true);
+                let (builder, body) = (builder.clone(), body.clone());
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let body = body.clone();
+                        async move {
+                            let _ = req.into_body().collect().await;
+                            http::Response::builder()
+                                .status(202)
+                                .header(http::header::CONTENT_TYPE, "application/json")
+                                .body(Full::new(body))
+                        }
+                    });
+                    let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        });
+        Trivial { addr, rt: Some(rt) }
+    }
+}
+
+impl Drop for Trivial {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// One send-API measurement (a protocol, a concurrency, a target).
+#[derive(Debug, Clone)]
+struct ApiPoint {
+    server: &'static str,
+    proto: Proto,
+    c: usize,
+    r: LoadResult,
+}
+
+// ---------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------
+
+/// Everything measured, for the table and the JSON.
+#[derive(Default)]
+struct Results {
+    tokens: u64,
+    fanout: Option<f64>,
+    fanout_accepted: u64,
+    fanout_herald_ms: Option<u64>,
+    fanout_connections: u64,
+    fanout_streams_mean: Option<f64>,
+    fanout_streams_max: Option<f64>,
+    fanout_herald_cpu: f64,
+    fanout_sim_cpu: f64,
+    ceiling: Option<f64>,
+    ceiling_accepted: u64,
+    ceiling_connections: u64,
+    ceiling_streams: usize,
+    ceiling_client_cpu: f64,
+    ceiling_sim_cpu: f64,
+    node: NodeRun,
+    node_sim_cpu: f64,
+    api: Vec<ApiPoint>,
+    half_load: Option<(f64, LoadResult)>,
+    peak_rss: Option<f64>,
+    bytes_per_client: Option<f64>,
+    seed_per_s: Option<f64>,
+    startup: Option<Duration>,
+    startup_2n: Option<Duration>,
+    interactive: Option<LoadResult>,
+    fair: Option<(u64, u64)>,
+    phase5_complete: bool,
+}
+
+async fn run(opts: Options) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out_dir = root.join("target/bench");
+    std::fs::create_dir_all(&out_dir).expect("target/bench");
+    let work = tempfile::Builder::new().prefix("load-").tempdir_in(&out_dir).expect("work dir");
+    let n = opts.tokens;
+    let limits = PoolLimits::default();
+    say!(
+        "Herald load benchmark: {n} tokens, phases of {:?}{}; work dir {}",
+        opts.phase,
+        if opts.quick { " (quick)" } else { "" },
+        work.path().display()
+    );
+    let mut res = Results { tokens: n, ..Results::default() };
+
+    // --- Simulators and credentials: one APNs key per sender. -----------------
+    let sims = Sims::start(&work.path().join("certs"));
+    say!("simulators (pid {}) on {}", sims.proc.pid(), sims.url("apns"));
+    let creds_a = sims.credentials(&work.path().join("creds-a"));
+    let creds_b = sims.credentials(&work.path().join("creds-b"));
+    let creds_ceiling = sims.credentials(&work.path().join("creds-ceiling"));
+    let creds_node = sims.credentials(&work.path().join("creds-node"));
+
+    // --- Tenants, apps and the two API clients, through the API. --------------
+    let data = work.path().join("data");
+    let http = reqwest::Client::new();
+    let (send_client, vip_client) = {
+        let h = Herald::start(&data, &sims);
+        for t in [TENANT_A, TENANT_B] {
+            ok(
+                "create tenant",
+                api(
+                    &http,
+                    &h,
+                    reqwest::Method::POST,
+                    "/v1/tenants",
+                    Some(OPERATOR),
+                    Some(json!({"tenantId": t, "adminUsername": "admin", "adminPassword": PASSWORD})),
+                )
+                .await,
+            );
+        }
+        let admin_a = admin_token(&http, &h, TENANT_A).await;
+        let admin_b = admin_token(&http, &h, TENANT_B).await;
+        for (t, admin, creds) in [(TENANT_A, &admin_a, &creds_a), (TENANT_B, &admin_b, &creds_b)] {
+            ok(
+                "save app",
+                api(
+                    &http,
+                    &h,
+                    reqwest::Method::POST,
+                    &format!("/v1/tenants/{t}/apps/{APP}"),
+                    Some(admin),
+                    Some(creds.app_json.clone()),
+                )
+                .await,
+            );
+        }
+        let send_client = register_client(&http, &h, TENANT_A, &admin_a, "sender", SEND_TOKEN).await;
+        let vip_client = register_client(&http, &h, TENANT_A, &admin_a, "vip", VIP_TOKEN).await;
+        (send_client, vip_client)
+    };
+
+    // --- Item 6: seed N clients, bytes on disk, start-up time. -----------------
+    say!("seeding {n} clients of {TENANT_A}");
+    let d = data.clone();
+    let took = tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
+    res.seed_per_s = Some(n as f64 / took.as_secs_f64());
+    let bytes = du(&data);
+    res.bytes_per_client = Some(bytes as f64 / (n + 2) as f64);
+    say!(
+        "seeded in {took:.2?} ({:.0} clients/s); data dir {:.1} MiB = {:.0} bytes/client",
+        n as f64 / took.as_secs_f64(),
+        bytes as f64 / 1048576.0,
+        res.bytes_per_client.unwrap_or(0.0)
+    );
+    let herald = Herald::start(&data, &sims);
+    res.startup = Some(herald.startup);
+    let admin_a = admin_token(&http, &herald, TENANT_A).await;
+
+    // --- Item 1: fan-out. -------------------------------------------------------
+    say!("phase 1: broadcast to {n} APNs tokens through Herald");
+    sims.reset().await;
+    let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
+    let perf = Perf::start(opts.perf, herald.pid(), &out_dir.join("perf-fanout.data"));
+    let id = start_broadcast(&http, &herald, TENANT_A, &admin_a).await;
+    let deadline = Duration::from_secs(60 + n / 1000);
+    let b = watch(&http, &herald, &sims, &[(TENANT_A, admin_a.as_str(), id)], n + 2, deadline).await.remove(0);
+    perf.stop();
+    res.fanout_herald_cpu = herald.cpu() - h_cpu0;
+    res.fanout_sim_cpu = sims.cpu() - s_cpu0;
+    res.fanout = sim_rate(&b.stats);
+    res.fanout_accepted = b.stats.accepted;
+    res.fanout_herald_ms = b.herald_ms;
+    res.fanout_connections = b.stats.connections;
+    res.fanout_streams_mean = b.streams_mean;
+    res.fanout_streams_max = b.streams_max;
+    res.peak_rss = peak_rss_mib(herald.pid());
+    if !b.completed || b.report["counts"]["sent"].as_u64() != Some(n + 2) {
+        say!("fan-out incomplete or with failures: {}", b.report["counts"]);
+    }
+    say!(
+        "fan-out: {:.0}/s, {} connections, herald CPU {:.1} s, simulator CPU {:.1} s, peak RSS {:.1} MiB",
+        res.fanout.unwrap_or(0.0),
+        b.stats.connections,
+        res.fanout_herald_cpu,
+        res.fanout_sim_cpu,
+        res.peak_rss.unwrap_or(0.0)
+    );
+
+    // --- Item 2: the ceiling. ---------------------------------------------------
+    say!(
+        "phase 2: bare h2 client, {n} requests over {} connections x {} streams",
+        limits.max_connections,
+        limits.max_streams
+    );
+    let payload = herald_apns_payload(&creds_a.bundle_id);
+    let jwt = sign_apns_jwt(&creds_ceiling.apns_key_pem, &creds_ceiling.apns_key_id, &creds_ceiling.apns_team_id);
+    let tls = sim_tls(&std::fs::read(sims.ca_file()).expect("CA file"));
+    sims.reset().await;
+    let (c_cpu0, s_cpu0) = (cpu_secs(std::process::id()).unwrap_or(0.0), sims.cpu());
+    let progress = Progress::start("ceiling", sims.url("control").to_string(), n);
+    let c = tokio::time::timeout(
+        Duration::from_secs(60 + n / 2000),
+        ceiling(sims.apns_addr(), tls, &payload, &jwt, TOKENS_A..TOKENS_A + n, &limits),
+    )
+    .await;
+    drop(progress);
+    res.ceiling_client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
+    res.ceiling_sim_cpu = sims.cpu() - s_cpu0;
+    let s = sims.stats().await.apns;
+    res.ceiling = sim_rate(&s);
+    res.ceiling_accepted = s.accepted;
+    res.ceiling_connections = s.connections;
+    match c {
+        Ok(c) => {
+            res.ceiling_streams = c.peer_max_streams.min(limits.max_streams);
+            say!(
+                "ceiling: {:.0}/s ({} ok, {} failed{}), peer allows {} streams, client CPU {:.1} s, simulator CPU {:.1} s",
+                res.ceiling.unwrap_or(0.0),
+                c.ok,
+                c.failed,
+                c.first_error.map(|e| format!(", first: {e}")).unwrap_or_default(),
+                c.peer_max_streams,
+                res.ceiling_client_cpu,
+                res.ceiling_sim_cpu
+            )
+        }
+        Err(_) => say!("ceiling: timed out; rate from the {} accepted", s.accepted),
+    }
+
+    // --- Item 3: node-apn. ------------------------------------------------------
+    if opts.node {
+        say!("phase 3: @parse/node-apn, {n} notifications");
+        let s_cpu0 = sims.cpu();
+        let limit = Duration::from_secs(if opts.quick { 60 } else { 120 + n / 2000 });
+        res.node = node_apn(&root, work.path(), &sims, &creds_node, &payload, n, &limits, limit).await;
+        res.node_sim_cpu = sims.cpu() - s_cpu0;
+        if let Some(r) = res.node.rate {
+            say!(
+                "node-apn: {r:.0}/s ({} accepted), node CPU {:.1} s, simulator CPU {:.1} s",
+                res.node.accepted,
+                res.node.cpu_s,
+                res.node_sim_cpu
+            );
+        }
+    } else {
+        res.node.unavailable = Some("skipped (--no-node)".into());
+    }
+
+    // --- Item 4: the send API against Herald and the trivial handler. ----------
+    say!("phase 4: send API, one client, {:?} per run", opts.phase);
+    let send_body = one_client_body(TENANT_A, "sender", &send_client);
+    let (st, answer) = api(
+        &http,
+        &herald,
+        reqwest::Method::POST,
+        &format!("/v1/tenants/{TENANT_A}/push_notification/send"),
+        Some(&admin_a),
+        Some(send_body.clone()),
+    )
+    .await;
+    assert_eq!(st, 202, "one-client send: {answer}");
+    assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
+    let herald_target = Target {
+        addr: herald.addr,
+        path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
+        bearer: Some(admin_a.clone()),
+        body: Bytes::from(send_body.to_string()),
+    };
+    // A body of the same size as Herald's answer.
+    let answer_bytes = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
+    let trivial = Trivial::start(answer_bytes);
+    let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
+    for proto in [Proto::H1, Proto::H2] {
+        for &conc in &CONCURRENCY {
+            for (server, target) in [("herald", &herald_target), ("trivial", &trivial_target)] {
+                let perf = Perf::start(
+                    opts.perf && server == "herald" && conc == 64 && proto == Proto::H1,
+                    herald.pid(),
+                    &out_dir.join("perf-send-api.data"),
+                );
+                let load =
+                    Load { proto, concurrency: conc, duration: opts.phase, rate: None, stop: None, expect_status: 202 };
+                let r = run_load(target, &load).await;
+                perf.stop();
+                say!(
+                    "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}",
+                    proto.name(),
+                    r.rps(),
+                    r.pct_ms(0.5).unwrap_or(f64::NAN),
+                    r.pct_ms(0.99).unwrap_or(f64::NAN),
+                    r.errors,
+                    r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+                );
+                res.api.push(ApiPoint { server, proto, c: conc, r });
+            }
+        }
+    }
+    drop(trivial);
+    if let Some(p) = res.api.iter().find(|p| p.server == "herald" && p.proto == Proto::H1 && p.c == 64) {
+        let rate = p.r.rps() / 2.0;
+        if rate >= 1.0 {
+            let load = Load {
+                proto: Proto::H1,
+                concurrency: 64,
+                duration: opts.phase * 2,
+                rate: Some(rate),
+                stop: None,
+                expect_status: 202,
+            };
+            let r = run_load(&herald_target, &load).await;
+            say!(
+                "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors",
+                r.pct_ms(0.5).unwrap_or(f64::NAN),
+                r.pct_ms(0.99).unwrap_or(f64::NAN),
+                r.errors
+            );
+            res.half_load = Some((rate, r));
+        }
+    }
+    drop(herald);
+
+    // --- Item 5: two tenants' broadcasts and interactive sends at once. --------
+    say!("phase 5: seeding {n} clients of {TENANT_B}");
+    let d = data.clone();
+    tokio::task::spawn_blocking(move || seed(&d, TENANT_B, n, TOKENS_B)).await.expect("seed task");
+    let herald = Herald::start(&data, &sims);
+    res.startup_2n = Some(herald.startup);
+    let admin_a = admin_token(&http, &herald, TENANT_A).await;
+    let admin_b = admin_token(&http, &herald, TENANT_B).await;
+    sims.reset().await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let vip_target = Target {
+        addr: herald.addr,
+        path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
+        bearer: Some(admin_a.clone()),
+        body: Bytes::from(one_client_body(TENANT_A, "vip", &vip_client).to_string()),
+    };
+    let deadline = Duration::from_secs(60 + 2 * n / 1000);
+    let interactive = tokio::spawn({
+        let load = Load {
+            proto: Proto::H1,
+            concurrency: 8,
+            duration: deadline + Duration::from_secs(5),
+            rate: Some(INTERACTIVE_PER_S),
+            stop: Some(stop.clone()),
+            expect_status: 202,
+        };
+        async move { run_load(&vip_target, &load).await }
+    });
+    say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
+    let (id_a, id_b) = tokio::join!(
+        start_broadcast(&http, &herald, TENANT_A, &admin_a),
+        start_broadcast(&http, &herald, TENANT_B, &admin_b)
+    );
+    let both = watch(
+        &http,
+        &herald,
+        &sims,
+        &[(TENANT_A, admin_a.as_str(), id_a), (TENANT_B, admin_b.as_str(), id_b)],
+        2 * n + 2,
+        deadline,
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let inter = interactive.await.expect("interactive sends");
+    say!(
+        "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms",
+        inter.ok,
+        inter.errors,
+        inter.pct_ms(0.5).unwrap_or(f64::NAN),
+        inter.pct_ms(0.99).unwrap_or(f64::NAN)
+    );
+    res.interactive = Some(inter);
+    res.phase5_complete = both.iter().all(|b| b.completed);
+    if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
+        res.fair = Some((a, b));
+    }
+    drop(herald);
+    drop(sims);
+
+    // --- Output. ----------------------------------------------------------------
+    let json = results_json(&res);
+    let table = table(&res, &opts);
+    println!("{table}");
+    let path = out_dir.join("load.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json).expect("JSON")).expect("write load.json");
+    say!("wrote {}", path.display());
+}
+
+// ---------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------
+
+fn api_point(res: &Results, server: &str, proto: Proto, c: usize) -> Option<&LoadResult> {
+    res.api.iter().find(|p| p.server == server && p.proto == proto && p.c == c).map(|p| &p.r)
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+fn fairness(res: &Results) -> Option<f64> {
+    res.fair.and_then(|(a, b)| {
+        let (lo, hi) = (a.min(b), a.max(b));
+        (lo > 0).then(|| hi as f64 / lo as f64)
+    })
+}
+
+/// The flat JSON of `target/bench/load.json` (null for what was not measured).
+fn results_json(res: &Results) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Option<f64>| {
+        m.insert(k.to_string(), v.filter(|v| v.is_finite()).map_or(Value::Null, |v| json!(v)));
+    };
+    let h1_64 = api_point(res, "herald", Proto::H1, 64);
+    let t1_64 = api_point(res, "trivial", Proto::H1, 64);
+    put("tokens", Some(res.tokens as f64));
+    put("fanout_per_s", res.fanout);
+    put("ceiling_per_s", res.ceiling);
+    put("node_apn_per_s", res.node.rate);
+    put("fanout_vs_ceiling", ratio(res.fanout, res.ceiling));
+    put("fanout_vs_node_apn", ratio(res.fanout, res.node.rate));
+    put("send_api_rps_c64", h1_64.map(LoadResult::rps));
+    put("trivial_rps_c64", t1_64.map(LoadResult::rps));
+    put("send_api_vs_trivial", ratio(h1_64.map(LoadResult::rps), t1_64.map(LoadResult::rps)));
+    put("send_api_p99_ms_half_load", res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.99)));
+    put("peak_rss_mib", res.peak_rss);
+    put("bytes_per_client", res.bytes_per_client);
+    put("interactive_p99_ms_during_broadcast", res.interactive.as_ref().and_then(|r| r.pct_ms(0.99)));
+    put("fairness_ratio", fairness(res));
+    // Details beyond the headline keys.
+    put("fanout_herald_completion_ms", res.fanout_herald_ms.map(|v| v as f64));
+    put("fanout_sim_connections", Some(res.fanout_connections as f64));
+    put("fanout_streams_in_flight_mean", res.fanout_streams_mean);
+    put("fanout_streams_in_flight_max", res.fanout_streams_max);
+    put("fanout_herald_cpu_s", Some(res.fanout_herald_cpu));
+    put("fanout_sim_cpu_s", Some(res.fanout_sim_cpu));
+    put("ceiling_client_cpu_s", Some(res.ceiling_client_cpu));
+    put("ceiling_sim_cpu_s", Some(res.ceiling_sim_cpu));
+    put("node_apn_cpu_s", res.node.rate.map(|_| res.node.cpu_s));
+    put("send_api_rps_half_load", res.half_load.as_ref().map(|(r, _)| *r));
+    put("send_api_p50_ms_half_load", res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.5)));
+    for p in &res.api {
+        let key = format!("{}_{}_c{}", p.server, p.proto.name(), p.c);
+        put(&format!("{key}_rps"), Some(p.r.rps()));
+        put(&format!("{key}_p50_ms"), p.r.pct_ms(0.5));
+        put(&format!("{key}_p99_ms"), p.r.pct_ms(0.99));
+        put(&format!("{key}_errors"), Some(p.r.errors as f64));
+    }
+    put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
+    put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
+    put("seed_clients_per_s", res.seed_per_s);
+    put("fairness_tenant_a_ms", res.fair.map(|(a, _)| a as f64));
+    put("fairness_tenant_b_ms", res.fair.map(|(_, b)| b as f64));
+    put("interactive_sends_during_broadcast", res.interactive.as_ref().map(|r| r.ok as f64));
+    put("interactive_errors_during_broadcast", res.interactive.as_ref().map(|r| r.errors as f64));
+    Value::Object(m)
+}
+
+fn fmt_opt(v: Option<f64>, decimals: usize, unit: &str) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}{unit}"),
+        _ => "n/a".into(),
+    }
+}
+
+/// A target as text, with whether the figure meets it.
+fn target(v: Option<f64>, op: &str, goal: f64) -> String {
+    let met = v.map(|v| if op == "≥" { v >= goal } else { v < goal });
+    let verdict = match met {
+        Some(true) => "met",
+        Some(false) => "MISSED",
+        None => "-",
+    };
+    format!("{op} {goal}  {verdict}")
+}
+
+fn table(res: &Results, opts: &Options) -> String {
+    let h1_64 = api_point(res, "herald", Proto::H1, 64).map(LoadResult::rps);
+    let t1_64 = api_point(res, "trivial", Proto::H1, 64).map(LoadResult::rps);
+    let half_p99 = res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.99));
+    let inter_p99 = res.interactive.as_ref().and_then(|r| r.pct_ms(0.99));
+    let node = match (&res.node.rate, &res.node.unavailable) {
+        (Some(r), _) => format!("{r:.0}/s"),
+        (None, Some(why)) => format!("unavailable ({why})"),
+        _ => "n/a".into(),
+    };
+    let cpu_per = |cpu: f64, count: u64| {
+        if count > 0 {
+            format!("{:.1} µs", cpu * 1e6 / count as f64)
+        } else {
+            "n/a".into()
+        }
+    };
+    let mut rows: Vec<(String, String, String)> = vec![
+        (
+            format!("fan-out, Herald (APNs sim counts, {} tokens)", res.tokens),
+            fmt_opt(res.fanout, 0, "/s"),
+            String::new(),
+        ),
+        (
+            "  end to end (POST → COMPLETED, Herald's report)".into(),
+            fmt_opt(res.fanout_herald_ms.map(|v| v as f64), 0, " ms"),
+            String::new(),
+        ),
+        (
+            "  connections opened / streams in flight (mean, max)".into(),
+            format!(
+                "{} / {}, {}",
+                res.fanout_connections,
+                fmt_opt(res.fanout_streams_mean, 0, ""),
+                fmt_opt(res.fanout_streams_max, 0, "")
+            ),
+            String::new(),
+        ),
+        (
+            "  CPU per notification: herald / simulator".into(),
+            format!(
+                "{} / {}",
+                cpu_per(res.fanout_herald_cpu, res.fanout_accepted),
+                cpu_per(res.fanout_sim_cpu, res.fanout_accepted)
+            ),
+            String::new(),
+        ),
+        (
+            format!("ceiling, bare h2 client ({} conns x {} streams)", res.ceiling_connections, res.ceiling_streams),
+            fmt_opt(res.ceiling, 0, "/s"),
+            String::new(),
+        ),
+        (
+            "  CPU per notification: client / simulator".into(),
+            format!(
+                "{} / {}",
+                cpu_per(res.ceiling_client_cpu, res.ceiling_accepted),
+                cpu_per(res.ceiling_sim_cpu, res.ceiling_accepted)
+            ),
+            String::new(),
+        ),
+        (format!("node-apn peer ({})", res.node.version.as_deref().unwrap_or("@parse/node-apn")), node, String::new()),
+        (
+            "  CPU per notification: node / simulator".into(),
+            if res.node.rate.is_some() {
+                format!(
+                    "{} / {}",
+                    cpu_per(res.node.cpu_s, res.node.accepted),
+                    cpu_per(res.node_sim_cpu, res.node.accepted)
+                )
+            } else {
+                "n/a".into()
+            },
+            String::new(),
+        ),
+        (
+            "fan-out / ceiling".into(),
+            fmt_opt(ratio(res.fanout, res.ceiling), 2, "x"),
+            target(ratio(res.fanout, res.ceiling), "≥", 0.8),
+        ),
+        (
+            "fan-out / node-apn".into(),
+            fmt_opt(ratio(res.fanout, res.node.rate), 2, "x"),
+            target(ratio(res.fanout, res.node.rate), "≥", 10.0),
+        ),
+        (
+            "Herald peak RSS (VmHWM, after the fan-out)".into(),
+            fmt_opt(res.peak_rss, 1, " MiB"),
+            if res.tokens >= 1_000_000 { target(res.peak_rss, "<", 256.0) } else { "< 256 at 1M tokens".into() },
+        ),
+        ("send API, HTTP/1.1 C=64".into(), fmt_opt(h1_64, 0, " req/s"), String::new()),
+        ("trivial handler, HTTP/1.1 C=64".into(), fmt_opt(t1_64, 0, " req/s"), String::new()),
+        (
+            "send API / trivial (C=64)".into(),
+            fmt_opt(ratio(h1_64, t1_64), 2, "x"),
+            target(ratio(h1_64, t1_64), "≥", 0.5),
+        ),
+        (
+            format!(
+                "send API p99 at half load ({} req/s, C=64)",
+                fmt_opt(res.half_load.as_ref().map(|(r, _)| *r), 0, "")
+            ),
+            fmt_opt(half_p99, 2, " ms"),
+            target(half_p99, "<", 5.0),
+        ),
+        (
+            format!(
+                "interactive p99 during 2 broadcasts ({} sends at {INTERACTIVE_PER_S}/s)",
+                res.interactive.as_ref().map_or(0, |r| r.ok)
+            ),
+            fmt_opt(inter_p99, 2, " ms"),
+            target(inter_p99, "<", 50.0),
+        ),
+        (
+            format!(
+                "fairness, slower/faster of 2 tenants' broadcasts ({} ms, {} ms)",
+                res.fair.map_or("?".into(), |(a, _)| a.to_string()),
+                res.fair.map_or("?".into(), |(_, b)| b.to_string())
+            ),
+            fmt_opt(fairness(res), 2, ""),
+            target(fairness(res), "<", 1.5),
+        ),
+        (
+            "bytes on disk per client (du / clients)".into(),
+            fmt_opt(res.bytes_per_client, 0, " B"),
+            target(res.bytes_per_client, "<", 400.0).replacen('<', "≤", 1),
+        ),
+        (
+            "herald serve start-up on N clients (spawn → listening)".into(),
+            fmt_opt(res.startup.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
+            String::new(),
+        ),
+        (
+            "  … on 2N clients".into(),
+            fmt_opt(res.startup_2n.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
+            String::new(),
+        ),
+        ("seeding (storage API, one flush at the end)".into(), fmt_opt(res.seed_per_s, 0, " clients/s"), String::new()),
+    ];
+    if !res.phase5_complete {
+        rows.push(("  (phase 5 broadcasts did not both complete in time)".into(), String::new(), String::new()));
+    }
+    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    out.push_str(&format!(
+        "\nHerald load benchmark: {} tokens{}, {cpus} CPUs, everything on 127.0.0.1\n\n",
+        res.tokens,
+        if opts.quick { ", --quick" } else { "" }
+    ));
+    out.push_str(&format!("{:w0$}  {:>w1$}  target\n", "figure", "value"));
+    out.push_str(&format!("{}\n", "-".repeat(w0 + w1 + 20)));
+    for (a, b, c) in &rows {
+        let pad0 = w0 - a.chars().count();
+        let pad1 = w1 - b.chars().count();
+        out.push_str(&format!("{a}{}  {}{b}  {c}\n", " ".repeat(pad0), " ".repeat(pad1)));
+    }
+    out.push_str(&format!(
+        "\nsend API (one-client send, 202) vs trivial handler, {:?} per run: req/s  p50/p99 ms\n",
+        opts.phase
+    ));
+    out.push_str(&format!("{:14}", ""));
+    for c in CONCURRENCY {
+        out.push_str(&format!("{:>24}", format!("C={c}")));
+    }
+    out.push('\n');
+    for proto in [Proto::H1, Proto::H2] {
+        for server in ["herald", "trivial"] {
+            out.push_str(&format!("{:14}", format!("{server} {}", proto.name())));
+            for c in CONCURRENCY {
+                let cell = api_point(res, server, proto, c).map_or("n/a".into(), |r| {
+                    format!(
+                        "{:.0}  {:.2}/{:.2}{}",
+                        r.rps(),
+                        r.pct_ms(0.5).unwrap_or(f64::NAN),
+                        r.pct_ms(0.99).unwrap_or(f64::NAN),
+                        if r.errors > 0 { "!" } else { "" }
+                    )
+                });
+                out.push_str(&format!("{cell:>24}"));
+            }
+            out.push('\n');
+        }
+        let ratios: Vec<String> = CONCURRENCY
+            .iter()
+            .map(|&c| {
+                fmt_opt(
+                    ratio(
+                        api_point(res, "herald", proto, c).map(LoadResult::rps),
+                        api_point(res, "trivial", proto, c).map(LoadResult::rps),
+                    ),
+                    2,
+                    "x",
+                )
+            })
+            .collect();
+        out.push_str(&format!("{:14}", "herald/trivial"));
+        for r in ratios {
+            out.push_str(&format!("{r:>24}"));
+        }
+        out.push('\n');
+    }
+    out.push_str("(! = some requests failed; see the progress lines)\n");
+    out
+}
