@@ -1761,7 +1761,7 @@ async fn run(opts: Options) {
 // Output
 // ---------------------------------------------------------------------------
 
-fn api_point(res: &Results, server: &str, proto: Proto, c: usize) -> Option<&LoadResult> {
+fn api_point<'a>(res: &'a Results, server: &str, proto: Proto, c: usize) -> Option<&'a LoadResult> {
     res.api.iter().find(|p| p.server == server && p.proto == proto && p.c == c).map(|p| &p.r)
 }
 

@@ -128,6 +128,8 @@ pub struct Config {
     pub access_token_ttl: u64,
     pub refresh_token_ttl: u64,
     pub log_json: bool,
+    /// The clock of login-failure and lock decisions; tests move it.
+    pub clock: crate::auth::brute_force::Clock,
     pub push: PushSettings,
     pub send_deadline: Duration,
     pub webhooks: WebhookSettings,
@@ -183,6 +185,7 @@ impl Config {
             access_token_ttl: s.access_token_ttl.unwrap_or(300),
             refresh_token_ttl: s.refresh_token_ttl.unwrap_or(1800),
             log_json,
+            clock: Default::default(),
         })
     }
 

@@ -24,6 +24,7 @@ pub enum Family {
 /// Subsystem numbers of API.md.
 pub mod subsystem {
     pub const PUSH: u16 = 516;
+    pub const VERSIONS: u16 = 517;
     pub const TENANT: u16 = 519;
     pub const WEBHOOKS: u16 = 521;
     pub const AUTH: u16 = 522;

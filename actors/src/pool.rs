@@ -8,7 +8,7 @@
 
 use crate::providers::WireRequest;
 use crate::transport::{Connection, Reply, Target, TransportError};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -44,7 +44,12 @@ pub struct Pool {
     conns: Mutex<Vec<Arc<Connection>>>,
     /// Serialises connection opening, so a burst opens one connection, not fifty.
     opening: tokio::sync::Mutex<()>,
-    freed: Notify,
+    /// Waiters for a free stream, per lane: a freed stream wakes one
+    /// interactive waiter if there is one, else one bulk waiter (not all of
+    /// them, which under a broadcast would be thousands of wake-ups per answer).
+    freed_interactive: Notify,
+    freed_bulk: Notify,
+    waiting_interactive: AtomicUsize,
 }
 
 /// A stream slot on one connection, given back on drop.
@@ -57,7 +62,11 @@ impl Drop for Lease<'_> {
     fn drop(&mut self) {
         self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
         metrics::gauge!("herald_pool_streams_in_flight", "provider" => self.pool.provider).decrement(1.0);
-        self.pool.freed.notify_waiters();
+        if self.pool.waiting_interactive.load(Ordering::Acquire) > 0 {
+            self.pool.freed_interactive.notify_one();
+        } else {
+            self.pool.freed_bulk.notify_one();
+        }
     }
 }
 
@@ -69,7 +78,9 @@ impl Pool {
             provider,
             conns: Mutex::new(Vec::new()),
             opening: tokio::sync::Mutex::new(()),
-            freed: Notify::new(),
+            freed_interactive: Notify::new(),
+            freed_bulk: Notify::new(),
+            waiting_interactive: AtomicUsize::new(0),
         }
     }
 
@@ -90,7 +101,11 @@ impl Pool {
 
     async fn acquire(&self, lane: Lane) -> Result<Lease<'_>, TransportError> {
         loop {
-            let freed = self.freed.notified();
+            let notify = match lane {
+                Lane::Interactive => &self.freed_interactive,
+                Lane::Bulk => &self.freed_bulk,
+            };
+            let freed = notify.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
             let can_open = {
@@ -124,9 +139,15 @@ impl Pool {
                     }
                 }
             }
-            // Wait for a stream to free up; the timeout also picks up a connection
-            // that another task opened, and GOAWAYs.
+            // Wait for a stream to free up.
+            if lane == Lane::Interactive {
+                self.waiting_interactive.fetch_add(1, Ordering::AcqRel);
+            }
+            // The timeout also picks up a connection another task opened, and GOAWAYs.
             let _ = tokio::time::timeout(Duration::from_millis(20), freed).await;
+            if lane == Lane::Interactive {
+                self.waiting_interactive.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 

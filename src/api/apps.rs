@@ -71,6 +71,8 @@ pub async fn delete(cx: Cx) -> ApiResult<Response> {
         herald_storage::Error::NotFound(_) => ApiError::not_found(format!("app {name} not found")),
         other => other.into(),
     })?;
+    // Deleting an app deletes its versions (with their registrations and votes).
+    cx.engine.store.versions().delete_of_app(tenant, name)?;
     cx.engine.store.durable().await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

@@ -1,12 +1,18 @@
 //! Handlers, one file per interface area, and the route table of API.md.
 
+pub mod addresses;
 pub mod apps;
 pub mod clients;
 pub mod oidc;
 pub mod ops;
+pub mod otp_lock;
 pub mod push;
 pub mod push_tokens;
+pub mod realm_settings;
 pub mod tenants;
+pub mod user_lists;
+pub mod users;
+pub mod versions;
 pub mod webhooks;
 
 use crate::auth::{Access, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ};
@@ -16,9 +22,11 @@ use crate::router::Route;
 
 const OPS: Family = Family::Ops;
 const REALM: Family = Family::Realm { subsystem: subsystem::USERS };
+const LDAP: Family = Family::Realm { subsystem: 9 };
 const PUSH: Family = Family::Admin { subsystem: subsystem::PUSH };
 const WEBHOOKS: Family = Family::Admin { subsystem: subsystem::WEBHOOKS };
 const TENANT: Family = Family::Admin { subsystem: subsystem::TENANT };
+const VERSIONS: Family = Family::Admin { subsystem: subsystem::VERSIONS };
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
@@ -32,12 +40,64 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token", Family::OAuth, Public, oidc::token),
         route!(GET "/auth/realms/{tenantId}/.well-known/openid-configuration", REALM, Public, oidc::discovery),
         route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/certs", REALM, Public, oidc::certs),
+        // Identity: users and addresses of the realm.
+        route!(POST "/auth/realms/{tenantId}/users", REALM, Tenant(ADMIN), users::create),
+        route!(GET "/auth/realms/{tenantId}/users", REALM, Tenant(ADMIN_OR_READ), users::search),
+        route!(GET "/auth/realms/{tenantId}/users/by-attribute", REALM, Tenant(ADMIN_OR_READ), users::by_attribute),
+        route!(GET "/auth/realms/{tenantId}/users/id/{id}", REALM, Tenant(ADMIN_OR_READ), users::get_by_id),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}", REALM, Tenant(ADMIN_OR_READ), users::info),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}", REALM, Tenant(ADMIN), users::update),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/profile", REALM, Tenant(ADMIN), users::update_profile),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/enable", REALM, Tenant(ADMIN), users::enable),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/disable", REALM, Tenant(ADMIN), users::disable),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/admin", REALM, Tenant(ADMIN), users::promote),
+        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/admin", REALM, Tenant(ADMIN), users::revoke_admin),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-roles", REALM, Tenant(ADMIN), users::revoke_roles),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-required-actions", REALM, Tenant(ADMIN), users::revoke_required_actions),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/credentials", REALM, Tenant(ADMIN_OR_READ), users::credentials),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/tenants", REALM, Tenant(ADMIN_OR_READ), users::tenants),
+        route!(GET "/auth/realms/{tenantId}/admins", REALM, Tenant(ADMIN_OR_READ), users::admins),
+        route!(GET "/auth/realms/{tenantId}/roles/{role}/users", REALM, Tenant(ADMIN_OR_READ), users::by_role),
+        route!(GET "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users", REALM, Tenant(ADMIN_OR_READ), users::by_client_role),
+        route!(GET "/auth/realms/{tenantId}/groups/{groupID}/users", REALM, Tenant(ADMIN_OR_READ), users::by_group),
+        route!(POST "/auth/realms/{tenantId}/address/{userName}/add", REALM, Tenant(ADMIN), addresses::add),
+        route!(GET "/auth/realms/{tenantId}/address/{userName}", REALM, Tenant(ADMIN_OR_READ), addresses::get),
+        route!(PUT "/auth/realms/{tenantId}/address/{userName}/edit", REALM, Tenant(ADMIN), addresses::edit),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/otp/resend", REALM, Tenant(ADMIN), otp_lock::resend),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, Tenant(ADMIN_OR_READ), otp_lock::status),
+        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, Tenant(ADMIN), otp_lock::unlock),
+        route!(DELETE "/auth/realms/{tenantId}/otp-lock", REALM, Tenant(ADMIN), otp_lock::unlock_all),
+        // Identity: realm configuration.
+        route!(POST "/auth/realms/{tenantId}/v3_ldap/components", LDAP, Tenant(ADMIN), realm_settings::create_ldap),
+        route!(GET "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, Tenant(ADMIN_OR_READ), realm_settings::get_ldap),
+        route!(PUT "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, Tenant(ADMIN), realm_settings::update_ldap),
+        route!(GET "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, Public, realm_settings::get_app_settings),
+        route!(PUT "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, Tenant(ADMIN), realm_settings::put_app_settings),
+        route!(PUT "/auth/realms/{tenantId}/core/v1/migrate/affiliations", REALM, Tenant(ADMIN), realm_settings::migrate_affiliations),
         // Apps and push configuration.
         route!(GET "/v1/tenants/{tenantId}/apps", TENANT, Tenant(ADMIN_OR_READ), apps::list),
         route!(POST "/v1/tenants/{tenantId}/apps/{appName}", TENANT, Tenant(ADMIN), apps::save),
         route!(PUT "/v1/tenants/{tenantId}/apps/{appName}", TENANT, Tenant(ADMIN), apps::update),
         route!(GET "/v1/tenants/{tenantId}/apps/{appName}", TENANT, Tenant(ADMIN_OR_READ), apps::get),
         route!(DELETE "/v1/tenants/{tenantId}/apps/{appName}", TENANT, Tenant(ADMIN), apps::delete),
+        // App versions, registration policies and integrity voting.
+        route!(GET "/v1/tenants/{tenantId}/apps-latest", TENANT, Tenant(ADMIN_OR_READ), versions::apps_latest),
+        route!(POST "/v1/tenants/{tenantId}/versions", VERSIONS, Tenant(ADMIN), versions::create),
+        route!(GET "/v1/tenants/{tenantId}/versions", VERSIONS, Tenant(ADMIN_OR_READ), versions::list),
+        route!(GET "/v1/tenants/{tenantId}/versions/{versionId}", VERSIONS, Tenant(ADMIN_OR_READ), versions::get),
+        route!(PUT "/v1/tenants/{tenantId}/versions/{versionId}", VERSIONS, Tenant(ADMIN), versions::update),
+        route!(DELETE "/v1/tenants/{tenantId}/versions/{versionId}", VERSIONS, Tenant(ADMIN), versions::delete),
+        route!(PUT "/v1/tenants/{tenantId}/versions/{versionId}/lock", VERSIONS, Tenant(ADMIN), versions::lock),
+        route!(GET "/v1/tenants/{tenantId}/versions/{versionId}/architectures", VERSIONS, Tenant(ADMIN_OR_READ), versions::architectures),
+        route!(DELETE "/v1/tenants/{tenantId}/versions/{versionId}/registration", VERSIONS, Tenant(ADMIN), versions::delete_registration),
+        route!(POST "/v1/tenants/{tenantId}/versions/{versionId}/votes", VERSIONS, Tenant(ADMIN_OR_CLIENT), versions::vote),
+        route!(GET "/v1/tenants/{tenantId}/versions/{versionId}/votes", VERSIONS, Tenant(ADMIN_OR_READ), versions::votes),
+        route!(DELETE "/v1/tenants/{tenantId}/versions/{versionId}/votes", VERSIONS, Tenant(ADMIN), versions::reset),
+        route!(GET "/v1/tenants/{tenantId}/versions/{versionId}/votes/summary", VERSIONS, Tenant(ADMIN_OR_READ), versions::summary),
+        route!(POST "/v1/tenants/{tenantId}/policies", TENANT, Tenant(ADMIN), versions::create_policy),
+        route!(GET "/v1/tenants/{tenantId}/policies", TENANT, Tenant(ADMIN_OR_READ), versions::list_policies),
+        route!(GET "/v1/tenants/{tenantId}/policies/{policyId}", TENANT, Tenant(ADMIN_OR_READ), versions::get_policy),
+        route!(DELETE "/v1/tenants/{tenantId}/policies/{policyId}", TENANT, Tenant(ADMIN), versions::delete_policy),
         // Clients, links and push tokens.
         route!(POST "/v1/tenants/{tenantId}/clients", TENANT, Tenant(ADMIN), clients::register),
         route!(PUT "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}", TENANT, Tenant(ADMIN), clients::link),

@@ -1,10 +1,11 @@
 //! The realm's OpenID Connect endpoints: token, discovery, JWKS.
 
 use crate::auth::tokens::{self, issuer, AccessClaims, RoleSet, TokenPair, TYP_ACCESS, TYP_REFRESH};
-use crate::auth::{password, roles, TenantKey};
+use crate::auth::{brute_force, password, roles, TenantKey};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
+use herald_storage::identity::Session;
 use herald_storage::users::User;
 use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
@@ -61,7 +62,7 @@ pub async fn token(cx: Cx) -> ApiResult<Response> {
     let req = parse_request(&cx)?;
     let pair = match req.grant_type.as_deref() {
         Some("password") => password_grant(&cx.engine, &tenant, &key, req).await?,
-        Some("refresh_token") => refresh_grant(&cx.engine, &tenant, &key, req)?,
+        Some("refresh_token") => refresh_grant(&cx.engine, &tenant, &key, req).await?,
         Some("client_credentials") => client_grant(&cx.engine, &tenant, &key, req)?,
         Some(other) => {
             return Err(ApiError::oauth(
@@ -88,16 +89,43 @@ async fn password_grant(
     };
     let user = engine.store.users().get_by_name(tenant, &username.to_lowercase())?;
     let hash = user.as_ref().and_then(|u| u.password()).map(|c| c.hash.clone());
+    // Brute-force protection (Keycloak's temporary lockout). The password is
+    // verified on every path, so a refusal takes as long as an answer.
+    let policy = brute_force::Policy::default();
+    let now = engine.config.clock.now_ms();
+    let failure = match &user {
+        Some(u) => engine.store.identity().login_failure(tenant, &u.id)?,
+        None => None,
+    };
+    let locked = failure.as_ref().is_some_and(|f| brute_force::Policy::is_locked(f, now));
     let ok = tokio::task::spawn_blocking(move || password::verify(&password, hash.as_deref()))
         .await
         .map_err(|_| ApiError::internal("password check failed"))?;
+    if locked {
+        return Err(invalid_grant("Account temporarily disabled"));
+    }
     let user = match (ok, user) {
         (true, Some(u)) => u,
+        (false, Some(u)) => {
+            let mut f = failure.unwrap_or_default();
+            policy.record_failure(&mut f, now);
+            engine.store.identity().put_login_failure(tenant, &u.id, &f)?;
+            return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials"));
+        }
         _ => return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")),
     };
+    if failure.is_some() {
+        engine.store.identity().clear_login_failure(tenant, &user.id)?;
+    }
     check_user_may_log_in(&user)?;
     let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
-    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &ulid::Ulid::generate().to_string())
+    // A session holds the one refresh token that may still be used.
+    let session_id = ulid::Ulid::generate().to_string();
+    let session =
+        Session { user_id: user.id.clone(), refresh_jti: ulid::Ulid::generate().to_string(), created_ms: now };
+    engine.store.identity().put_session(tenant, &session_id, &session)?;
+    engine.store.durable().await?;
+    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, &session.refresh_jti)
 }
 
 fn check_user_may_log_in(user: &User) -> ApiResult<()> {
@@ -110,7 +138,7 @@ fn check_user_may_log_in(user: &User) -> ApiResult<()> {
     Ok(())
 }
 
-fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
+async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
     let token = req.refresh_token.ok_or_else(|| invalid_request("refresh_token is required"))?;
     let (token_tenant, claims) =
         tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &token, TYP_REFRESH)
@@ -120,7 +148,24 @@ fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: Token
     }
     let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
     check_user_may_log_in(&user)?;
-    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &claims.session_state)
+    // Refresh tokens are single-use: the session moves to a new one; the reuse
+    // of an old one ends the session (a stolen token is worth one use at most).
+    let sessions = engine.store.identity();
+    let sid = claims.session_state.clone();
+    let current = sessions.session(tenant, &sid)?.ok_or_else(|| invalid_grant("Session not active"))?;
+    if current.refresh_jti != claims.jti || current.user_id != user.id {
+        sessions.delete_session(tenant, &sid)?;
+        engine.store.durable().await?;
+        return Err(invalid_grant("Maximum allowed refresh token reuse exceeded"));
+    }
+    let next = Session { refresh_jti: ulid::Ulid::generate().to_string(), ..current.clone() };
+    if !sessions.rotate_session(tenant, &sid, &current, &next)? {
+        sessions.delete_session(tenant, &sid)?;
+        engine.store.durable().await?;
+        return Err(invalid_grant("Maximum allowed refresh token reuse exceeded"));
+    }
+    engine.store.durable().await?;
+    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &sid, &next.refresh_jti)
 }
 
 fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
@@ -168,6 +213,7 @@ fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenR
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn issue_user_tokens(
     engine: &Engine,
     tenant: &str,
@@ -176,6 +222,7 @@ fn issue_user_tokens(
     client_id: &str,
     scope: Option<String>,
     session: &str,
+    refresh_jti: &str,
 ) -> ApiResult<TokenPair> {
     let now = now_secs();
     let cfg = &engine.config;
@@ -198,7 +245,7 @@ fn issue_user_tokens(
     };
     let refresh = AccessClaims {
         exp: now + cfg.refresh_token_ttl,
-        jti: ulid::Ulid::generate().to_string(),
+        jti: refresh_jti.to_string(),
         typ: TYP_REFRESH.into(),
         aud: access.iss.clone(),
         ..access.clone()

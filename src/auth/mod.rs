@@ -1,5 +1,6 @@
 //! Who is calling: tenant realms' access tokens, the operator token, roles.
 
+pub mod brute_force;
 mod keys;
 pub mod password;
 pub mod tokens;

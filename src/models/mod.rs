@@ -1,9 +1,13 @@
 //! Request and response bodies, each with the validation of its own rules.
 
+pub mod address;
 pub mod app;
 pub mod client;
+pub mod ldap;
 pub mod push;
 pub mod push_token;
 pub mod tenant;
+pub mod user;
 pub mod validate;
+pub mod version;
 pub mod webhook;

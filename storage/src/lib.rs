@@ -17,11 +17,13 @@ mod store;
 pub mod apps;
 pub mod clients;
 pub mod deliveries;
+pub mod identity;
 pub mod links;
 pub mod provider_tokens;
 pub mod push_tokens;
 pub mod tenants;
 pub mod users;
+pub mod versions;
 pub mod webhooks;
 
 pub use error::{Error, Result};

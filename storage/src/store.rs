@@ -40,6 +40,13 @@ pub(crate) struct Trees {
     pub(crate) tenants: sled::Tree,
     pub(crate) users: sled::Tree,
     pub(crate) users_by_name: sled::Tree,
+    pub(crate) users_by_email: sled::Tree,
+    /// Secondary indexes of users: attributes, roles, client roles, groups.
+    pub(crate) user_index: sled::Tree,
+    pub(crate) user_addresses: sled::Tree,
+    pub(crate) user_sessions: sled::Tree,
+    pub(crate) login_failures: sled::Tree,
+    pub(crate) realm_config: sled::Tree,
     pub(crate) apps: sled::Tree,
     pub(crate) clients: sled::Tree,
     pub(crate) links_by_user: sled::Tree,
@@ -54,6 +61,12 @@ pub(crate) struct Trees {
     pub(crate) outbox: sled::Tree,
     pub(crate) failed_events: sled::Tree,
     pub(crate) attempts: sled::Tree,
+    pub(crate) versions: sled::Tree,
+    pub(crate) versions_by_app: sled::Tree,
+    pub(crate) policies: sled::Tree,
+    pub(crate) policies_by_name: sled::Tree,
+    pub(crate) version_archs: sled::Tree,
+    pub(crate) version_votes: sled::Tree,
 }
 
 impl Store {
@@ -68,6 +81,12 @@ impl Store {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,
             users_by_name: db.open_tree("users_by_name")?,
+            users_by_email: db.open_tree("users_by_email")?,
+            user_index: db.open_tree("user_index")?,
+            user_addresses: db.open_tree("user_addresses")?,
+            user_sessions: db.open_tree("user_sessions")?,
+            login_failures: db.open_tree("login_failures")?,
+            realm_config: db.open_tree("realm_config")?,
             apps: db.open_tree("apps")?,
             clients: db.open_tree("clients")?,
             links_by_user: db.open_tree("links_by_user")?,
@@ -82,6 +101,12 @@ impl Store {
             outbox: db.open_tree("outbox")?,
             failed_events: db.open_tree("failed_events")?,
             attempts: db.open_tree("attempts")?,
+            versions: db.open_tree("versions")?,
+            versions_by_app: db.open_tree("versions_by_app")?,
+            policies: db.open_tree("policies")?,
+            policies_by_name: db.open_tree("policies_by_name")?,
+            version_archs: db.open_tree("version_archs")?,
+            version_votes: db.open_tree("version_votes")?,
         };
         let flusher = Flusher::start(db.clone());
         Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master }) })

@@ -35,13 +35,17 @@ impl Tenants<'_> {
         let user_key = key(&[&tenant.id, &admin.id]);
         let user_value = codec::encode(admin)?;
         let name_key = key(&[&tenant.id, &admin.username]);
-        (&t.tenants, &t.users, &t.users_by_name).transaction(|(tenants, users, names)| {
+        let index_keys = crate::users::index_keys(&tenant.id, admin);
+        (&t.tenants, &t.users, &t.users_by_name, &t.user_index).transaction(|(tenants, users, names, index)| {
             if tenants.get(&tenant_key)?.is_some() {
                 return abort(Error::Conflict("tenant"));
             }
             tenants.insert(tenant_key.as_slice(), tenant_value.as_slice())?;
             users.insert(user_key.as_slice(), user_value.as_slice())?;
             names.insert(name_key.as_slice(), admin.id.as_bytes())?;
+            for k in &index_keys {
+                index.insert(k.as_slice(), admin.id.as_bytes())?;
+            }
             Ok(())
         })?;
         Ok(())

@@ -1,7 +1,7 @@
 //! Users of a tenant's realm, with the username index.
 
 use crate::error::abort;
-use crate::keys::key;
+use crate::keys::{key, prefix};
 use crate::store::{get, Store};
 use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,46 @@ impl User {
     pub fn password(&self) -> Option<&Credential> {
         self.credentials.iter().find(|c| c.kind == "password")
     }
+
+    /// The e-mail as indexed (lower-case), when set and non-empty.
+    pub fn email_key(&self) -> Option<String> {
+        self.email.as_deref().filter(|e| !e.is_empty()).map(str::to_lowercase)
+    }
+}
+
+/// An exact-match lookup through the user index tree.
+#[derive(Clone, Copy, Debug)]
+pub enum Index<'a> {
+    /// Attribute name and one of its values.
+    Attribute(&'a str, &'a str),
+    Role(&'a str),
+    /// Client and role.
+    ClientRole(&'a str, &'a str),
+    Group(&'a str),
+}
+
+/// The index-tree keys of a user: `tenant, kind, ..., username` so that a
+/// prefix scan answers in username order.
+pub(crate) fn index_keys(tenant: &str, u: &User) -> Vec<Vec<u8>> {
+    let name = u.username.as_str();
+    let mut keys = Vec::new();
+    for (attr, values) in &u.attributes {
+        for v in values {
+            keys.push(key(&[tenant, "a", attr, v, name]));
+        }
+    }
+    for r in &u.realm_roles {
+        keys.push(key(&[tenant, "r", r, name]));
+    }
+    for (client, roles) in &u.client_roles {
+        for r in roles {
+            keys.push(key(&[tenant, "c", client, r, name]));
+        }
+    }
+    for g in &u.groups {
+        keys.push(key(&[tenant, "g", g, name]));
+    }
+    keys
 }
 
 pub struct Users<'a>(&'a Store);
@@ -53,20 +93,120 @@ impl Store {
 }
 
 impl Users<'_> {
+    /// Creates the user with every index; `Conflict("user")` on a taken username,
+    /// `Conflict("email")` on a taken e-mail.
     pub fn create(&self, tenant: &str, user: &User) -> Result<()> {
+        self.write(tenant, user, true)
+    }
+
+    /// Replaces the user (same id), moving its index entries in the same
+    /// transaction; `NotFound("user")` when absent.
+    pub fn update(&self, tenant: &str, user: &User) -> Result<()> {
+        self.write(tenant, user, false)
+    }
+
+    fn write(&self, tenant: &str, user: &User, create: bool) -> Result<()> {
         let t = self.0.trees();
         let user_key = key(&[tenant, &user.id]);
         let value = codec::encode(user)?;
         let name_key = key(&[tenant, &user.username]);
-        (&t.users, &t.users_by_name).transaction(|(users, names)| {
-            if names.get(&name_key)?.is_some() {
-                return abort(Error::Conflict("user"));
-            }
-            users.insert(user_key.as_slice(), value.as_slice())?;
-            names.insert(name_key.as_slice(), user.id.as_bytes())?;
-            Ok(())
-        })?;
+        let email_key = user.email_key().map(|e| key(&[tenant, &e]));
+        let new_index = index_keys(tenant, user);
+        (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index).transaction(
+            |(users, names, emails, index)| {
+                let old: Option<User> = match users.get(&user_key)? {
+                    Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
+                    None => None,
+                };
+                match (&old, create) {
+                    (Some(_), true) => return abort(Error::Conflict("user")),
+                    (None, false) => return abort(Error::NotFound("user")),
+                    _ => {}
+                }
+                if let Some(id) = names.get(&name_key)? {
+                    if id.as_ref() != user.id.as_bytes() {
+                        return abort(Error::Conflict("user"));
+                    }
+                }
+                if let Some(k) = &email_key {
+                    if let Some(id) = emails.get(k)? {
+                        if id.as_ref() != user.id.as_bytes() {
+                            return abort(Error::Conflict("email"));
+                        }
+                    }
+                }
+                if let Some(old) = &old {
+                    names.remove(key(&[tenant, &old.username]))?;
+                    if let Some(e) = old.email_key() {
+                        emails.remove(key(&[tenant, &e]))?;
+                    }
+                    for k in index_keys(tenant, old) {
+                        index.remove(k)?;
+                    }
+                }
+                users.insert(user_key.as_slice(), value.as_slice())?;
+                names.insert(name_key.as_slice(), user.id.as_bytes())?;
+                if let Some(k) = &email_key {
+                    emails.insert(k.as_slice(), user.id.as_bytes())?;
+                }
+                for k in &new_index {
+                    index.insert(k.as_slice(), user.id.as_bytes())?;
+                }
+                Ok(())
+            },
+        )?;
         Ok(())
+    }
+
+    pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
+        let t = self.0.trees();
+        match t.users_by_email.get(key(&[tenant, &email.to_lowercase()]))? {
+            Some(id) => get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)])),
+            None => Ok(None),
+        }
+    }
+
+    /// Every user of the tenant, ordered by username (a scan of the username index).
+    pub fn list(&self, tenant: &str) -> Result<Vec<User>> {
+        let t = self.0.trees();
+        let mut out = Vec::new();
+        for kv in t.users_by_name.scan_prefix(prefix(&[tenant])) {
+            let (_, id) = kv?;
+            if let Some(u) = get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)]))? {
+                out.push(u);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of users of the tenant.
+    pub fn count(&self, tenant: &str) -> Result<usize> {
+        let mut n = 0;
+        for kv in self.0.trees().users_by_name.scan_prefix(prefix(&[tenant])) {
+            kv?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Users holding an index entry (ordered by username): one of
+    /// [`Index`]'s lookups, never a scan of all users.
+    pub fn by_index(&self, tenant: &str, lookup: Index<'_>) -> Result<Vec<User>> {
+        let t = self.0.trees();
+        let p = match lookup {
+            Index::Attribute(name, value) => prefix(&[tenant, "a", name, value]),
+            Index::Role(role) => prefix(&[tenant, "r", role]),
+            Index::ClientRole(client, role) => prefix(&[tenant, "c", client, role]),
+            Index::Group(group) => prefix(&[tenant, "g", group]),
+        };
+        let mut out = Vec::new();
+        for kv in t.user_index.scan_prefix(p) {
+            let (_, id) = kv?;
+            if let Some(u) = get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)]))? {
+                out.push(u);
+            }
+        }
+        Ok(out)
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<User>> {

@@ -67,14 +67,7 @@ impl HmsPayload {
             .map_err(|e| FormatError { status: 400, message: format!("cannot encode the HMS tokens: {e}") })?;
         let mut body = writer.into_inner();
         body.put_slice(&self.suffix);
-        Ok(WireRequest {
-            path,
-            headers: vec![
-                (http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")),
-                (http::header::AUTHORIZATION, super::authorization("Bearer", bearer)?),
-            ],
-            body: body.freeze(),
-        })
+        Ok(WireRequest { path, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
     }
 }
 

@@ -148,6 +148,14 @@ pub(crate) fn authorization(scheme: &str, token: &str) -> Result<http::HeaderVal
     Ok(v)
 }
 
+/// The headers of an OAuth-authenticated JSON POST (FCM, HMS).
+pub(crate) fn json_bearer_headers(bearer: &str) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, FormatError> {
+    Ok(vec![
+        (http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")),
+        (http::header::AUTHORIZATION, authorization("Bearer", bearer)?),
+    ])
+}
+
 /// A short, printable excerpt of a provider's answer body for error reasons.
 pub(crate) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);

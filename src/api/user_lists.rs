@@ -1,0 +1,174 @@
+//! The list query set of spec 001's user lists, and the paged answer
+//! `{ userList, page: { currentPage, pageSize, totalPages, totalRecords } }`.
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::{Cx, Response};
+use crate::models::user::UserView;
+use herald_storage::users::User;
+use serde_json::json;
+
+/// Default `limit` of a user list (the spec does not give one).
+pub const DEFAULT_LIMIT: usize = 100;
+/// Largest accepted `limit`.
+pub const MAX_LIMIT: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderKey {
+    Username,
+    FirstName,
+    LastName,
+    Email,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub limit: usize,
+    pub offset: usize,
+    pub enabled: Option<bool>,
+    pub email_verified: Option<bool>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub email: Option<String>,
+    pub username: Option<String>,
+    pub generic: Option<String>,
+    pub desc: bool,
+    pub order_key: OrderKey,
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+}
+
+fn int(cx: &Cx, name: &str, default: usize, min: usize, max: usize) -> ApiResult<usize> {
+    match cx.query_param(name).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(ApiError::field(name, format!("must be an integer from {min} to {max}"))),
+        },
+    }
+}
+
+fn boolean(cx: &Cx, name: &str) -> ApiResult<Option<bool>> {
+    match cx.query_param(name).filter(|v| !v.is_empty()).as_deref() {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(_) => Err(ApiError::field(name, "must be true or false")),
+    }
+}
+
+fn millis(cx: &Cx, name: &str) -> ApiResult<Option<u64>> {
+    match cx.query_param(name).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => v.parse::<u64>().map(Some).map_err(|_| ApiError::field(name, "must be a timestamp in milliseconds")),
+    }
+}
+
+fn lower(cx: &Cx, name: &str) -> Option<String> {
+    cx.query_param(name).filter(|v| !v.is_empty()).map(|v| v.to_lowercase())
+}
+
+fn contains(field: &Option<String>, needle: &str) -> bool {
+    field.as_deref().is_some_and(|f| f.to_lowercase().contains(needle))
+}
+
+/// `needle` (lower-case) occurs in the username, first or last name, or e-mail.
+pub fn any_field_contains(u: &User, needle: &str) -> bool {
+    u.username.contains(needle)
+        || contains(&u.first_name, needle)
+        || contains(&u.last_name, needle)
+        || contains(&u.email, needle)
+}
+
+impl ListQuery {
+    pub fn from_cx(cx: &Cx) -> ApiResult<ListQuery> {
+        let order_key = match cx.query_param("orderByKey").filter(|v| !v.is_empty()).as_deref() {
+            None | Some("username") => OrderKey::Username,
+            Some("firstName") => OrderKey::FirstName,
+            Some("lastName") => OrderKey::LastName,
+            Some("email") => OrderKey::Email,
+            Some(_) => return Err(ApiError::field("orderByKey", "must be firstName, lastName, email or username")),
+        };
+        let desc = match cx.query_param("orderBy").filter(|v| !v.is_empty()).map(|v| v.to_lowercase()).as_deref() {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(_) => return Err(ApiError::field("orderBy", "must be asc or desc")),
+        };
+        let q = ListQuery {
+            limit: int(cx, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)?,
+            offset: int(cx, "offset", 0, 0, usize::MAX >> 1)?,
+            enabled: boolean(cx, "isUserEnabled")?,
+            email_verified: boolean(cx, "isEmailVerified")?,
+            first_name: lower(cx, "firstName"),
+            last_name: lower(cx, "lastName"),
+            email: lower(cx, "email"),
+            username: lower(cx, "username"),
+            generic: lower(cx, "genericSearchVal"),
+            desc,
+            order_key,
+            from: millis(cx, "from")?,
+            to: millis(cx, "to")?,
+        };
+        if let (Some(f), Some(t)) = (q.from, q.to) {
+            if f > t {
+                return Err(ApiError::field("from", "must not be after to"));
+            }
+        }
+        Ok(q)
+    }
+
+    pub fn matches(&self, u: &User) -> bool {
+        if self.enabled.is_some_and(|e| e != u.enabled) || self.email_verified.is_some_and(|v| v != u.email_verified) {
+            return false;
+        }
+        if self.from.is_some_and(|f| u.created_ms < f) || self.to.is_some_and(|t| u.created_ms > t) {
+            return false;
+        }
+        if let Some(g) = &self.generic {
+            // A generic search value overrides the four specific filters.
+            return any_field_contains(u, g);
+        }
+        self.first_name.as_deref().is_none_or(|f| contains(&u.first_name, f))
+            && self.last_name.as_deref().is_none_or(|f| contains(&u.last_name, f))
+            && self.email.as_deref().is_none_or(|f| contains(&u.email, f))
+            && self.username.as_deref().is_none_or(|f| u.username.contains(f))
+    }
+
+    fn sort_key(&self, u: &User) -> String {
+        match self.order_key {
+            OrderKey::Username => String::new(),
+            OrderKey::FirstName => u.first_name.as_deref().unwrap_or("").to_lowercase(),
+            OrderKey::LastName => u.last_name.as_deref().unwrap_or("").to_lowercase(),
+            OrderKey::Email => u.email.as_deref().unwrap_or("").to_lowercase(),
+        }
+    }
+
+    /// Filters, orders (input comes in username order) and pages `users`.
+    pub fn page(&self, users: impl Iterator<Item = User>) -> (Vec<User>, usize) {
+        let mut hits: Vec<User> = users.filter(|u| self.matches(u)).collect();
+        if self.order_key != OrderKey::Username {
+            // Stable: ties stay in username order.
+            hits.sort_by_cached_key(|u| self.sort_key(u));
+        }
+        if self.desc {
+            hits.reverse();
+        }
+        let total = hits.len();
+        let page: Vec<User> = hits.into_iter().skip(self.offset).take(self.limit).collect();
+        (page, total)
+    }
+
+    pub fn answer(&self, users: impl Iterator<Item = User>) -> ApiResult<Response> {
+        let (page, total) = self.page(users);
+        let list: Vec<UserView> = page.iter().map(UserView::of).collect();
+        let data = json!({
+            "userList": list,
+            "page": {
+                "currentPage": self.offset / self.limit + 1,
+                "pageSize": self.limit,
+                "totalPages": total.div_ceil(self.limit),
+                "totalRecords": total,
+            }
+        });
+        super::users::envelope("Users fetched successfully", Some(data))
+    }
+}

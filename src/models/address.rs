@@ -1,0 +1,103 @@
+//! Postal addresses of a user (spec 001 "Address").
+
+use crate::error::{ApiError, ApiResult};
+use herald_storage::identity::Address;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Add address and Edit Address (`addressID` only on edit).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AddressWrite {
+    #[serde(rename = "addressID")]
+    pub address_id: Option<String>,
+    pub postal_code: Option<String>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub address_type: Option<String>,
+    pub address_title: Option<String>,
+    pub city: Option<String>,
+    pub city_code: Option<String>,
+    pub town: Option<String>,
+    pub town_code: Option<String>,
+    pub district: Option<String>,
+    pub district_code: Option<String>,
+    pub address_details: Option<String>,
+    #[serde(alias = "direction")]
+    pub directions: Option<String>,
+    pub default_address: Option<bool>,
+}
+
+impl AddressWrite {
+    pub fn validate(&self) -> ApiResult<()> {
+        let fields = [
+            ("postalCode", &self.postal_code),
+            ("firstName", &self.first_name),
+            ("lastName", &self.last_name),
+            ("addressType", &self.address_type),
+            ("addressTitle", &self.address_title),
+            ("city", &self.city),
+            ("cityCode", &self.city_code),
+            ("town", &self.town),
+            ("townCode", &self.town_code),
+            ("district", &self.district),
+            ("districtCode", &self.district_code),
+            ("directions", &self.directions),
+        ];
+        for (name, v) in fields {
+            super::validate::max_length(name, v, 255)?;
+        }
+        super::validate::max_length("addressDetails", &self.address_details, 2000)
+    }
+
+    /// The spec's answer when the postal code is absent.
+    pub fn missing() -> ApiError {
+        ApiError::bad_request("Mandatory data is missing").with_word("BAD_REQUEST")
+    }
+
+    /// Copies the present fields onto `a`.
+    pub fn apply(&self, a: &mut Address) {
+        let set = |dst: &mut Option<String>, src: &Option<String>| {
+            if src.is_some() {
+                *dst = src.clone();
+            }
+        };
+        if let Some(p) = &self.postal_code {
+            a.postal_code = p.clone();
+        }
+        set(&mut a.first_name, &self.first_name);
+        set(&mut a.last_name, &self.last_name);
+        set(&mut a.address_type, &self.address_type);
+        set(&mut a.address_title, &self.address_title);
+        set(&mut a.city, &self.city);
+        set(&mut a.city_code, &self.city_code);
+        set(&mut a.town, &self.town);
+        set(&mut a.town_code, &self.town_code);
+        set(&mut a.district, &self.district);
+        set(&mut a.district_code, &self.district_code);
+        set(&mut a.address_details, &self.address_details);
+        set(&mut a.directions, &self.directions);
+    }
+}
+
+/// The reading form: every field a string, `defaultAddress` included.
+pub fn view(a: &Address) -> Value {
+    let s = |v: &Option<String>| v.clone().unwrap_or_default();
+    json!({
+        "addressID": a.id,
+        "addressTitle": s(&a.address_title),
+        "addressType": s(&a.address_type),
+        "addressDetails": s(&a.address_details),
+        "city": s(&a.city),
+        "cityCode": s(&a.city_code),
+        "defaultAddress": a.default_address.to_string(),
+        "direction": s(&a.directions),
+        "district": s(&a.district),
+        "districtCode": s(&a.district_code),
+        "firstName": s(&a.first_name),
+        "lastName": s(&a.last_name),
+        "postalCode": a.postal_code,
+        "town": s(&a.town),
+        "townCode": s(&a.town_code),
+    })
+}

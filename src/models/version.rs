@@ -1,0 +1,239 @@
+//! App versions, registration policies and votes (spec 002 "App version",
+//! "Registration policy", "Vote").
+
+use super::validate;
+use crate::error::{ApiError, ApiResult};
+use herald_storage::versions::{ArchState, Policy, Version, REGISTERED};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Largest component of a versionStr (the numeric key packs three of them).
+const MAX_PART: u64 = 999_999;
+/// Upper bound of `maxVotes`: an architecture's tally is one record.
+pub const MAX_VOTES: u32 = 1000;
+
+/// Parses `major.minor.patch` into its canonical text and numeric sort key
+/// (`major * 10^12 + minor * 10^6 + patch`, so 1.10.0 sorts after 1.9.0).
+pub fn parse_version_str(field: &str, s: &str) -> ApiResult<(String, u64)> {
+    let bad = || ApiError::field(field, "must be three dot-separated integers (each 0 to 999999), e.g. 1.2.3");
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut nums = [0u64; 3];
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() || p.len() > 6 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        nums[i] = p.parse().map_err(|_| bad())?;
+        if nums[i] > MAX_PART {
+            return Err(bad());
+        }
+    }
+    let key = nums[0] * 1_000_000_000_000 + nums[1] * 1_000_000 + nums[2];
+    Ok((format!("{}.{}.{}", nums[0], nums[1], nums[2]), key))
+}
+
+/// Body of create and update.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VersionBody {
+    pub app_name: String,
+    pub platform: String,
+    pub version_str: String,
+    pub sdk_version: Option<String>,
+    pub version_lock: Option<bool>,
+    pub is_check_integrity: Option<bool>,
+    pub register_user_id: Option<String>,
+    pub policy_id: Option<String>,
+}
+
+impl VersionBody {
+    /// The spec's body rules; returns the canonical versionStr and its key.
+    pub fn validate(&self, update: bool) -> ApiResult<(String, u64)> {
+        validate::id("appName", &self.app_name, if update { 3 } else { 1 }, 255)?;
+        validate::id("platform", &self.platform, 1, 100)?;
+        let parsed = parse_version_str("versionStr", &self.version_str)?;
+        validate::max_length("sdkVersion", &self.sdk_version, 255)?;
+        if let Some(u) = &self.register_user_id {
+            validate::id("registerUserId", u, 1, 255)?;
+        }
+        if let Some(p) = &self.policy_id {
+            validate::length("policyId", p, 26, 26)?;
+            validate::ulid("policyId", p)?;
+        }
+        if self.register_user_id.is_none() && self.policy_id.is_none() {
+            return Err(ApiError::field("policyId", "either policyId or registerUserId must be given"));
+        }
+        Ok(parsed)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockBody {
+    pub version_lock: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchView {
+    pub version_id: String,
+    pub architecture: String,
+    pub is_registered: bool,
+    pub registration_state: String,
+}
+
+impl ArchView {
+    pub fn of(version_id: &str, a: &ArchState) -> ArchView {
+        ArchView {
+            version_id: version_id.to_string(),
+            architecture: a.architecture.clone(),
+            is_registered: a.state == REGISTERED,
+            registration_state: a.state.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionView {
+    pub id: String,
+    pub tenant_id: String,
+    pub version: String,
+    pub sdk_version: Option<String>,
+    pub app_name: String,
+    pub platform: String,
+    pub version_str: String,
+    pub version_lock: bool,
+    pub is_check_integrity: bool,
+    pub register_user_id: Option<String>,
+    pub policy_id: Option<String>,
+    pub architecture_integrities: Vec<ArchView>,
+}
+
+impl VersionView {
+    pub fn of(tenant: &str, v: &Version, archs: &[ArchState]) -> VersionView {
+        VersionView {
+            id: v.id.clone(),
+            tenant_id: tenant.to_string(),
+            version: v.version.to_string(),
+            sdk_version: v.sdk_version.clone(),
+            app_name: v.app_name.clone(),
+            platform: v.platform.clone(),
+            version_str: v.version_str.clone(),
+            version_lock: v.version_lock,
+            is_check_integrity: v.is_check_integrity,
+            register_user_id: v.register_user_id.clone(),
+            policy_id: v.policy_id.clone(),
+            architecture_integrities: archs.iter().map(|a| ArchView::of(&v.id, a)).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PolicyParameters {
+    pub quorum_size: u32,
+    pub max_votes: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyBody {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub parameters: PolicyParameters,
+}
+
+impl PolicyBody {
+    pub fn validate(&self) -> ApiResult<()> {
+        validate::id("name", &self.name, 1, 50)?;
+        if self.kind != "QUORUM" {
+            return Err(ApiError::field("type", "must be QUORUM"));
+        }
+        let p = &self.parameters;
+        if p.max_votes < 1 || p.max_votes > MAX_VOTES {
+            return Err(ApiError::field("parameters.maxVotes", format!("must be from 1 to {MAX_VOTES}")));
+        }
+        if p.quorum_size < 1 || p.quorum_size > p.max_votes {
+            return Err(ApiError::field("parameters.quorumSize", "must be from 1 to maxVotes"));
+        }
+        Ok(())
+    }
+}
+
+pub fn policy_view(p: &Policy) -> Value {
+    json!({ "id": p.id, "name": p.name, "type": p.kind,
+            "parameters": { "quorumSize": p.quorum_size, "maxVotes": p.max_votes } })
+}
+
+/// `POST .../versions/{id}/votes`; an admin names the client it votes for.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VoteBody {
+    pub architecture_name: String,
+    pub integrity_check_id: String,
+    pub ast_client_id: Option<String>,
+}
+
+impl VoteBody {
+    pub fn validate(&self) -> ApiResult<()> {
+        architecture("architectureName", &self.architecture_name)?;
+        integrity_check_id("integrityCheckId", &self.integrity_check_id)?;
+        if let Some(c) = &self.ast_client_id {
+            validate::ulid("astClientId", c)?;
+        }
+        Ok(())
+    }
+}
+
+pub fn architecture(field: &str, v: &str) -> ApiResult<()> {
+    validate::id(field, v, 3, 10)
+}
+
+pub fn integrity_check_id(field: &str, v: &str) -> ApiResult<()> {
+    validate::id(field, v, 22, 22)
+}
+
+/// A `LIKE`-style match: `%` at the start and/or end is a wildcard; otherwise exact.
+pub fn like(pattern: &str, value: &str) -> bool {
+    let starts = pattern.starts_with('%');
+    let ends = pattern.len() > 1 && pattern.ends_with('%');
+    let core = pattern.trim_start_matches('%').trim_end_matches('%');
+    match (starts, ends) {
+        (true, true) => value.contains(core),
+        (true, false) => value.ends_with(core),
+        (false, true) => value.starts_with(core),
+        (false, false) => value == core,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_keys_order_numerically() {
+        let (_, a) = parse_version_str("v", "1.9.0").unwrap();
+        let (c, b) = parse_version_str("v", "1.10.0").unwrap();
+        assert!(b > a);
+        assert_eq!(c, "1.10.0");
+        assert_eq!(parse_version_str("v", "01.2.3").unwrap().0, "1.2.3");
+        for bad in ["1.2", "1.2.3.4", "a.b.c", "1..2", "1.2.3000000", "-1.2.3", ""] {
+            assert!(parse_version_str("v", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("%1.2", "11.1.2"));
+        assert!(!like("%1.2", "1.2.3"));
+        assert!(like("1.2%", "1.2.3"));
+        assert!(like("%2%", "1.2.3"));
+        assert!(like("1.2.3", "1.2.3"));
+        assert!(!like("1.2", "1.2.3"));
+        assert!(like("%", "x"));
+    }
+}
