@@ -593,44 +593,52 @@ fn gauge_sum(metrics: &str, name: &str) -> Option<f64> {
 // Seeding
 // ---------------------------------------------------------------------------
 
+/// Threads seeding at once: sled waits for the disk after writing each log
+/// buffer (`sync_file_range`), and several writers overlap those waits.
+const SEED_THREADS: u64 = 4;
+
 /// Seeds `n` iOS clients of `tenant`'s app with valid APNs tokens
 /// `offset..offset+n`, straight into the storage of a stopped Herald (as
-/// `tests/broadcast.rs` does), flushed. Answers the time it took.
+/// `tests/broadcast.rs` does: a client and its push token per client), from
+/// [`SEED_THREADS`] threads, flushed once at the end. Answers the time it took.
 fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
     let t0 = Instant::now();
     let store = Store::open(&StoreOptions::new(data)).expect("open the store");
     let now = herald_storage::now_ms();
-    for i in 0..n {
-        let id = ulid::Ulid::generate().to_string();
-        let client = Client {
-            id: id.clone(),
-            app_name: APP.into(),
-            platform: "ios".into(),
-            lock_state: "NONE".into(),
-            // What the API stores: a SHA-256 of the client secret.
-            secret_hash: vec![0xa5; 32],
-            created_ms: now,
-            ..Client::default()
-        };
-        store.clients().create(tenant, &client).expect("seed a client");
-        store
-            .push_tokens()
-            .set(
-                tenant,
-                &id,
-                &PushToken {
-                    app_name: APP.into(),
-                    provider: PushProvider::Apns,
-                    token: token_hex(offset + i),
-                    is_valid: true,
-                    updated_ms: now,
-                },
-            )
-            .expect("seed a push token");
-        if (i + 1) % 100_000 == 0 {
-            say!("seeded {} of {n} clients of {tenant}", i + 1);
+    let done = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for part in 0..SEED_THREADS {
+            let (store, done) = (&store, &done);
+            scope.spawn(move || {
+                for i in (part..n).step_by(SEED_THREADS as usize) {
+                    let id = ulid::Ulid::generate().to_string();
+                    let client = Client {
+                        id: id.clone(),
+                        app_name: APP.into(),
+                        platform: "ios".into(),
+                        lock_state: "NONE".into(),
+                        // What the API stores: a SHA-256 of the client secret.
+                        secret_hash: vec![0xa5; 32],
+                        created_ms: now,
+                        ..Client::default()
+                    };
+                    store.clients().create(tenant, &client).expect("seed a client");
+                    let token = PushToken {
+                        app_name: APP.into(),
+                        provider: PushProvider::Apns,
+                        token: token_hex(offset + i),
+                        is_valid: true,
+                        updated_ms: now,
+                    };
+                    store.push_tokens().set(tenant, &id, &token).expect("seed a push token");
+                    let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if d % 50_000 == 0 {
+                        say!("  seeded {d} of {n} clients of {tenant}");
+                    }
+                }
+            });
         }
-    }
+    });
     store.flush_now().expect("flush the seeded store");
     drop(store);
     t0.elapsed()

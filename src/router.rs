@@ -152,6 +152,20 @@ where
     }
 }
 
+/// A client's token stops working when the client is deleted, locked, or
+/// disconnected after the token was issued.
+fn check_client_session(engine: &Engine, tenant: &str, client_id: &str, issued_at: u64) -> ApiResult<()> {
+    match engine.store.clients().get(tenant, client_id)? {
+        None => Err(ApiError::unauthorized("the client no longer exists")),
+        Some(c) if c.is_locked() => Err(ApiError::forbidden("the client is locked")),
+        // `iat` has one-second resolution: a token from the disconnect's own second stays valid.
+        Some(c) if issued_at < c.not_before_ms / 1000 => {
+            Err(ApiError::unauthorized("the client was disconnected: log in again"))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
@@ -186,7 +200,11 @@ fn authenticate(
                 username: claims.preferred_username,
                 roles: claims.realm_access.roles,
                 client_id: claims.ast_client_id,
+                issued_at: claims.iat,
             };
+            if let Some(id) = &principal.client_id {
+                check_client_session(engine, &principal.tenant, id, principal.issued_at)?;
+            }
             if !grants.iter().any(|g| principal.grants(*g)) {
                 return Err(ApiError::forbidden("the token lacks the role this route needs"));
             }

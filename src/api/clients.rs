@@ -3,7 +3,7 @@
 use crate::engine::random_token;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::client::{LinkBody, LinkView, RegisterClient, Registered};
+use crate::models::client::{LinkBody, LinkView, RegisterClient, Registered, UpdateClient};
 use crate::models::validate;
 use herald_storage::clients::Client;
 use herald_storage::now_ms;
@@ -30,8 +30,14 @@ pub async fn register(cx: Cx) -> ApiResult<Response> {
         locales: body.locales,
         secret_hash: ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref().to_vec(),
         lock_state: "NONE".into(),
-        lock_reason: None,
         created_ms: now_ms(),
+        risks: body.risks,
+        risk_analysis: body
+            .risk_analysis
+            .map(|r| serde_json::to_string(&r))
+            .transpose()
+            .map_err(|e| ApiError::internal(e.to_string()))?,
+        ..Client::default()
     };
     store.clients().create(tenant, &client)?;
     cx.engine.push.events().emit(
@@ -76,4 +82,94 @@ fn view(tenant: &str, l: herald_storage::links::Link) -> LinkView {
         linked_on: l.linked_on,
         mloa_updated_on: l.mloa_updated_on,
     }
+}
+
+fn client_not_found(id: &str) -> ApiError {
+    ApiError::not_found(format!("client {id} not found"))
+}
+
+/// `GET /v1/tenants/{t}/clients/{astClientId}`: admins, readers, or the client itself.
+pub async fn detail(cx: Cx) -> ApiResult<Response> {
+    let (tenant, id) = (cx.tenant(), cx.param("astClientId"));
+    cx.principal()?.may_read_client(id)?;
+    let store = &cx.engine.store;
+    let client = store.clients().get(tenant, id)?.ok_or_else(|| client_not_found(id))?;
+    let linked = store.links().of_client(tenant, id)?.iter().map(|l| l.mloa_updated_on.max(l.linked_on)).max();
+    json(StatusCode::OK, &crate::models::client::detail(&client, linked))
+}
+
+/// `PUT /v1/tenants/{t}/clients/{astClientId}` (ext): a client updates what it reports of itself.
+pub async fn update(cx: Cx) -> ApiResult<Response> {
+    let (tenant, id) = (cx.tenant(), cx.param("astClientId"));
+    cx.principal()?.may_act_on_client(id)?;
+    let body: UpdateClient = cx.json()?;
+    body.validate()?;
+    let store = &cx.engine.store;
+    let mut c = store.clients().get(tenant, id)?.ok_or_else(|| client_not_found(id))?;
+    c.app_version = body.app_version.or(c.app_version);
+    c.sdk_version = body.sdk_version.or(c.sdk_version);
+    c.device_name = body.device_name.or(c.device_name);
+    c.client_device = body.client_device.or(c.client_device);
+    c.client_os_version = body.client_os_version.or(c.client_os_version);
+    c.locales = body.locales.unwrap_or(c.locales);
+    c.risks = body.risks.or(c.risks);
+    if let Some(r) = body.risk_analysis {
+        c.risk_analysis = Some(serde_json::to_string(&r).map_err(|e| ApiError::internal(e.to_string()))?);
+    }
+    store.clients().put(tenant, &c)?;
+    store.durable().await?;
+    json(StatusCode::OK, &crate::models::client::detail(&c, None))
+}
+
+/// `GET /v1/tenants/{t}/clients/overview?userId=&filter=`.
+pub async fn overview(cx: Cx) -> ApiResult<Response> {
+    let tenant = cx.tenant();
+    let user = cx.query_param("userId").ok_or_else(|| ApiError::field("userId", "is required"))?;
+    validate::id("userId", &user, 3, 255)?;
+    let conditions = crate::list_filter::parse(&cx, &crate::models::client::OVERVIEW_FIELDS)?;
+    let store = &cx.engine.store;
+    let links = store.links().of_user(tenant, &user)?;
+    if links.is_empty() {
+        return Err(ApiError::not_found(format!("user {user} has no clients")));
+    }
+    let mut out = Vec::new();
+    for l in links {
+        if let Some(c) = store.clients().get(tenant, &l.client_id)? {
+            let v = crate::models::client::overview(&c);
+            if crate::list_filter::matches(&conditions, |f| crate::models::client::field_text(&v, f)) {
+                out.push(v);
+            }
+        }
+    }
+    json(StatusCode::OK, &out)
+}
+
+/// `GET /v1/tenants/{t}/users?astClientId=`: `[{ userId, mLoA }]`.
+pub async fn users_of_client(cx: Cx) -> ApiResult<Response> {
+    let tenant = cx.tenant();
+    let id = cx.query_param("astClientId").ok_or_else(|| ApiError::field("astClientId", "is required"))?;
+    validate::ulid("astClientId", &id)?;
+    let store = &cx.engine.store;
+    store.clients().get(tenant, &id)?.ok_or_else(|| client_not_found(&id))?;
+    let users: Vec<_> = store
+        .links()
+        .of_client(tenant, &id)?
+        .into_iter()
+        .map(|l| serde_json::json!({ "userId": l.user_id, "mLoA": l.mloa }))
+        .collect();
+    json(StatusCode::OK, &users)
+}
+
+/// `DELETE /v1/tenants/{t}/clients/{astClientId}`: only once no user is linked.
+pub async fn delete(cx: Cx) -> ApiResult<Response> {
+    let (tenant, id) = (cx.tenant(), cx.param("astClientId"));
+    let store = &cx.engine.store;
+    store.clients().get(tenant, id)?.ok_or_else(|| client_not_found(id))?;
+    if !store.links().user_ids_of_client(tenant, id)?.is_empty() {
+        return Err(ApiError::conflict(format!("client {id} is still linked to users: unlink them first")));
+    }
+    store.clients().delete(tenant, id)?;
+    cx.engine.push.events().emit(tenant, "client", "CLIENT_DELETED", serde_json::json!({ "astClientId": id }));
+    store.durable().await?;
+    Ok(crate::http::empty(StatusCode::NO_CONTENT))
 }

@@ -2,6 +2,7 @@
 
 pub mod addresses;
 pub mod apps;
+pub mod client_locks;
 pub mod clients;
 pub mod oidc;
 pub mod ops;
@@ -10,12 +11,13 @@ pub mod push;
 pub mod push_tokens;
 pub mod realm_settings;
 pub mod tenants;
+pub mod user_clients;
 pub mod user_lists;
 pub mod users;
 pub mod versions;
 pub mod webhooks;
 
-use crate::auth::{Access, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ};
+use crate::auth::{Access, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ, ANY};
 use crate::error::{subsystem, Family};
 use crate::route;
 use crate::router::Route;
@@ -102,6 +104,17 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/clients", TENANT, Tenant(ADMIN), clients::register),
         route!(PUT "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}", TENANT, Tenant(ADMIN), clients::link),
         route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients", TENANT, Tenant(ADMIN_OR_READ), clients::of_user),
+        route!(GET "/v1/tenants/{tenantId}/clients/overview", TENANT, Tenant(ADMIN_OR_READ), clients::overview),
+        route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ANY), clients::detail),
+        route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ADMIN_OR_CLIENT), clients::update),
+        route!(DELETE "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ADMIN), clients::delete),
+        route!(GET "/v1/tenants/{tenantId}/users", TENANT, Tenant(ADMIN_OR_READ), clients::users_of_client),
+        route!(POST "/v1/tenants/{tenantId}/clients/lock", TENANT, Tenant(ADMIN), client_locks::lock),
+        route!(POST "/v1/tenants/{tenantId}/clients/{astClientId}/unlock", TENANT, Tenant(ADMIN), client_locks::unlock),
+        route!(POST "/v1/tenants/{tenantId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink_one),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, Tenant(ADMIN), user_clients::disconnect),
+        route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, Tenant(ADMIN), user_clients::delete_user_data),
         route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN_OR_CLIENT), push_tokens::put),
         route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN), push_tokens::get),
         // Webhooks and events.

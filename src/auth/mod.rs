@@ -46,6 +46,7 @@ pub enum Grant {
 pub const ADMIN: &[Grant] = &[Grant::Admin];
 pub const ADMIN_OR_READ: &[Grant] = &[Grant::Admin, Grant::AdminRead];
 pub const ADMIN_OR_CLIENT: &[Grant] = &[Grant::Admin, Grant::Client];
+pub const ANY: &[Grant] = &[Grant::Admin, Grant::AdminRead, Grant::Client];
 
 /// The verified caller of a tenant route.
 #[derive(Clone, Debug)]
@@ -55,6 +56,8 @@ pub struct Principal {
     pub roles: Vec<String>,
     /// Set for device clients.
     pub client_id: Option<String>,
+    /// When the token was issued (Unix seconds).
+    pub issued_at: u64,
 }
 
 impl Principal {
@@ -71,6 +74,15 @@ impl Principal {
             Grant::Client => self.client_id.is_some() && self.has(roles::CLIENT),
         }
     }
+    /// Admins and readers read any client; a client only itself.
+    pub fn may_read_client(&self, client_id: &str) -> ApiResult<()> {
+        if self.grants(Grant::AdminRead) || self.client_id.as_deref() == Some(client_id) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("a client token reads only its own client"))
+        }
+    }
+
     /// Admins act on any client of the tenant; a client only on itself.
     pub fn may_act_on_client(&self, client_id: &str) -> ApiResult<()> {
         if self.is_admin() || self.client_id.as_deref() == Some(client_id) {

@@ -17,6 +17,8 @@ pub struct RegisterClient {
     pub client_os_version: Option<String>,
     #[serde(default)]
     pub locales: Vec<String>,
+    pub risks: Option<String>,
+    pub risk_analysis: Option<RiskAnalysis>,
 }
 
 impl RegisterClient {
@@ -32,13 +34,8 @@ impl RegisterClient {
         ] {
             validate::max_length(field, value, 255)?;
         }
-        if self.locales.len() > 50 {
-            return Err(crate::error::ApiError::field("locales", "at most 50 items"));
-        }
-        for (i, l) in self.locales.iter().enumerate() {
-            validate::length(&format!("locales[{i}]"), l, 1, 35)?;
-        }
-        Ok(())
+        validate::max_length("risks", &self.risks, 255)?;
+        validate_locales(&self.locales)
     }
 }
 
@@ -71,3 +68,201 @@ pub struct LinkView {
     #[serde(rename = "mLoAUpdatedOn")]
     pub mloa_updated_on: u64,
 }
+
+/// Spec 002 `riskAnalysis`, checked for shape and kept as given.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RiskAnalysis {
+    pub platform: Option<String>,
+    pub decoded_risks: Option<String>,
+    pub score: Option<i64>,
+    pub details: Option<RiskDetails>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RiskDetails {
+    #[serde(default)]
+    pub scoring: Vec<Scoring>,
+    #[serde(default)]
+    pub itemized_risks: Vec<ItemizedRisk>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scoring {
+    pub value: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ItemizedRisk {
+    pub name: String,
+    pub score: i64,
+    pub description: String,
+}
+
+/// `PUT /v1/tenants/{t}/clients/{astClientId}` (ext): what a client reports of itself.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateClient {
+    pub app_version: Option<String>,
+    pub sdk_version: Option<String>,
+    pub device_name: Option<String>,
+    pub client_device: Option<String>,
+    pub client_os_version: Option<String>,
+    pub locales: Option<Vec<String>>,
+    pub risks: Option<String>,
+    pub risk_analysis: Option<RiskAnalysis>,
+}
+
+impl UpdateClient {
+    pub fn validate(&self) -> ApiResult<()> {
+        for (field, value) in [
+            ("appVersion", &self.app_version),
+            ("sdkVersion", &self.sdk_version),
+            ("deviceName", &self.device_name),
+            ("clientDevice", &self.client_device),
+            ("clientOsVersion", &self.client_os_version),
+            ("risks", &self.risks),
+        ] {
+            validate::max_length(field, value, 255)?;
+        }
+        if let Some(l) = &self.locales {
+            validate_locales(l)?;
+        }
+        Ok(())
+    }
+}
+
+pub fn validate_locales(locales: &[String]) -> ApiResult<()> {
+    if locales.len() > 50 {
+        return Err(crate::error::ApiError::field("locales", "at most 50 items"));
+    }
+    for (i, l) in locales.iter().enumerate() {
+        validate::length(&format!("locales[{i}]"), l, 1, 35)?;
+    }
+    Ok(())
+}
+
+/// `POST /v1/tenants/{t}/clients/lock`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockBody {
+    pub ast_client_id: String,
+    pub lock_reason: String,
+}
+
+/// `POST /v1/tenants/{t}/unlink` (deprecated).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UnlinkOne {
+    pub user_id: String,
+    pub ast_client_id: String,
+}
+
+/// Which of a user's clients a disconnect or unlink applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Selection {
+    AllClients,
+    SpecifiedClients,
+    AllExceptSpecifiedClients,
+}
+
+/// Body of disconnect (`disconnectType`) and unlink (`unlinkType`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SelectClients {
+    pub disconnect_type: Option<Selection>,
+    pub unlink_type: Option<Selection>,
+    pub client_ids: Option<Vec<String>>,
+}
+
+impl SelectClients {
+    /// Whether `client` is selected; `kind` is the field carrying the mode.
+    pub fn selects(&self, kind: &str) -> ApiResult<impl Fn(&str) -> bool + '_> {
+        let mode = if kind == "disconnectType" { self.disconnect_type } else { self.unlink_type };
+        let other = if kind == "disconnectType" { self.unlink_type } else { self.disconnect_type };
+        if other.is_some() {
+            let wrong = if kind == "disconnectType" { "unlinkType" } else { "disconnectType" };
+            return Err(crate::error::ApiError::field(wrong, format!("is not a field of this operation (use {kind})")));
+        }
+        let mode = mode.unwrap_or(Selection::AllClients);
+        if mode != Selection::AllClients {
+            let ids = self.client_ids.as_deref().unwrap_or_default();
+            if ids.is_empty() {
+                return Err(crate::error::ApiError::field("clientIds", format!("is required for {kind} {mode:?}")));
+            }
+            for (i, id) in ids.iter().enumerate() {
+                validate::ulid(&format!("clientIds[{i}]"), id)?;
+            }
+        }
+        let ids = self.client_ids.as_deref().unwrap_or_default();
+        Ok(move |client: &str| match mode {
+            Selection::AllClients => true,
+            Selection::SpecifiedClients => ids.iter().any(|c| c == client),
+            Selection::AllExceptSpecifiedClients => !ids.iter().any(|c| c == client),
+        })
+    }
+}
+
+/// Spec 002 "Client overview" of a stored client.
+pub fn overview(c: &herald_storage::clients::Client) -> serde_json::Value {
+    serde_json::json!({
+        "astClientId": c.id, "appName": c.app_name, "appVersion": c.app_version, "appPlatform": c.platform,
+        "risks": c.risks, "lockState": c.lock_state, "lockReason": c.lock_reason,
+        "loginError": c.login_error, "loginOutcome": c.login_outcome,
+        "activationError": c.activation_error, "activationOutcome": c.activation_outcome,
+        "sdkVersion": c.sdk_version, "deviceName": c.device_name, "clientDevice": c.client_device, "clientOsVersion": c.client_os_version,
+        "lastLoginAttempt": c.last_login_attempt, "lastActivationAttempt": c.last_activation_attempt, "createdOn": c.created_ms,
+        "locales": c.locales, "riskAnalysis": risk_analysis(c),
+    })
+}
+
+/// Spec 002 "Client detail"; `linked` is when its newest link was made or its mLoA changed.
+pub fn detail(c: &herald_storage::clients::Client, linked: Option<u64>) -> serde_json::Value {
+    serde_json::json!({
+        "astClientId": c.id, "appVersion": c.app_version, "risks": c.risks, "lockState": c.lock_state, "lockReason": c.lock_reason,
+        "clientDevice": c.client_device, "clientOsVersion": c.client_os_version, "sdkVersion": c.sdk_version, "deviceName": c.device_name,
+        "riskAnalysis": risk_analysis(c), "createdOn": c.created_ms, "linkedOnOrMloaUpdated": linked,
+        "lastSuccessfulVerification": c.last_successful_verification, "lastFailedVerification": c.last_failed_verification,
+    })
+}
+
+fn risk_analysis(c: &herald_storage::clients::Client) -> serde_json::Value {
+    c.risk_analysis.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(serde_json::Value::Null)
+}
+
+/// The text of a field of an overview, for list filters.
+pub fn field_text(v: &serde_json::Value, name: &str) -> Option<String> {
+    match v.get(name)? {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+pub const OVERVIEW_FIELDS: [&str; 19] = [
+    "astClientId",
+    "appName",
+    "appVersion",
+    "appPlatform",
+    "risks",
+    "lockState",
+    "lockReason",
+    "loginError",
+    "loginOutcome",
+    "activationError",
+    "activationOutcome",
+    "sdkVersion",
+    "deviceName",
+    "clientDevice",
+    "clientOsVersion",
+    "lastLoginAttempt",
+    "lastActivationAttempt",
+    "createdOn",
+    "locales",
+];

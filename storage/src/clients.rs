@@ -1,9 +1,13 @@
 //! Device clients: one installation of an app, identified by a ULID.
 
+use crate::error::abort;
 use crate::keys::key;
+use crate::push_tokens::{index_key, PushToken, TokenRef};
 use crate::store::{get, Store};
 use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
+use sled::transaction::ConflictableTransactionError as TxError;
+use sled::Transactional;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Client {
@@ -22,6 +26,20 @@ pub struct Client {
     pub lock_state: String,
     pub lock_reason: Option<String>,
     pub created_ms: u64,
+    pub risks: Option<String>,
+    /// The client's risk analysis (spec 002 `riskAnalysis`), as JSON text.
+    pub risk_analysis: Option<String>,
+    pub login_outcome: Option<String>,
+    pub login_error: Option<String>,
+    pub last_login_attempt: Option<u64>,
+    pub activation_outcome: Option<String>,
+    pub activation_error: Option<String>,
+    pub last_activation_attempt: Option<u64>,
+    pub last_successful_verification: Option<u64>,
+    pub last_failed_verification: Option<u64>,
+    /// Access tokens of this client issued before this time (ms) are refused:
+    /// set by a forced disconnect.
+    pub not_before_ms: u64,
 }
 
 impl Client {
@@ -50,5 +68,48 @@ impl Clients<'_> {
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
         get(&self.0.trees().clients, &key(&[tenant, id]))
+    }
+
+    /// Replaces a client's record; its lock state decides whether its push
+    /// token is in the broadcast index (a locked client gets no push).
+    pub fn put(&self, tenant: &str, client: &Client) -> Result<()> {
+        let t = self.0.trees();
+        let k = key(&[tenant, &client.id]);
+        let value = codec::encode(client)?;
+        (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
+            if clients.get(&k)?.is_none() {
+                return abort(Error::NotFound("client"));
+            }
+            clients.insert(k.as_slice(), value.as_slice())?;
+            if let Some(raw) = tokens.get(&k)? {
+                let token: PushToken = codec::decode(&raw).map_err(TxError::Abort)?;
+                let ik = index_key(tenant, &token.app_name, &client.id);
+                if token.is_valid && !client.is_locked() {
+                    let r = TokenRef { provider: token.provider, token: token.token };
+                    index.insert(ik, codec::encode(&r).map_err(TxError::Abort)?)?;
+                } else {
+                    index.remove(ik)?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Deletes a client with its push token.
+    pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
+        let t = self.0.trees();
+        let k = key(&[tenant, id]);
+        (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
+            if clients.remove(k.as_slice())?.is_none() {
+                return abort(Error::NotFound("client"));
+            }
+            if let Some(raw) = tokens.remove(k.as_slice())? {
+                let token: PushToken = codec::decode(&raw).map_err(TxError::Abort)?;
+                index.remove(index_key(tenant, &token.app_name, id))?;
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 }

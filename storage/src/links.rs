@@ -53,6 +53,17 @@ impl Links<'_> {
         Ok(link)
     }
 
+    /// Removes one link; true when it existed.
+    pub fn remove(&self, tenant: &str, user_id: &str, client_id: &str) -> Result<bool> {
+        let t = self.0.trees();
+        let (by_user, by_client) = (key(&[tenant, user_id, client_id]), key(&[tenant, client_id, user_id]));
+        let existed = (&t.links_by_user, &t.links_by_client).transaction(|(users, clients)| {
+            clients.remove(by_client.as_slice())?;
+            Ok(users.remove(by_user.as_slice())?.is_some())
+        })?;
+        Ok(existed)
+    }
+
     pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {
         let t = &self.0.trees().links_by_user;
         t.scan_prefix(prefix(&[tenant, user_id])).map(|kv| codec::decode(&kv?.1)).collect()

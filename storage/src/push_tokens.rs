@@ -62,25 +62,30 @@ impl Store {
     }
 }
 
-fn index_key(tenant: &str, app: &str, client_id: &str) -> Vec<u8> {
+pub(crate) fn index_key(tenant: &str, app: &str, client_id: &str) -> Vec<u8> {
     key(&[tenant, app, client_id])
 }
 
 impl PushTokens<'_> {
-    /// Stores or replaces a client's token, moving its index entry.
+    /// Stores or replaces a client's token, moving its index entry (a locked
+    /// client's token stays out of the index until it is unlocked).
     pub fn set(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
         let t = self.0.trees();
         let k = key(&[tenant, client_id]);
         let value = codec::encode(token)?;
         let index_value = codec::encode(&TokenRef { provider: token.provider, token: token.token.clone() })?;
         let new_index = index_key(tenant, &token.app_name, client_id);
-        (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
+        (&t.push_tokens, &t.tokens_by_app, &t.clients).transaction(|(tokens, index, clients)| {
             if let Some(old) = tokens.get(&k)? {
                 let old: PushToken = codec::decode(&old).map_err(TxError::Abort)?;
                 index.remove(index_key(tenant, &old.app_name, client_id))?;
             }
             tokens.insert(k.as_slice(), value.as_slice())?;
-            if token.is_valid {
+            let locked = match clients.get(&k)? {
+                Some(raw) => codec::decode::<crate::clients::Client>(&raw).map_err(TxError::Abort)?.is_locked(),
+                None => false,
+            };
+            if token.is_valid && !locked {
                 index.insert(new_index.as_slice(), index_value.as_slice())?;
             }
             Ok(())

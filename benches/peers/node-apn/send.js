@@ -40,11 +40,15 @@ async function main() {
   const inFlight = parseInt(a['in-flight'] || '4000', 10);
 
   // MultiProvider: a round-robin pool of `clientCount` HTTP/2 sessions, the
-  // same connection count as Herald's pool. The address carries the port
-  // (node's http2.connect takes it from the URL).
+  // same connection count as Herald's pool. node-apn connects to
+  // https://<address> and passes its options on to tls.connect, whose `port`
+  // option wins over the URL's: host and port go separately.
+  const sep = a.address.lastIndexOf(':');
+  if (sep < 0) throw new Error('--address must be host:port');
   const provider = new apn.MultiProvider({
     token: { key: fs.readFileSync(a.key), keyId: a['key-id'], teamId: a['team-id'] },
-    address: a.address,
+    address: a.address.slice(0, sep),
+    port: parseInt(a.address.slice(sep + 1), 10),
     ca: fs.readFileSync(a.ca),
     production: false,
     clientCount: connections,
