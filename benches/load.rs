@@ -657,7 +657,7 @@ struct Broadcast {
     herald_ms: Option<u64>,
     report: Value,
     completed: bool,
-    /// Mean and max of Herald's `herald_pool_streams_in_flight`, sampled each second.
+    /// Mean and max of Herald's `herald_pool_streams_in_flight`, sampled every 250 ms while busy.
     streams_mean: Option<f64>,
     streams_max: Option<f64>,
 }
@@ -675,7 +675,8 @@ async fn watch(
     let t0 = Instant::now();
     let mut last_print = Instant::now();
     let mut last_accepted = 0;
-    let mut samples: Vec<(f64, f64)> = Vec::new();
+    // Herald's `herald_pool_streams_in_flight`, sampled every 250 ms.
+    let mut samples: Vec<f64> = Vec::new();
     let mut out: Vec<Broadcast> = ids.iter().map(|_| Broadcast::default()).collect();
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -695,23 +696,21 @@ async fn watch(
             }
             out[i].report = r;
         }
-        if last_print.elapsed() >= Duration::from_secs(1) || all_done {
-            let s = sims.stats().await.apns;
-            if let Ok(r) = http.get(format!("{}/metrics", h.base)).send().await {
-                if let Ok(text) = r.text().await {
-                    if let (Some(st), Some(c)) =
-                        (gauge_sum(&text, "herald_pool_streams_in_flight"), gauge_sum(&text, "herald_pool_connections"))
-                    {
-                        samples.push((st, c));
-                    }
+        if let Ok(r) = http.get(format!("{}/metrics", h.base)).send().await {
+            if let Ok(text) = r.text().await {
+                if let Some(streams) = gauge_sum(&text, "herald_pool_streams_in_flight") {
+                    samples.push(streams);
                 }
             }
+        }
+        if last_print.elapsed() >= Duration::from_secs(1) || all_done {
+            let s = sims.stats().await.apns;
             let dt = last_print.elapsed().as_secs_f64();
             say!(
                 "  {} of {expected} accepted at the APNs simulator ({:.0}/s), streams in flight {}",
                 s.accepted,
                 (s.accepted.saturating_sub(last_accepted)) as f64 / dt,
-                samples.last().map_or("?".into(), |(st, _)| format!("{st:.0}"))
+                samples.last().map_or("?".into(), |st| format!("{st:.0}"))
             );
             last_accepted = s.accepted;
             last_print = Instant::now();
@@ -726,12 +725,12 @@ async fn watch(
     }
     let stats = sims.stats().await.apns;
     // Samples taken once everything completed say nothing about the run.
-    let busy: Vec<_> = samples.iter().filter(|(s, _)| *s > 0.0).collect();
+    let busy: Vec<f64> = samples.into_iter().filter(|s| *s > 0.0).collect();
     for b in &mut out {
         b.stats = stats.clone();
         if !busy.is_empty() {
-            b.streams_mean = Some(busy.iter().map(|(s, _)| s).sum::<f64>() / busy.len() as f64);
-            b.streams_max = busy.iter().map(|(s, _)| *s).reduce(f64::max);
+            b.streams_mean = Some(busy.iter().sum::<f64>() / busy.len() as f64);
+            b.streams_max = busy.iter().copied().reduce(f64::max);
         }
     }
     out
@@ -1416,6 +1415,15 @@ struct ApiPoint {
     proto: Proto,
     c: usize,
     r: LoadResult,
+    /// CPU seconds the server spent during the run (Herald's process only).
+    server_cpu: Option<f64>,
+}
+
+impl ApiPoint {
+    /// Server CPU per answered request, in microseconds.
+    fn cpu_us_per_request(&self) -> Option<f64> {
+        self.server_cpu.filter(|_| self.r.ok > 0).map(|c| c * 1e6 / self.r.ok as f64)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1658,18 +1666,22 @@ async fn run(opts: Options) {
                 );
                 let load =
                     Load { proto, concurrency: conc, duration: opts.phase, rate: None, stop: None, expect_status: 202 };
+                let cpu0 = herald.cpu();
                 let r = run_load(target, &load).await;
+                let server_cpu = (server == "herald").then(|| herald.cpu() - cpu0);
                 perf.stop();
+                let p = ApiPoint { server, proto, c: conc, r, server_cpu };
                 say!(
-                    "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}",
+                    "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
                     proto.name(),
-                    r.rps(),
-                    r.pct_ms(0.5).unwrap_or(f64::NAN),
-                    r.pct_ms(0.99).unwrap_or(f64::NAN),
-                    r.errors,
-                    r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+                    p.r.rps(),
+                    p.r.pct_ms(0.5).unwrap_or(f64::NAN),
+                    p.r.pct_ms(0.99).unwrap_or(f64::NAN),
+                    p.r.errors,
+                    p.cpu_us_per_request().map(|c| format!(", herald CPU {c:.0} µs/request")).unwrap_or_default(),
+                    p.r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
                 );
-                res.api.push(ApiPoint { server, proto, c: conc, r });
+                res.api.push(p);
             }
         }
     }
@@ -1827,6 +1839,9 @@ fn results_json(res: &Results) -> Value {
         put(&format!("{key}_p50_ms"), p.r.pct_ms(0.5));
         put(&format!("{key}_p99_ms"), p.r.pct_ms(0.99));
         put(&format!("{key}_errors"), Some(p.r.errors as f64));
+        if p.server == "herald" {
+            put(&format!("{key}_cpu_us_per_request"), p.cpu_us_per_request());
+        }
     }
     put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));

@@ -31,6 +31,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
+        spawn_nonce_sweeper(store.clone(), config.clock.clone());
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         Ok(Arc::new(Engine {
             config,
@@ -56,4 +57,17 @@ pub fn random_token() -> Result<String, String> {
     let mut bytes = [0u8; 32];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| "no randomness")?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// Deletes expired nonces every few seconds, so none outlives its expiry for long.
+fn spawn_nonce_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            if let Err(e) = store.nonces().sweep(clock.now_ms()) {
+                tracing::warn!(error = %e, "nonce sweep failed");
+            }
+        }
+    });
 }

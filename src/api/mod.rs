@@ -4,6 +4,7 @@ pub mod addresses;
 pub mod apps;
 pub mod client_locks;
 pub mod clients;
+pub mod nonces;
 pub mod oidc;
 pub mod ops;
 pub mod otp_lock;
@@ -115,6 +116,11 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink),
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, Tenant(ADMIN), user_clients::disconnect),
         route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, Tenant(ADMIN), user_clients::delete_user_data),
+        // Nonces, login events, login configuration.
+        route!(POST "/v1/tenants/{tenantId}/nonces", TENANT, Tenant(ADMIN), nonces::create),
+        route!(PUT "/v1/tenants/{tenantId}/clients/events", TENANT, Tenant(ADMIN_OR_CLIENT), nonces::login_event),
+        route!(GET "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN_OR_READ), nonces::get_login_config),
+        route!(PUT "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN), nonces::put_login_config),
         route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN_OR_CLIENT), push_tokens::put),
         route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN), push_tokens::get),
         // Webhooks and events.

@@ -4,6 +4,7 @@ pub mod address;
 pub mod app;
 pub mod client;
 pub mod ldap;
+pub mod nonce;
 pub mod push;
 pub mod push_token;
 pub mod tenant;

@@ -67,6 +67,9 @@ pub(crate) struct Trees {
     pub(crate) policies_by_name: sled::Tree,
     pub(crate) version_archs: sled::Tree,
     pub(crate) version_votes: sled::Tree,
+    pub(crate) nonces: sled::Tree,
+    pub(crate) nonce_expiry: sled::Tree,
+    pub(crate) settings: sled::Tree,
 }
 
 impl Store {
@@ -101,6 +104,9 @@ impl Store {
             outbox: db.open_tree("outbox")?,
             failed_events: db.open_tree("failed_events")?,
             attempts: db.open_tree("attempts")?,
+            nonces: db.open_tree("nonces")?,
+            nonce_expiry: db.open_tree("nonce_expiry")?,
+            settings: db.open_tree("settings")?,
             versions: db.open_tree("versions")?,
             versions_by_app: db.open_tree("versions_by_app")?,
             policies: db.open_tree("policies")?,

@@ -2,6 +2,8 @@
 //! it through its HTTP API as a client would.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use herald::config::Config;
 use herald::server::Running;
 use reqwest::{Client, Method, StatusCode};

@@ -56,7 +56,8 @@ async function main() {
   });
 
   const note = new apn.Notification();
-  note.rawPayload = fs.readFileSync(a.payload, 'utf8');
+  // node-apn JSON.stringify()s the raw payload: give it the object, not the text.
+  note.rawPayload = JSON.parse(fs.readFileSync(a.payload, 'utf8'));
   note.topic = a.topic;
   note.pushType = a['push-type'] || 'alert';
   note.priority = parseInt(a.priority || '5', 10);

@@ -1,0 +1,141 @@
+//! Nonces, login events, and the login runtime configuration.
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::{json, Cx, Response};
+use crate::models::nonce::{CreateNonce, LoginEvent};
+use base64::Engine as _;
+use herald_storage::nonces::{Nonce, UseError};
+use herald_storage::settings::LoginConfig;
+use http::StatusCode;
+use ring::rand::{SecureRandom, SystemRandom};
+use serde::Deserialize;
+use serde_json::json;
+
+fn random_nonce(short: bool) -> ApiResult<String> {
+    let rng = SystemRandom::new();
+    if short {
+        let mut b = [0u8; 8];
+        rng.fill(&mut b).map_err(|_| ApiError::internal("no randomness"))?;
+        Ok(format!("{:08}", u64::from_le_bytes(b) % 100_000_000))
+    } else {
+        let mut b = [0u8; 32];
+        rng.fill(&mut b).map_err(|_| ApiError::internal("no randomness"))?;
+        Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
+    }
+}
+
+pub async fn create(cx: Cx) -> ApiResult<Response> {
+    let tenant = cx.tenant();
+    let short = match cx.query_param("type").as_deref() {
+        None | Some("default") => false,
+        Some("short") => true,
+        Some(_) => return Err(ApiError::field("type", "must be default or short")),
+    };
+    let body: CreateNonce = cx.json()?;
+    let ttl = body.validate()?;
+    let store = &cx.engine.store;
+    let now = cx.engine.config.clock.now_ms();
+    let credential_secret = match &body.payload.credential {
+        Some(c) => Some(store.seal(c.secret.as_bytes(), &format!("nonce/{tenant}/credential"))?),
+        None => None,
+    };
+    // A short nonce has 10^8 values: retry the rare collision instead of failing.
+    let mut attempt = 0;
+    let nonce = loop {
+        let n = Nonce {
+            value: random_nonce(short)?,
+            action: body.action.as_str().to_string(),
+            portal_session_id: body.payload.portal_session_id.clone(),
+            expected_user_id: body.payload.expected_user_id.clone(),
+            credential_user: body.payload.credential.as_ref().map(|c| c.user.clone()),
+            credential_secret: credential_secret.clone(),
+            created_ms: now,
+            expires_ms: now + ttl * 1000,
+            used: false,
+        };
+        match store.nonces().create(tenant, &n) {
+            Ok(()) => break n,
+            Err(herald_storage::Error::Conflict(_)) if attempt < 5 => attempt += 1,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    store.durable().await?;
+    json(StatusCode::CREATED, &json!({ "nonce": nonce.value, "type": nonce.action, "expiresAt": nonce.expires_ms }))
+}
+
+/// A client reports a login with a nonce: single use, the expected user only.
+pub async fn login_event(cx: Cx) -> ApiResult<Response> {
+    let tenant = cx.tenant();
+    let body: LoginEvent = cx.json()?;
+    body.validate()?;
+    cx.principal()?.may_act_on_client(&body.ast_client_id)?;
+    let store = &cx.engine.store;
+    let now = cx.engine.config.clock.now_ms();
+    let mut client = store
+        .clients()
+        .get(tenant, &body.ast_client_id)?
+        .ok_or_else(|| ApiError::not_found(format!("client {} not found", body.ast_client_id)))?;
+    // Check the user before spending the nonce, so a mismatch does not burn it.
+    match store.nonces().get(tenant, &body.nonce)? {
+        Some(n) if n.expires_ms > now => {
+            if n.expected_user_id.as_deref().is_some_and(|u| u != body.user_id) {
+                return Err(ApiError::forbidden("the nonce was issued for another user"));
+            }
+        }
+        _ => return Err(ApiError::not_found("unknown or expired nonce")),
+    }
+    let nonce = match store.nonces().use_once(tenant, &body.nonce, now)? {
+        Ok(n) => n,
+        Err(UseError::Unknown) => return Err(ApiError::not_found("unknown or expired nonce")),
+        Err(UseError::Used) => return Err(ApiError::conflict("the nonce was already used")),
+    };
+    client.login_outcome = Some("SUCCESS".into());
+    client.login_error = None;
+    client.last_login_attempt = Some(now);
+    client.last_successful_verification = Some(now);
+    store.clients().put(tenant, &client)?;
+    let events = cx.engine.push.events();
+    let login = json!({ "astClientId": body.ast_client_id, "userId": body.user_id });
+    if nonce.action == "LOGIN_NONCE" {
+        events.emit(
+            tenant,
+            "login",
+            "LOGIN_NONCE_COMPLETED",
+            json!({ "timestampMillis": nonce.created_ms, "nonce": nonce.value, "portalSessionId": nonce.portal_session_id, "loginEvent": login }),
+        );
+    }
+    events.emit(tenant, "client", "CLIENT_LOGIN", login);
+    store.durable().await?;
+    json(
+        StatusCode::OK,
+        &json!({ "astClientId": body.ast_client_id, "userId": body.user_id, "loginOutcome": "SUCCESS" }),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginConfigBody {
+    risks: Risks,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Risks {
+    enable_inference: bool,
+}
+
+fn login_view(c: LoginConfig) -> serde_json::Value {
+    json!({ "risks": { "enableInference": c.enable_inference } })
+}
+
+pub async fn get_login_config(cx: Cx) -> ApiResult<Response> {
+    json(StatusCode::OK, &login_view(cx.engine.store.settings().login(cx.tenant())?))
+}
+
+pub async fn put_login_config(cx: Cx) -> ApiResult<Response> {
+    let body: LoginConfigBody = cx.json()?;
+    let c = LoginConfig { enable_inference: body.risks.enable_inference };
+    cx.engine.store.settings().set_login(cx.tenant(), &c)?;
+    cx.engine.store.durable().await?;
+    json(StatusCode::OK, &login_view(c))
+}

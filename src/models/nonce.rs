@@ -1,0 +1,83 @@
+//! Nonces (spec 002 "Nonce") and login events.
+
+use super::validate;
+use crate::error::{ApiError, ApiResult};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Action {
+    LoginNonce,
+    TmsNonce,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::LoginNonce => "LOGIN_NONCE",
+            Action::TmsNonce => "TMS_NONCE",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NonceCredential {
+    pub user: String,
+    pub secret: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NoncePayload {
+    pub portal_session_id: Option<String>,
+    pub expected_user_id: Option<String>,
+    /// Seconds until the nonce expires: default 300, at most 3600.
+    pub timeout: Option<i64>,
+    pub credential: Option<NonceCredential>,
+}
+
+/// `POST /v1/tenants/{t}/nonces?type=default|short`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateNonce {
+    pub action: Action,
+    pub payload: NoncePayload,
+}
+
+impl CreateNonce {
+    /// Validates and answers the lifetime in seconds.
+    pub fn validate(&self) -> ApiResult<u64> {
+        let p = &self.payload;
+        validate::max_length("payload.portalSessionId", &p.portal_session_id, 255)?;
+        if let Some(u) = &p.expected_user_id {
+            validate::length("payload.expectedUserId", u, 1, 255)?;
+        }
+        if let Some(c) = &p.credential {
+            validate::length("payload.credential.user", &c.user, 1, 255)?;
+            validate::length("payload.credential.secret", &c.secret, 1, 1024)?;
+        }
+        match p.timeout {
+            None => Ok(300),
+            Some(t) if (1..=3600).contains(&t) => Ok(t as u64),
+            Some(_) => Err(ApiError::field("payload.timeout", "must be from 1 to 3600 seconds")),
+        }
+    }
+}
+
+/// `PUT /v1/tenants/{t}/clients/events`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoginEvent {
+    pub nonce: String,
+    pub ast_client_id: String,
+    pub user_id: String,
+}
+
+impl LoginEvent {
+    pub fn validate(&self) -> ApiResult<()> {
+        validate::length("nonce", &self.nonce, 1, 128)?;
+        validate::ulid("astClientId", &self.ast_client_id)?;
+        validate::id("userId", &self.user_id, 1, 255)
+    }
+}

@@ -1,0 +1,107 @@
+//! Nonces for login and TMS actions: single use, expiring.
+//!
+//! A second tree indexes nonces by expiry time, so the sweeper deletes expired
+//! ones with a range scan from the start, never a scan of every nonce.
+
+use crate::error::abort;
+use crate::keys::key;
+use crate::store::{get, Store};
+use crate::{codec, Error, Result, Secret};
+use serde::{Deserialize, Serialize};
+use sled::Transactional;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nonce {
+    pub value: String,
+    /// `LOGIN_NONCE` or `TMS_NONCE`.
+    pub action: String,
+    pub portal_session_id: Option<String>,
+    pub expected_user_id: Option<String>,
+    pub credential_user: Option<String>,
+    pub credential_secret: Option<Secret>,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+    pub used: bool,
+}
+
+/// Why a nonce could not be used.
+#[derive(Debug, PartialEq, Eq)]
+pub enum UseError {
+    Unknown,
+    Used,
+}
+
+pub struct Nonces<'a>(&'a Store);
+
+impl Store {
+    pub fn nonces(&self) -> Nonces<'_> {
+        Nonces(self)
+    }
+}
+
+fn expiry_key(expires_ms: u64, tenant: &str, value: &str) -> Vec<u8> {
+    key(&[&format!("{expires_ms:020}"), tenant, value])
+}
+
+impl Nonces<'_> {
+    pub fn create(&self, tenant: &str, n: &Nonce) -> Result<()> {
+        let t = self.0.trees();
+        let k = key(&[tenant, &n.value]);
+        let v = codec::encode(n)?;
+        let e = expiry_key(n.expires_ms, tenant, &n.value);
+        (&t.nonces, &t.nonce_expiry).transaction(|(nonces, expiry)| {
+            if nonces.get(&k)?.is_some() {
+                return abort(Error::Conflict("nonce"));
+            }
+            nonces.insert(k.as_slice(), v.as_slice())?;
+            expiry.insert(e.as_slice(), &[][..])?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    pub fn get(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
+        get(&self.0.trees().nonces, &key(&[tenant, value]))
+    }
+
+    /// Marks the nonce used, atomically: of two concurrent uses one wins.
+    /// An expired nonce counts as unknown.
+    pub fn use_once(&self, tenant: &str, value: &str, now: u64) -> Result<std::result::Result<Nonce, UseError>> {
+        let t = self.0.trees();
+        let k = key(&[tenant, value]);
+        let r = t.nonces.transaction(|nonces| {
+            let Some(raw) = nonces.get(&k)? else { return Ok(Err(UseError::Unknown)) };
+            let mut n: Nonce = codec::decode(&raw).map_err(sled::transaction::ConflictableTransactionError::Abort)?;
+            if n.expires_ms <= now {
+                return Ok(Err(UseError::Unknown));
+            }
+            if n.used {
+                return Ok(Err(UseError::Used));
+            }
+            n.used = true;
+            nonces.insert(
+                k.as_slice(),
+                codec::encode(&n).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
+            )?;
+            Ok(Ok(n))
+        })?;
+        Ok(r)
+    }
+
+    /// Deletes every nonce expired by `now`; returns how many.
+    pub fn sweep(&self, now: u64) -> Result<usize> {
+        let t = self.0.trees();
+        let end = format!("{now:020}");
+        let mut n = 0;
+        for kv in t.nonce_expiry.range(..end.as_bytes()) {
+            let (k, _) = kv?;
+            let parts: Vec<&[u8]> = k.split(|b| *b == 0).collect();
+            if let [_, tenant, value] = parts.as_slice() {
+                t.nonces.remove(key(&[&String::from_utf8_lossy(tenant), &String::from_utf8_lossy(value)]))?;
+            }
+            t.nonce_expiry.remove(k)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
