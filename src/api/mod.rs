@@ -8,6 +8,7 @@ pub mod nonces;
 pub mod oidc;
 pub mod ops;
 pub mod otp_lock;
+pub mod properties;
 pub mod push;
 pub mod push_tokens;
 pub mod realm_settings;
@@ -116,6 +117,11 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink),
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, Tenant(ADMIN), user_clients::disconnect),
         route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, Tenant(ADMIN), user_clients::delete_user_data),
+        // Properties.
+        route!(GET "/v1/tenants/{tenantId}/users/{userId}/properties", TENANT, Tenant(ADMIN_OR_READ), properties::list),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/properties", TENANT, Tenant(ADMIN), properties::create),
+        route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties", TENANT, Tenant(ADMIN_OR_READ), properties::list),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties", TENANT, Tenant(ADMIN), properties::create),
         // Nonces, login events, login configuration.
         route!(POST "/v1/tenants/{tenantId}/nonces", TENANT, Tenant(ADMIN), nonces::create),
         route!(PUT "/v1/tenants/{tenantId}/clients/events", TENANT, Tenant(ADMIN_OR_CLIENT), nonces::login_event),

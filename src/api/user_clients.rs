@@ -73,13 +73,15 @@ pub async fn disconnect(cx: Cx) -> ApiResult<Response> {
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-/// `DELETE /v1/tenants/{t}/users/{userId}`: the user's links, and the clients
-/// no other user is linked to (with their tokens). Nothing of other users.
+/// `DELETE /v1/tenants/{t}/users/{userId}`: the user's properties and links, and
+/// the clients no other user is linked to (with their tokens and locales).
+/// Nothing of other users.
 pub async fn delete_user_data(cx: Cx) -> ApiResult<Response> {
     let (tenant, user) = (cx.tenant(), cx.param("userId"));
     validate::id("userId", user, 3, 255)?;
     let store = &cx.engine.store;
     let events = cx.engine.push.events();
+    store.properties().delete_user(tenant, user)?;
     for l in store.links().of_user(tenant, user)? {
         store.links().remove(tenant, user, &l.client_id)?;
         if store.links().user_ids_of_client(tenant, &l.client_id)?.is_empty()

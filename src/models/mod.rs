@@ -5,6 +5,7 @@ pub mod app;
 pub mod client;
 pub mod ldap;
 pub mod nonce;
+pub mod property;
 pub mod push;
 pub mod push_token;
 pub mod tenant;

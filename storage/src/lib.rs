@@ -20,6 +20,7 @@ pub mod deliveries;
 pub mod identity;
 pub mod links;
 pub mod nonces;
+pub mod properties;
 pub mod provider_tokens;
 pub mod push_tokens;
 pub mod settings;

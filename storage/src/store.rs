@@ -70,6 +70,7 @@ pub(crate) struct Trees {
     pub(crate) nonces: sled::Tree,
     pub(crate) nonce_expiry: sled::Tree,
     pub(crate) settings: sled::Tree,
+    pub(crate) properties: sled::Tree,
 }
 
 impl Store {
@@ -107,6 +108,7 @@ impl Store {
             nonces: db.open_tree("nonces")?,
             nonce_expiry: db.open_tree("nonce_expiry")?,
             settings: db.open_tree("settings")?,
+            properties: db.open_tree("properties")?,
             versions: db.open_tree("versions")?,
             versions_by_app: db.open_tree("versions_by_app")?,
             policies: db.open_tree("policies")?,

@@ -1,0 +1,80 @@
+//! Properties (spec 002 "Property"): a value checked against its declared type.
+
+use super::validate;
+use crate::error::{ApiError, ApiResult};
+use base64::Engine as _;
+use serde::Deserialize;
+
+pub const TYPES: [&str; 5] = ["OCTETSTRING", "INTEGER", "BOOLEAN", "UTF8STRING", "DATE"];
+pub const VISIBILITY: [&str; 3] = ["CLIENT", "INTERNAL", "EXTERNAL"];
+pub const FIELDS: [&str; 8] = ["name", "type", "encryption", "readOnly", "notify", "inKeystorage", "cpFlags", "value"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PropertyBody {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+    pub encryption: Option<String>,
+    pub read_only: Option<bool>,
+    pub notify: Option<bool>,
+    pub in_keystorage: Option<bool>,
+    pub cp_flags: Option<u32>,
+    pub visibility: Option<Vec<String>>,
+}
+
+impl PropertyBody {
+    pub fn validate(&self) -> ApiResult<()> {
+        validate::id("name", &self.name, 3, 255)?;
+        if !TYPES.contains(&self.kind.as_str()) {
+            return Err(ApiError::field("type", "must be one of OCTETSTRING, INTEGER, BOOLEAN, UTF8STRING, DATE"));
+        }
+        if self.value.is_empty() {
+            return Err(ApiError::field("value", "must not be empty"));
+        }
+        check_value(&self.kind, &self.value)?;
+        if !matches!(self.encryption(), "NONE" | "SERVER_SIDE_DB") {
+            return Err(ApiError::field("encryption", "must be NONE or SERVER_SIDE_DB"));
+        }
+        if !matches!(self.cp_flags.unwrap_or(0), 0 | 512 | 768) {
+            return Err(ApiError::field("cpFlags", "must be 0, 512 or 768"));
+        }
+        for (i, v) in self.visibility.iter().flatten().enumerate() {
+            if !VISIBILITY.contains(&v.as_str()) {
+                return Err(ApiError::field(&format!("visibility[{i}]"), "must be CLIENT, INTERNAL or EXTERNAL"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn encryption(&self) -> &str {
+        self.encryption.as_deref().unwrap_or("NONE")
+    }
+}
+
+fn check_value(kind: &str, v: &str) -> ApiResult<()> {
+    let bad = |what: &str| Err(ApiError::field("value", format!("is not {what}")));
+    match kind {
+        "INTEGER" => {
+            let digits = v.strip_prefix('-').unwrap_or(v);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return bad("an INTEGER (digits)");
+            }
+        }
+        "BOOLEAN" if v != "true" && v != "false" => return bad("a BOOLEAN (true or false)"),
+        "DATE" => {
+            let date = time::Date::parse(v, &time::format_description::well_known::Iso8601::DATE).is_ok();
+            let datetime =
+                time::OffsetDateTime::parse(v, &time::format_description::well_known::Iso8601::DEFAULT).is_ok();
+            if !date && !datetime {
+                return bad("an ISO 8601 DATE");
+            }
+        }
+        "OCTETSTRING" if base64::engine::general_purpose::STANDARD.decode(v).is_err() => {
+            return bad("base64 (OCTETSTRING)")
+        }
+        _ => {}
+    }
+    Ok(())
+}

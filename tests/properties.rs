@@ -1,0 +1,137 @@
+//! Properties of users and clients through the HTTP API.
+
+mod common;
+use common::*;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+async fn create(s: &TestServer, t: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    s.call(Method::POST, path, Some(t), Some(body)).await
+}
+
+#[tokio::test]
+async fn every_rule_listing_sealing_and_deletion() {
+    let s = TestServer::start().await;
+    let t = s.tenant_with_app("acme", "shop").await;
+    let (client, _) = s.register_client("acme", &t, "shop").await;
+    s.call(Method::PUT, &format!("/v1/tenants/acme/users/alice/clients/{client}"), Some(&t), Some(json!({}))).await;
+    let own = "/v1/tenants/acme/users/alice/properties";
+    let of_client = format!("/v1/tenants/acme/users/alice/clients/{client}/properties");
+
+    for (body, f) in [
+        (json!({"name": "ab", "type": "UTF8STRING", "value": "x"}), "name"),
+        (json!({"name": "abc", "type": "TEXT", "value": "x"}), "type"),
+        (json!({"name": "abc", "type": "UTF8STRING", "value": ""}), "value"),
+        (json!({"name": "abc", "type": "INTEGER", "value": "12a"}), "value"),
+        (json!({"name": "abc", "type": "BOOLEAN", "value": "yes"}), "value"),
+        (json!({"name": "abc", "type": "DATE", "value": "22/11/2026"}), "value"),
+        (json!({"name": "abc", "type": "OCTETSTRING", "value": "***"}), "value"),
+        (json!({"name": "abc", "type": "UTF8STRING", "value": "x", "encryption": "AES"}), "encryption"),
+        (json!({"name": "abc", "type": "UTF8STRING", "value": "x", "cpFlags": 256}), "cpFlags"),
+        (
+            json!({"name": "abc", "type": "UTF8STRING", "value": "x", "visibility": ["CLIENT", "PUBLIC"]}),
+            "visibility[1]",
+        ),
+        (json!({"name": "abc", "type": "UTF8STRING", "value": "x", "extra": 1}), "extra"),
+    ] {
+        let (st, b) = create(&s, &t, own, body.clone()).await;
+        assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, f.to_string()), "{body}: {b}");
+    }
+    for (name, kind, value) in [
+        ("count", "INTEGER", "-42"),
+        ("flag", "BOOLEAN", "true"),
+        ("born", "DATE", "1990-04-01"),
+        ("seen", "DATE", "2026-11-22T10:00:00Z"),
+        ("blob", "OCTETSTRING", "aGVsbG8="),
+    ] {
+        let (st, b) = create(&s, &t, own, json!({"name": name, "type": kind, "value": value})).await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        assert_eq!(b["userId"], "alice");
+    }
+    let (st, _) = create(&s, &t, own, json!({"name": "count", "type": "INTEGER", "value": "1"})).await;
+    assert_eq!(st, StatusCode::CONFLICT, "unique per owner");
+    let (st, b) = create(
+        &s,
+        &t,
+        &of_client,
+        json!({"name": "count", "type": "INTEGER", "value": "1", "cpFlags": 512, "visibility": ["CLIENT"]}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "the client is another owner: {b}");
+    assert_eq!(b["astClientId"], client.as_str());
+    let (st, sealed) = create(
+        &s,
+        &t,
+        &of_client,
+        json!({"name": "pin", "type": "UTF8STRING", "value": "1234", "encryption": "SERVER_SIDE_DB"}),
+    )
+    .await;
+    assert_eq!((st, sealed["value"].clone()), (StatusCode::CREATED, json!("1234")), "admins read the clear value");
+    let (st, _) = create(
+        &s,
+        &t,
+        "/v1/tenants/acme/users/alice/clients/01ARZ3NDEKTSV4RRFFQ69G5FAV/properties",
+        json!({"name": "abc", "type": "UTF8STRING", "value": "x"}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+
+    // Listing: paging, filters, UnknownProperty and ParsingError.
+    let (_, all) = s.call(Method::GET, own, Some(&t), None).await;
+    assert_eq!(all.as_array().unwrap().len(), 5);
+    let (_, page) = s.call(Method::GET, &format!("{own}?page=2&page_size=5"), Some(&t), None).await;
+    assert_eq!(page, json!([]));
+    let (_, dates) = s.call(Method::GET, &format!("{own}?filter=type=DATE&filter=name^=b"), Some(&t), None).await;
+    assert_eq!(dates.as_array().unwrap().len(), 1);
+    let (st, b) = s.call(Method::GET, &format!("{own}?filter=colour=red"), Some(&t), None).await;
+    assert!(st == StatusCode::BAD_REQUEST && b["message"].as_str().unwrap().starts_with("UnknownProperty"), "{b}");
+    let (st, b) = s.call(Method::GET, &format!("{own}?filter=name"), Some(&t), None).await;
+    assert!(st == StatusCode::BAD_REQUEST && b["message"].as_str().unwrap().starts_with("ParsingError"), "{b}");
+    let (st, _) = s.call(Method::GET, &format!("{own}?page_size=101"), Some(&t), None).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    let (_, c) = s.call(Method::GET, &of_client, Some(&t), None).await;
+    assert_eq!(c.as_array().unwrap().len(), 2);
+
+    // Delete user data removes them; another tenant sees none.
+    s.create_tenant("other").await;
+    let o = s.admin_token("other").await;
+    let (_, theirs) = s.call(Method::GET, "/v1/tenants/other/users/alice/properties", Some(&o), None).await;
+    assert_eq!(theirs, json!([]));
+    s.call(Method::DELETE, "/v1/tenants/acme/users/alice", Some(&t), None).await;
+    let (_, gone) = s.call(Method::GET, own, Some(&t), None).await;
+    assert_eq!(gone, json!([]));
+}
+
+#[tokio::test]
+async fn notify_properties_emit_property_changed() {
+    let s = TestServer::start_with(|c| c.webhooks.allow_private = true).await;
+    s.create_tenant("acme").await;
+    let t = s.admin_token("acme").await;
+    let r = common::receiver::Receiver::start(vec![]).await;
+    s.call(
+        Method::POST,
+        "/v1/tenants/acme/webhooks",
+        Some(&t),
+        Some(json!({"filter": "event=PROPERTY_CHANGED", "callbackUrl": r.url})),
+    )
+    .await;
+    create(
+        &s,
+        &t,
+        "/v1/tenants/acme/users/alice/properties",
+        json!({"name": "quiet", "type": "UTF8STRING", "value": "a"}),
+    )
+    .await;
+    create(
+        &s,
+        &t,
+        "/v1/tenants/acme/users/alice/properties",
+        json!({"name": "loud", "type": "UTF8STRING", "value": "b", "notify": true}),
+    )
+    .await;
+    let got = r.wait_for(1, 10).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(r.received().len(), 1);
+    let e: Value = serde_json::from_str(&got[0].body).unwrap();
+    assert_eq!(e["data"]["name"], "loud");
+}
