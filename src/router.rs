@@ -92,6 +92,7 @@ where
     let started = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let traceparent = req.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_string);
     let (route_label, family, result) = match Router::global().find(&method, &path) {
         Ok((route, params)) => (route.path, route.family, run(engine, route, params, req).await),
         Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
@@ -108,7 +109,7 @@ where
     metrics::counter!("herald_http_requests_total", "route" => route_label, "method" => method.to_string(), "status" => status.to_string()).increment(1);
     metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string(), "status" => status.to_string())
         .record(elapsed.as_secs_f64());
-    tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, "request");
+    tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, traceparent = traceparent.as_deref(), "request");
     response
 }
 

@@ -2,6 +2,7 @@
 
 pub mod addresses;
 pub mod apps;
+pub mod catalogue;
 pub mod client_locks;
 pub mod clients;
 pub mod nonces;
@@ -117,6 +118,10 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink),
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, Tenant(ADMIN), user_clients::disconnect),
         route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, Tenant(ADMIN), user_clients::delete_user_data),
+        // Catalogue.
+        route!(GET "/v1/tenants/{tenantId}/catalogue/services", TENANT, Tenant(ANY), catalogue::list),
+        route!(GET "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", TENANT, Tenant(ANY), catalogue::get),
+        route!(PUT "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", TENANT, Tenant(ADMIN), catalogue::put),
         // Properties.
         route!(GET "/v1/tenants/{tenantId}/users/{userId}/properties", TENANT, Tenant(ADMIN_OR_READ), properties::list),
         route!(POST "/v1/tenants/{tenantId}/users/{userId}/properties", TENANT, Tenant(ADMIN), properties::create),

@@ -2,6 +2,7 @@
 
 pub mod address;
 pub mod app;
+pub mod catalogue;
 pub mod client;
 pub mod ldap;
 pub mod nonce;

@@ -15,6 +15,7 @@ mod seal;
 mod store;
 
 pub mod apps;
+pub mod catalogue;
 pub mod clients;
 pub mod deliveries;
 pub mod identity;

@@ -71,6 +71,7 @@ pub(crate) struct Trees {
     pub(crate) nonce_expiry: sled::Tree,
     pub(crate) settings: sled::Tree,
     pub(crate) properties: sled::Tree,
+    pub(crate) catalogue: sled::Tree,
 }
 
 impl Store {
@@ -109,6 +110,7 @@ impl Store {
             nonce_expiry: db.open_tree("nonce_expiry")?,
             settings: db.open_tree("settings")?,
             properties: db.open_tree("properties")?,
+            catalogue: db.open_tree("catalogue")?,
             versions: db.open_tree("versions")?,
             versions_by_app: db.open_tree("versions_by_app")?,
             policies: db.open_tree("policies")?,
