@@ -311,7 +311,6 @@ pub async fn credentials(cx: Cx) -> ApiResult<Response> {
 
 /// User Tenant List: a user belongs to the one realm it was created in.
 pub async fn tenants(cx: Cx) -> ApiResult<Response> {
-    let u = load(&cx, "userId")?;
-    let _ = u;
+    load(&cx, "userId")?;
     envelope("User tenants fetched successfully", Some(Value::String(cx.tenant().to_string())))
 }

@@ -96,7 +96,7 @@ pub enum VoteOutcome {
     /// Counted; `registered_now` when this vote completed the registration.
     Counted {
         state: ArchState,
-        version: Version,
+        version: Box<Version>,
         registered_now: bool,
     },
     Locked,
@@ -414,7 +414,7 @@ impl Versions<'_> {
                     Vote { client_id: client.to_string(), integrity_check_id: check_id.to_string(), cast_ms: now };
                 tx_put(votes, &key_of_vote, &vote)?;
                 tx_put(archs, &ak, &state)?;
-                Ok(VoteOutcome::Counted { state, version, registered_now })
+                Ok(VoteOutcome::Counted { state, version: Box::new(version), registered_now })
             },
         )?;
         Ok(outcome)
