@@ -589,6 +589,78 @@ fn gauge_sum(metrics: &str, name: &str) -> Option<f64> {
     found.then_some(sum)
 }
 
+/// A Prometheus histogram read from `/metrics`: cumulative counts per bucket.
+#[derive(Clone, Debug, Default)]
+struct Hist {
+    /// `(le, cumulative count)`, in bucket order, `+Inf` last.
+    buckets: Vec<(f64, f64)>,
+    sum: f64,
+    count: f64,
+}
+
+impl Hist {
+    /// The histogram `name` summed over its label sets.
+    fn read(metrics: &str, name: &str) -> Hist {
+        let mut h = Hist::default();
+        let bucket = format!("{name}_bucket{{");
+        for line in metrics.lines() {
+            let value = || line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            if let Some(rest) = line.strip_prefix(&bucket) {
+                let le = rest.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("+Inf");
+                let le = le.parse::<f64>().unwrap_or(f64::INFINITY);
+                match h.buckets.iter_mut().find(|(l, _)| *l == le) {
+                    Some(b) => b.1 += value(),
+                    None => h.buckets.push((le, value())),
+                }
+            } else if line.starts_with(&format!("{name}_sum")) {
+                h.sum += value();
+            } else if line.starts_with(&format!("{name}_count")) {
+                h.count += value();
+            }
+        }
+        h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        h
+    }
+
+    /// What was recorded between `before` and `self`.
+    fn since(&self, before: &Hist) -> Hist {
+        let earlier = |le: f64| before.buckets.iter().find(|(l, _)| *l == le).map_or(0.0, |b| b.1);
+        Hist {
+            buckets: self.buckets.iter().map(|&(le, c)| (le, c - earlier(le))).collect(),
+            sum: self.sum - before.sum,
+            count: self.count - before.count,
+        }
+    }
+
+    /// The upper bound of the bucket holding the `q` quantile.
+    fn quantile_bound(&self, q: f64) -> Option<f64> {
+        let want = self.count * q;
+        self.buckets.iter().find(|(_, c)| *c >= want && self.count > 0.0).map(|b| b.0)
+    }
+
+    /// "n flushes, mean, p99 ≤ bound" in ms.
+    fn describe(&self) -> String {
+        if self.count <= 0.0 {
+            return "no flushes".into();
+        }
+        format!(
+            "{:.0} flushes, mean {:.1} ms, p99 ≤ {} ms, max ≤ {} ms",
+            self.count,
+            self.sum * 1000.0 / self.count,
+            self.quantile_bound(0.99).map_or("?".into(), |b| format!("{}", b * 1000.0)),
+            self.quantile_bound(1.0).map_or("?".into(), |b| format!("{}", b * 1000.0)),
+        )
+    }
+}
+
+/// Herald's storage flush latencies so far (`herald_storage_flush_seconds`).
+async fn flush_hist(http: &reqwest::Client, h: &Herald) -> Hist {
+    match http.get(format!("{}/metrics", h.base)).send().await {
+        Ok(r) => Hist::read(&r.text().await.unwrap_or_default(), "herald_storage_flush_seconds"),
+        Err(_) => Hist::default(),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Seeding
 // ---------------------------------------------------------------------------
@@ -736,7 +808,8 @@ async fn watch(
     out
 }
 
-/// `perf record` of a process while a phase runs (with `--perf`).
+/// `perf record` of a process while a phase runs (with `--perf`; it slows
+/// Herald down, so the figures of such a run are not comparable).
 struct Perf(Option<Proc>);
 
 impl Perf {
@@ -747,7 +820,8 @@ impl Perf {
         let p = Proc::spawn(
             "perf",
             Command::new("perf")
-                .args(["record", "-F", "999", "-g", "-p", &pid.to_string(), "-o"])
+                // DWARF call graphs: release builds keep no frame pointers.
+                .args(["record", "-F", "499", "--call-graph", "dwarf,16384", "-p", &pid.to_string(), "-o"])
                 .arg(out)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
@@ -1452,6 +1526,9 @@ struct Results {
     node_sim_cpu: f64,
     api: Vec<ApiPoint>,
     half_load: Option<(f64, LoadResult)>,
+    /// Herald's storage flushes during the half-load run and during phase 5.
+    half_load_flushes: Option<Hist>,
+    phase5_flushes: Option<Hist>,
     peak_rss: Option<f64>,
     bytes_per_client: Option<f64>,
     seed_per_s: Option<f64>,
@@ -1697,13 +1774,17 @@ async fn run(opts: Options) {
                 stop: None,
                 expect_status: 202,
             };
+            let before = flush_hist(&http, &herald).await;
             let r = run_load(&herald_target, &load).await;
+            let flushes = flush_hist(&http, &herald).await.since(&before);
             say!(
-                "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors",
+                "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
                 r.pct_ms(0.5).unwrap_or(f64::NAN),
                 r.pct_ms(0.99).unwrap_or(f64::NAN),
-                r.errors
+                r.errors,
+                flushes.describe()
             );
+            res.half_load_flushes = Some(flushes);
             res.half_load = Some((rate, r));
         }
     }
@@ -1726,6 +1807,13 @@ async fn run(opts: Options) {
         body: Bytes::from(one_client_body(TENANT_A, "vip", &vip_client).to_string()),
     };
     let deadline = Duration::from_secs(60 + 2 * n / 1000);
+    say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
+    let flushes_before = flush_hist(&http, &herald).await;
+    let (id_a, id_b) = tokio::join!(
+        start_broadcast(&http, &herald, TENANT_A, &admin_a),
+        start_broadcast(&http, &herald, TENANT_B, &admin_b)
+    );
+    // The interactive sends start once both broadcasts are under way.
     let interactive = tokio::spawn({
         let load = Load {
             proto: Proto::H1,
@@ -1737,11 +1825,6 @@ async fn run(opts: Options) {
         };
         async move { run_load(&vip_target, &load).await }
     });
-    say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
-    let (id_a, id_b) = tokio::join!(
-        start_broadcast(&http, &herald, TENANT_A, &admin_a),
-        start_broadcast(&http, &herald, TENANT_B, &admin_b)
-    );
     let both = watch(
         &http,
         &herald,
@@ -1753,13 +1836,16 @@ async fn run(opts: Options) {
     .await;
     stop.store(true, Ordering::Relaxed);
     let inter = interactive.await.expect("interactive sends");
+    let flushes = flush_hist(&http, &herald).await.since(&flushes_before);
     say!(
-        "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms",
+        "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
         inter.ok,
         inter.errors,
         inter.pct_ms(0.5).unwrap_or(f64::NAN),
-        inter.pct_ms(0.99).unwrap_or(f64::NAN)
+        inter.pct_ms(0.99).unwrap_or(f64::NAN),
+        flushes.describe()
     );
+    res.phase5_flushes = Some(flushes);
     res.interactive = Some(inter);
     res.phase5_complete = both.iter().all(|b| b.completed);
     if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
@@ -1846,6 +1932,12 @@ fn results_json(res: &Results) -> Value {
     put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
+    for (key, h) in [("half_load", &res.half_load_flushes), ("phase5", &res.phase5_flushes)] {
+        let h = h.as_ref().filter(|h| h.count > 0.0);
+        put(&format!("{key}_flushes"), h.map(|h| h.count));
+        put(&format!("{key}_flush_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
+        put(&format!("{key}_flush_p99_bound_ms"), h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0));
+    }
     put("fairness_tenant_a_ms", res.fair.map(|(a, _)| a as f64));
     put("fairness_tenant_b_ms", res.fair.map(|(_, b)| b as f64));
     put("interactive_sends_during_broadcast", res.interactive.as_ref().map(|r| r.ok as f64));
@@ -1977,12 +2069,22 @@ fn table(res: &Results, opts: &Options) -> String {
             target(half_p99, "<", 5.0),
         ),
         (
+            "  Herald's storage flushes meanwhile".into(),
+            res.half_load_flushes.as_ref().map_or("n/a".into(), Hist::describe),
+            String::new(),
+        ),
+        (
             format!(
                 "interactive p99 during 2 broadcasts ({} sends at {INTERACTIVE_PER_S}/s)",
                 res.interactive.as_ref().map_or(0, |r| r.ok)
             ),
             fmt_opt(inter_p99, 2, " ms"),
             target(inter_p99, "<", 50.0),
+        ),
+        (
+            "  Herald's storage flushes meanwhile".into(),
+            res.phase5_flushes.as_ref().map_or("n/a".into(), Hist::describe),
+            String::new(),
         ),
         (
             format!(

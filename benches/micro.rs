@@ -6,9 +6,10 @@
 //! - `apns_jwt/*`: the APNs provider token: loading the `.p8` key and signing
 //!   (`ApnsJwt::new`), signing alone (a clock that makes every call stale),
 //!   and the per-request path that reuses the token in force (`current`).
-//! - `access_token/verify`: Herald's own access-token check on every API
-//!   request (`herald::auth::tokens::verify`: header, tenant key cache, ES256
-//!   signature, claims).
+//! - `access_token/*`: Herald's own access-token check on every API request
+//!   (`herald::auth::tokens::verify`: header, tenant key cache, ES256
+//!   signature, claims), signing one, and for comparison the same token's
+//!   signature checked with ring alone (`signature_only_ring`).
 //! - `send_body/*`: the send API's body decoded strictly into
 //!   `PushNotificationEvent` and validated (`into_parts`).
 //!
@@ -169,6 +170,25 @@ fn access_token(c: &mut Criterion) {
         b.iter(|| tokens::verify(&store, &keys, public_url, black_box(&token), tokens::TYP_ACCESS).expect("verify"))
     });
     g.bench_function("sign", |b| b.iter(|| tokens::sign(&key, black_box(&claims)).expect("sign")));
+    // For comparison: the same token's ES256 signature checked with ring (the
+    // crypto provider Herald uses everywhere else), claims not decoded.
+    let public = {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut point = vec![4u8];
+        point.extend(b64.decode(&key.x).expect("x"));
+        point.extend(b64.decode(&key.y).expect("y"));
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point)
+    };
+    g.bench_function("signature_only_ring", |b| {
+        b.iter(|| {
+            use base64::Engine as _;
+            let token = black_box(token.as_str());
+            let (input, sig) = token.rsplit_once('.').expect("JWT");
+            let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(sig).expect("signature");
+            public.verify(input.as_bytes(), &sig).expect("valid signature")
+        })
+    });
     g.finish();
 }
 

@@ -19,7 +19,7 @@ fn owner(cx: &Cx) -> ApiResult<(String, Option<String>)> {
         "" => None,
         id => {
             validate::ulid("astClientId", id)?;
-            if !cx.engine.store.links().user_ids_of_client(cx.tenant(), id)?.iter().any(|u| *u == user) {
+            if !cx.engine.store.links().user_ids_of_client(cx.tenant(), id)?.contains(&user) {
                 return Err(ApiError::not_found(format!("client {id} is not linked to user {user}")));
             }
             Some(id.to_string())

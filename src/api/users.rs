@@ -177,10 +177,10 @@ pub async fn info(cx: Cx) -> ApiResult<Response> {
 pub async fn search(cx: Cx) -> ApiResult<Response> {
     let q = super::user_lists::ListQuery::from_cx(&cx)?;
     let key = cx.query_param("key").map(|k| k.to_lowercase()).filter(|k| !k.is_empty());
-    let users = cx.engine.store.users().list(cx.tenant())?;
-    let users =
-        users.into_iter().filter(|u| key.as_deref().is_none_or(|k| super::user_lists::any_field_contains(u, k)));
-    q.answer(users)
+    let users = cx.engine.store.users().scan(cx.tenant(), |u| {
+        key.as_deref().is_none_or(|k| super::user_lists::any_field_contains(u, k)) && q.matches(u)
+    })?;
+    q.answer(users.into_iter())
 }
 
 pub async fn by_attribute(cx: Cx) -> ApiResult<Response> {

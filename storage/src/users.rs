@@ -179,6 +179,21 @@ impl Users<'_> {
         Ok(out)
     }
 
+    /// The tenant's users that `keep` accepts, ordered by username: one
+    /// sequential scan of the tenant's records (substring searches need it).
+    pub fn scan(&self, tenant: &str, mut keep: impl FnMut(&User) -> bool) -> Result<Vec<User>> {
+        let mut out = Vec::new();
+        for kv in self.0.trees().users.scan_prefix(prefix(&[tenant])) {
+            let (_, v) = kv?;
+            let u: User = codec::decode(&v)?;
+            if keep(&u) {
+                out.push(u);
+            }
+        }
+        out.sort_unstable_by(|a, b| a.username.cmp(&b.username));
+        Ok(out)
+    }
+
     /// Number of users of the tenant.
     pub fn count(&self, tenant: &str) -> Result<usize> {
         let mut n = 0;
