@@ -30,8 +30,11 @@
 //! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
 //! (N = 20 000 unless given, 1 s phases: the whole run in under two minutes),
 //! `--phase-secs S` (length of each send-API run, default 3), `--no-node` (skip
-//! the node-apn peer), `--perf` (record `perf` profiles of Herald during the
-//! fan-out and the C=64 send-API run into `target/bench/perf-*.data`).
+//! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
+//! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
+//! into `target/bench/perf-*.data`), `--ceiling-connections N` and
+//! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
+//! for experiments), `--keep` (keep the work directory under `target/bench`).
 //!
 //! The simulators run in a child process that is this executable started again
 //! with `--sim-child` (so it is always built from the current `tests/sim`), and
@@ -99,6 +102,13 @@ struct Options {
     phase: Duration,
     node: bool,
     perf: bool,
+    /// The items of the issue to run (1 to 6); all by default.
+    only: Vec<u8>,
+    /// The bare client's shape, when not Herald's pool's.
+    ceiling_connections: Option<usize>,
+    ceiling_streams: Option<usize>,
+    /// Keep the work directory (data, certificates) for inspection.
+    keep: bool,
 }
 
 impl Options {
@@ -108,6 +118,13 @@ impl Options {
         let mut phase = None;
         let mut node = true;
         let mut perf = false;
+        let mut only: Vec<u8> = (1..=6).collect();
+        let mut ceiling_connections = None;
+        let mut ceiling_streams = None;
+        let mut keep = false;
+        let count = |v: Option<&String>, flag: &str| -> usize {
+            v.and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or_else(|| panic!("{flag} takes a positive number"))
+        };
         let mut it = args.iter();
         while let Some(a) = it.next() {
             match a.as_str() {
@@ -127,6 +144,16 @@ impl Options {
                             .expect("--phase-secs takes seconds (at most 60)"),
                     ))
                 }
+                "--only" => {
+                    only = it
+                        .next()
+                        .map(|v| v.split(',').filter_map(|i| i.trim().parse::<u8>().ok()).collect())
+                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=6).contains(i)))
+                        .expect("--only takes items 1 to 6, e.g. 1,2,6")
+                }
+                "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
+                "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
+                "--keep" => keep = true,
                 "--quick" => quick = true,
                 "--no-node" => node = false,
                 "--perf" => perf = true,
@@ -141,6 +168,10 @@ impl Options {
             phase: phase.unwrap_or(Duration::from_secs(if quick { 1 } else { 3 })),
             node,
             perf,
+            only,
+            ceiling_connections,
+            ceiling_streams,
+            keep,
         }
     }
 }
@@ -237,12 +268,22 @@ fn children_cpu_secs() -> f64 {
     }
 }
 
-/// Peak resident set size in MiB (`VmHWM` of `/proc/<pid>/status`).
-fn peak_rss_mib(pid: u32) -> Option<f64> {
+/// A `kB` field of `/proc/<pid>/status`, in MiB.
+fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// Peak resident set size in MiB (`VmHWM`).
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmHWM:")
+}
+
+/// Resident set size now, in MiB (`VmRSS`).
+fn rss_mib(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmRSS:")
 }
 
 /// Bytes a directory occupies on disk, as `du` counts them (allocated blocks).
@@ -1112,98 +1153,108 @@ fn node_apn_install(dir: &Path) -> Result<String, String> {
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn node_apn(
-    root: &Path,
-    work: &Path,
-    sims: &Sims,
-    creds: &herald_sim::Credentials,
-    payload: &apns::ApnsPayload,
-    n: u64,
-    limits: &PoolLimits,
-    limit: Duration,
-) -> NodeRun {
-    let dir = root.join("benches/peers/node-apn");
-    let dir2 = dir.clone();
-    let version = match tokio::task::spawn_blocking(move || node_apn_install(&dir2)).await.expect("install task") {
-        Ok(v) => v,
-        Err(e) => {
-            say!("node-apn peer unavailable: {e}");
-            return NodeRun { unavailable: Some(e), ..NodeRun::default() };
+/// The node-apn peer's inputs.
+struct NodePeer<'a> {
+    /// `benches/peers/node-apn`.
+    dir: PathBuf,
+    work: &'a Path,
+    sims: &'a Sims,
+    /// Its own APNs key.
+    creds: &'a herald_sim::Credentials,
+    payload: &'a apns::ApnsPayload,
+    /// Herald's pool shape: connections, and streams per connection.
+    limits: &'a PoolLimits,
+}
+
+impl NodePeer<'_> {
+    /// Installs the peer when needed, then sends `n` notifications within `limit`.
+    async fn run(&self, n: u64, limit: Duration) -> NodeRun {
+        let NodePeer { dir, work, sims, creds, payload, limits } = self;
+        let dir2 = dir.to_path_buf();
+        let version = match tokio::task::spawn_blocking(move || node_apn_install(&dir2)).await.expect("install task") {
+            Ok(v) => v,
+            Err(e) => {
+                say!("node-apn peer unavailable: {e}");
+                return NodeRun { unavailable: Some(e), ..NodeRun::default() };
+            }
+        };
+        let payload_file = work.join("node-apn-payload.json");
+        std::fs::write(&payload_file, payload.body()).expect("write the payload file");
+        let header = |name: &str| {
+            payload
+                .headers()
+                .iter()
+                .find(|(k, _)| k.as_str() == name)
+                .and_then(|(_, v)| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        sims.reset().await;
+        let cpu0 = children_cpu_secs();
+        let progress = Progress::start("node-apn", sims.url("control").to_string(), n);
+        let spawned = Proc::spawn(
+            "node-apn",
+            Command::new("node")
+                .arg(dir.join("send.js"))
+                .arg("--address")
+                .arg(sims.apns_addr().to_string())
+                .arg("--ca")
+                .arg(sims.ca_file())
+                .arg("--key")
+                .arg(&creds.apns_key_path)
+                .args(["--key-id", &creds.apns_key_id, "--team-id", &creds.apns_team_id])
+                .args(["--topic", &header("apns-topic")])
+                .args(["--push-type", &header("apns-push-type")])
+                .args(["--priority", &header("apns-priority")])
+                .arg("--payload")
+                .arg(&payload_file)
+                .args(["--tokens", &n.to_string(), "--token-offset", &TOKENS_A.to_string()])
+                .args(["--connections", &limits.max_connections.to_string()])
+                .args(["--in-flight", &(limits.max_connections * limits.max_streams).to_string()])
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        );
+        let mut p = match spawned {
+            Ok(p) => p,
+            Err(e) => {
+                return NodeRun {
+                    unavailable: Some(format!("node: {e}")),
+                    version: Some(version),
+                    ..NodeRun::default()
+                }
+            }
+        };
+        let lines = read_lines(p.child.stdout.take().expect("piped stdout"));
+        let (result, summary) = tokio::task::spawn_blocking(move || {
+            let r = wait_bounded(&mut p, limit);
+            drop(p);
+            // The child is gone: its stdout ends, and so does the channel.
+            (r, lines.iter().collect::<Vec<String>>())
+        })
+        .await
+        .expect("wait task");
+        drop(progress);
+        let stats = sims.stats().await.apns;
+        let mut run = NodeRun {
+            rate: sim_rate(&stats),
+            accepted: stats.accepted,
+            cpu_s: children_cpu_secs() - cpu0,
+            version: Some(version),
+            unavailable: None,
+        };
+        match result {
+            Ok(()) => say!("node-apn: {}", summary.join(" ")),
+            Err(e) if stats.accepted > 0 => say!("node-apn: {e}; rate from the {} accepted", stats.accepted),
+            Err(e) => {
+                say!("node-apn peer unavailable: {e}");
+                run.rate = None;
+                run.unavailable = Some(e);
+            }
         }
-    };
-    let payload_file = work.join("node-apn-payload.json");
-    std::fs::write(&payload_file, payload.body()).expect("write the payload file");
-    let header = |name: &str| {
-        payload
-            .headers()
-            .iter()
-            .find(|(k, _)| k.as_str() == name)
-            .and_then(|(_, v)| v.to_str().ok())
-            .unwrap_or_default()
-            .to_string()
-    };
-    sims.reset().await;
-    let cpu0 = children_cpu_secs();
-    let progress = Progress::start("node-apn", sims.url("control").to_string(), n);
-    let spawned = Proc::spawn(
-        "node-apn",
-        Command::new("node")
-            .arg(dir.join("send.js"))
-            .arg("--address")
-            .arg(sims.apns_addr().to_string())
-            .arg("--ca")
-            .arg(sims.ca_file())
-            .arg("--key")
-            .arg(&creds.apns_key_path)
-            .args(["--key-id", &creds.apns_key_id, "--team-id", &creds.apns_team_id])
-            .args(["--topic", &header("apns-topic")])
-            .args(["--push-type", &header("apns-push-type")])
-            .args(["--priority", &header("apns-priority")])
-            .arg("--payload")
-            .arg(&payload_file)
-            .args(["--tokens", &n.to_string(), "--token-offset", &TOKENS_A.to_string()])
-            .args(["--connections", &limits.max_connections.to_string()])
-            .args(["--in-flight", &(limits.max_connections * limits.max_streams).to_string()])
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit()),
-    );
-    let mut p = match spawned {
-        Ok(p) => p,
-        Err(e) => {
-            return NodeRun { unavailable: Some(format!("node: {e}")), version: Some(version), ..NodeRun::default() }
-        }
-    };
-    let lines = read_lines(p.child.stdout.take().expect("piped stdout"));
-    let (result, summary) = tokio::task::spawn_blocking(move || {
-        let r = wait_bounded(&mut p, limit);
-        drop(p);
-        // The child is gone: its stdout ends, and so does the channel.
-        (r, lines.iter().collect::<Vec<String>>())
-    })
-    .await
-    .expect("wait task");
-    drop(progress);
-    let stats = sims.stats().await.apns;
-    let mut run = NodeRun {
-        rate: sim_rate(&stats),
-        accepted: stats.accepted,
-        cpu_s: children_cpu_secs() - cpu0,
-        version: Some(version),
-        unavailable: None,
-    };
-    match result {
-        Ok(()) => say!("node-apn: {}", summary.join(" ")),
-        Err(e) if stats.accepted > 0 => say!("node-apn: {e}; rate from the {} accepted", stats.accepted),
-        Err(e) => {
-            say!("node-apn peer unavailable: {e}");
-            run.rate = None;
-            run.unavailable = Some(e);
-        }
+        run
     }
-    run
 }
 
 // ---------------------------------------------------------------------------
@@ -1529,8 +1580,12 @@ struct Results {
     /// Herald's storage flushes during the half-load run and during phase 5.
     half_load_flushes: Option<Hist>,
     phase5_flushes: Option<Hist>,
+    /// Herald's resident set before the broadcast and its peak after it, MiB.
+    rss_before: Option<f64>,
     peak_rss: Option<f64>,
     bytes_per_client: Option<f64>,
+    /// The data directory per client once the broadcast recorded its outcomes.
+    bytes_per_client_after_broadcast: Option<f64>,
     seed_per_s: Option<f64>,
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
@@ -1539,282 +1594,374 @@ struct Results {
     phase5_complete: bool,
 }
 
+/// What every phase shares.
+struct Bench {
+    opts: Options,
+    root: PathBuf,
+    out_dir: PathBuf,
+    work: PathBuf,
+    data: PathBuf,
+    sims: Sims,
+    http: reqwest::Client,
+    limits: PoolLimits,
+    creds_a: herald_sim::Credentials,
+    creds_b: herald_sim::Credentials,
+    creds_ceiling: herald_sim::Credentials,
+    creds_node: herald_sim::Credentials,
+    /// Herald's APNs request for the benchmark's notification.
+    payload: apns::ApnsPayload,
+    res: Results,
+}
+
 async fn run(opts: Options) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out_dir = root.join("target/bench");
     std::fs::create_dir_all(&out_dir).expect("target/bench");
-    let work = tempfile::Builder::new().prefix("load-").tempdir_in(&out_dir).expect("work dir");
+    let tmp = tempfile::Builder::new().prefix("load-").tempdir_in(&out_dir).expect("work dir");
+    let work = tmp.path().to_path_buf();
     let n = opts.tokens;
-    let limits = PoolLimits::default();
     say!(
-        "Herald load benchmark: {n} tokens, phases of {:?}{}; work dir {}",
+        "Herald load benchmark: {n} tokens, phases of {:?}{}, items {:?}; work dir {}",
         opts.phase,
         if opts.quick { " (quick)" } else { "" },
-        work.path().display()
+        opts.only,
+        work.display()
     );
-    let mut res = Results { tokens: n, ..Results::default() };
-
-    // --- Simulators and credentials: one APNs key per sender. -----------------
-    let sims = Sims::start(&work.path().join("certs"));
+    // Simulators and credentials: one APNs key per sender, so that no sender's
+    // JWT counts as a too-frequent update of another's key.
+    let sims = Sims::start(&work.join("certs"));
     say!("simulators (pid {}) on {}", sims.proc.pid(), sims.url("apns"));
-    let creds_a = sims.credentials(&work.path().join("creds-a"));
-    let creds_b = sims.credentials(&work.path().join("creds-b"));
-    let creds_ceiling = sims.credentials(&work.path().join("creds-ceiling"));
-    let creds_node = sims.credentials(&work.path().join("creds-node"));
-
-    // --- Tenants, apps and the two API clients, through the API. --------------
-    let data = work.path().join("data");
-    let http = reqwest::Client::new();
-    let (send_client, vip_client) = {
-        let h = Herald::start(&data, &sims);
-        for t in [TENANT_A, TENANT_B] {
-            ok(
-                "create tenant",
-                api(
-                    &http,
-                    &h,
-                    reqwest::Method::POST,
-                    "/v1/tenants",
-                    Some(OPERATOR),
-                    Some(json!({"tenantId": t, "adminUsername": "admin", "adminPassword": PASSWORD})),
-                )
-                .await,
-            );
-        }
-        let admin_a = admin_token(&http, &h, TENANT_A).await;
-        let admin_b = admin_token(&http, &h, TENANT_B).await;
-        for (t, admin, creds) in [(TENANT_A, &admin_a, &creds_a), (TENANT_B, &admin_b, &creds_b)] {
-            ok(
-                "save app",
-                api(
-                    &http,
-                    &h,
-                    reqwest::Method::POST,
-                    &format!("/v1/tenants/{t}/apps/{APP}"),
-                    Some(admin),
-                    Some(creds.app_json.clone()),
-                )
-                .await,
-            );
-        }
-        let send_client = register_client(&http, &h, TENANT_A, &admin_a, "sender", SEND_TOKEN).await;
-        let vip_client = register_client(&http, &h, TENANT_A, &admin_a, "vip", VIP_TOKEN).await;
-        (send_client, vip_client)
+    let creds_a = sims.credentials(&work.join("creds-a"));
+    let mut b = Bench {
+        payload: herald_apns_payload(&creds_a.bundle_id),
+        creds_b: sims.credentials(&work.join("creds-b")),
+        creds_ceiling: sims.credentials(&work.join("creds-ceiling")),
+        creds_node: sims.credentials(&work.join("creds-node")),
+        creds_a,
+        data: work.join("data"),
+        http: reqwest::Client::new(),
+        limits: PoolLimits::default(),
+        res: Results { tokens: n, ..Results::default() },
+        opts,
+        root,
+        out_dir,
+        work,
+        sims,
     };
 
-    // --- Item 6: seed N clients, bytes on disk, start-up time. -----------------
-    say!("seeding {n} clients of {TENANT_A}");
-    let d = data.clone();
-    let took = tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
-    res.seed_per_s = Some(n as f64 / took.as_secs_f64());
-    let bytes = du(&data);
-    res.bytes_per_client = Some(bytes as f64 / (n + 2) as f64);
-    say!(
-        "seeded in {took:.2?} ({:.0} clients/s); data dir {:.1} MiB = {:.0} bytes/client",
-        n as f64 / took.as_secs_f64(),
-        bytes as f64 / 1048576.0,
-        res.bytes_per_client.unwrap_or(0.0)
-    );
-    let herald = Herald::start(&data, &sims);
-    res.startup = Some(herald.startup);
-    let admin_a = admin_token(&http, &herald, TENANT_A).await;
-
-    // --- Item 1: fan-out. -------------------------------------------------------
-    say!("phase 1: broadcast to {n} APNs tokens through Herald");
-    sims.reset().await;
-    let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
-    let perf = Perf::start(opts.perf, herald.pid(), &out_dir.join("perf-fanout.data"));
-    let id = start_broadcast(&http, &herald, TENANT_A, &admin_a).await;
-    let deadline = Duration::from_secs(60 + n / 1000);
-    let b = watch(&http, &herald, &sims, &[(TENANT_A, admin_a.as_str(), id)], n + 2, deadline).await.remove(0);
-    perf.stop();
-    res.fanout_herald_cpu = herald.cpu() - h_cpu0;
-    res.fanout_sim_cpu = sims.cpu() - s_cpu0;
-    res.fanout = sim_rate(&b.stats);
-    res.fanout_accepted = b.stats.accepted;
-    res.fanout_herald_ms = b.herald_ms;
-    res.fanout_connections = b.stats.connections;
-    res.fanout_streams_mean = b.streams_mean;
-    res.fanout_streams_max = b.streams_max;
-    res.peak_rss = peak_rss_mib(herald.pid());
-    if !b.completed || b.report["counts"]["sent"].as_u64() != Some(n + 2) {
-        say!("fan-out incomplete or with failures: {}", b.report["counts"]);
-    }
-    say!(
-        "fan-out: {:.0}/s, {} connections, herald CPU {:.1} s, simulator CPU {:.1} s, peak RSS {:.1} MiB",
-        res.fanout.unwrap_or(0.0),
-        b.stats.connections,
-        res.fanout_herald_cpu,
-        res.fanout_sim_cpu,
-        res.peak_rss.unwrap_or(0.0)
-    );
-
-    // --- Item 2: the ceiling. ---------------------------------------------------
-    say!(
-        "phase 2: bare h2 client, {n} requests over {} connections x {} streams",
-        limits.max_connections,
-        limits.max_streams
-    );
-    let payload = herald_apns_payload(&creds_a.bundle_id);
-    let jwt = sign_apns_jwt(&creds_ceiling.apns_key_pem, &creds_ceiling.apns_key_id, &creds_ceiling.apns_team_id);
-    let tls = sim_tls(&std::fs::read(sims.ca_file()).expect("CA file"));
-    sims.reset().await;
-    let (c_cpu0, s_cpu0) = (cpu_secs(std::process::id()).unwrap_or(0.0), sims.cpu());
-    let progress = Progress::start("ceiling", sims.url("control").to_string(), n);
-    let c = tokio::time::timeout(
-        Duration::from_secs(60 + n / 2000),
-        ceiling(sims.apns_addr(), tls, &payload, &jwt, TOKENS_A..TOKENS_A + n, &limits),
-    )
-    .await;
-    drop(progress);
-    res.ceiling_client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
-    res.ceiling_sim_cpu = sims.cpu() - s_cpu0;
-    let s = sims.stats().await.apns;
-    res.ceiling = sim_rate(&s);
-    res.ceiling_accepted = s.accepted;
-    res.ceiling_connections = s.connections;
-    match c {
-        Ok(c) => {
-            res.ceiling_streams = c.peer_max_streams.min(limits.max_streams);
-            say!(
-                "ceiling: {:.0}/s ({} ok, {} failed{}), peer allows {} streams, client CPU {:.1} s, simulator CPU {:.1} s",
-                res.ceiling.unwrap_or(0.0),
-                c.ok,
-                c.failed,
-                c.first_error.map(|e| format!(", first: {e}")).unwrap_or_default(),
-                c.peer_max_streams,
-                res.ceiling_client_cpu,
-                res.ceiling_sim_cpu
-            )
+    let wants = |items: &[u8]| items.iter().any(|i| b.opts.only.contains(i));
+    if wants(&[1, 4, 5, 6]) {
+        // Items 1, 4 and 6 share one Herald on tenant A's seeded data.
+        let (send_client, vip_client) = b.setup().await;
+        b.seed_tenant_a().await;
+        let herald = Herald::start(&b.data, &b.sims);
+        b.res.startup = Some(herald.startup);
+        let admin_a = admin_token(&b.http, &herald, TENANT_A).await;
+        if wants(&[1]) {
+            b.fanout(&herald, &admin_a).await;
         }
-        Err(_) => say!("ceiling: timed out; rate from the {} accepted", s.accepted),
-    }
-
-    // --- Item 3: node-apn. ------------------------------------------------------
-    if opts.node {
-        say!("phase 3: @parse/node-apn, {n} notifications");
-        let s_cpu0 = sims.cpu();
-        let limit = Duration::from_secs(if opts.quick { 60 } else { 120 + n / 2000 });
-        res.node = node_apn(&root, work.path(), &sims, &creds_node, &payload, n, &limits, limit).await;
-        res.node_sim_cpu = sims.cpu() - s_cpu0;
-        if let Some(r) = res.node.rate {
-            say!(
-                "node-apn: {r:.0}/s ({} accepted), node CPU {:.1} s, simulator CPU {:.1} s",
-                res.node.accepted,
-                res.node.cpu_s,
-                res.node_sim_cpu
-            );
+        if wants(&[2]) {
+            b.ceiling().await;
+        }
+        if wants(&[3]) {
+            b.node_apn().await;
+        }
+        if wants(&[4]) {
+            b.send_api(&herald, &admin_a, &send_client).await;
+        }
+        drop(herald);
+        if wants(&[5]) {
+            b.mixed(&vip_client).await;
         }
     } else {
-        res.node.unavailable = Some("skipped (--no-node)".into());
+        if wants(&[2]) {
+            b.ceiling().await;
+        }
+        if wants(&[3]) {
+            b.node_apn().await;
+        }
+    }
+    if !wants(&[3]) || !b.opts.node {
+        b.res.node.unavailable = Some("not run".into());
+    }
+    drop(b.sims);
+
+    let json = results_json(&b.res);
+    println!("{}", table(&b.res, &b.opts));
+    let path = b.out_dir.join("load.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json).expect("JSON")).expect("write load.json");
+    say!("wrote {}", path.display());
+    if b.opts.keep {
+        say!("kept the work dir {}", tmp.keep().display());
+    }
+}
+
+impl Bench {
+    /// Tenants A and B with an app each (their own credential sets), and two
+    /// clients of tenant A registered through the API: one for the send API
+    /// (user `sender`), one for the interactive sends of item 5 (user `vip`).
+    async fn setup(&mut self) -> (String, String) {
+        let http = &self.http;
+        let h = Herald::start(&self.data, &self.sims);
+        for t in [TENANT_A, TENANT_B] {
+            let body = json!({"tenantId": t, "adminUsername": "admin", "adminPassword": PASSWORD});
+            ok("create tenant", api(http, &h, reqwest::Method::POST, "/v1/tenants", Some(OPERATOR), Some(body)).await);
+        }
+        let admin_a = admin_token(http, &h, TENANT_A).await;
+        let admin_b = admin_token(http, &h, TENANT_B).await;
+        for (t, admin, creds) in [(TENANT_A, &admin_a, &self.creds_a), (TENANT_B, &admin_b, &self.creds_b)] {
+            let path = format!("/v1/tenants/{t}/apps/{APP}");
+            ok(
+                "save app",
+                api(http, &h, reqwest::Method::POST, &path, Some(admin), Some(creds.app_json.clone())).await,
+            );
+        }
+        let send_client = register_client(http, &h, TENANT_A, &admin_a, "sender", SEND_TOKEN).await;
+        let vip_client = register_client(http, &h, TENANT_A, &admin_a, "vip", VIP_TOKEN).await;
+        (send_client, vip_client)
     }
 
-    // --- Item 4: the send API against Herald and the trivial handler. ----------
-    say!("phase 4: send API, one client, {:?} per run", opts.phase);
-    let send_body = one_client_body(TENANT_A, "sender", &send_client);
-    let (st, answer) = api(
-        &http,
-        &herald,
-        reqwest::Method::POST,
-        &format!("/v1/tenants/{TENANT_A}/push_notification/send"),
-        Some(&admin_a),
-        Some(send_body.clone()),
-    )
-    .await;
-    assert_eq!(st, 202, "one-client send: {answer}");
-    assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
-    let herald_target = Target {
-        addr: herald.addr,
-        path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
-        bearer: Some(admin_a.clone()),
-        body: Bytes::from(send_body.to_string()),
-    };
-    // A body of the same size as Herald's answer.
-    let answer_bytes = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
-    let trivial = Trivial::start(answer_bytes);
-    let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
-    for proto in [Proto::H1, Proto::H2] {
-        for &conc in &CONCURRENCY {
-            for (server, target) in [("herald", &herald_target), ("trivial", &trivial_target)] {
-                let perf = Perf::start(
-                    opts.perf && server == "herald" && conc == 64 && proto == Proto::H1,
-                    herald.pid(),
-                    &out_dir.join("perf-send-api.data"),
-                );
-                let load =
-                    Load { proto, concurrency: conc, duration: opts.phase, rate: None, stop: None, expect_status: 202 };
-                let cpu0 = herald.cpu();
-                let r = run_load(target, &load).await;
-                let server_cpu = (server == "herald").then(|| herald.cpu() - cpu0);
-                perf.stop();
-                let p = ApiPoint { server, proto, c: conc, r, server_cpu };
+    /// Item 6, storage: N clients of tenant A into the stopped Herald's data
+    /// directory, then its size per client.
+    async fn seed_tenant_a(&mut self) {
+        let n = self.opts.tokens;
+        say!("seeding {n} clients of {TENANT_A}");
+        let d = self.data.clone();
+        let took = tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
+        self.res.seed_per_s = Some(n as f64 / took.as_secs_f64());
+        let bytes = du(&self.data);
+        self.res.bytes_per_client = Some(bytes as f64 / (n + 2) as f64);
+        say!(
+            "seeded in {took:.2?} ({:.0} clients/s); data dir {:.1} MiB = {:.0} bytes/client",
+            n as f64 / took.as_secs_f64(),
+            bytes as f64 / 1048576.0,
+            self.res.bytes_per_client.unwrap_or(0.0)
+        );
+    }
+
+    /// Item 1: one topic broadcast to tenant A's N tokens.
+    async fn fanout(&mut self, herald: &Herald, admin: &str) {
+        let (n, res, sims) = (self.opts.tokens, &mut self.res, &self.sims);
+        say!("phase 1: broadcast to {n} APNs tokens through Herald");
+        sims.reset().await;
+        res.rss_before = rss_mib(herald.pid());
+        let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
+        let perf = Perf::start(self.opts.perf, herald.pid(), &self.out_dir.join("perf-fanout.data"));
+        let id = start_broadcast(&self.http, herald, TENANT_A, admin).await;
+        let deadline = Duration::from_secs(60 + n / 1000);
+        let b = watch(&self.http, herald, sims, &[(TENANT_A, admin, id)], n + 2, deadline).await.remove(0);
+        perf.stop();
+        res.fanout_herald_cpu = herald.cpu() - h_cpu0;
+        res.fanout_sim_cpu = sims.cpu() - s_cpu0;
+        res.fanout = sim_rate(&b.stats);
+        res.fanout_accepted = b.stats.accepted;
+        res.fanout_herald_ms = b.herald_ms;
+        res.fanout_connections = b.stats.connections;
+        res.fanout_streams_mean = b.streams_mean;
+        res.fanout_streams_max = b.streams_max;
+        res.peak_rss = peak_rss_mib(herald.pid());
+        res.bytes_per_client_after_broadcast = Some(du(&self.data) as f64 / (n + 2) as f64);
+        if !b.completed || b.report["counts"]["sent"].as_u64() != Some(n + 2) {
+            say!("fan-out incomplete or with failures: {}", b.report["counts"]);
+        }
+        say!(
+            "fan-out: {:.0}/s, {} connections, herald CPU {:.1} s, simulator CPU {:.1} s, RSS {:.1} MiB before, peak {:.1} MiB",
+            res.fanout.unwrap_or(0.0),
+            b.stats.connections,
+            res.fanout_herald_cpu,
+            res.fanout_sim_cpu,
+            res.rss_before.unwrap_or(0.0),
+            res.peak_rss.unwrap_or(0.0)
+        );
+    }
+
+    /// Item 2: the bare h2 client, shaped like Herald's pool unless
+    /// `--ceiling-connections`/`--ceiling-streams` say otherwise.
+    async fn ceiling(&mut self) {
+        let (n, res, sims) = (self.opts.tokens, &mut self.res, &self.sims);
+        let shape = PoolLimits {
+            max_connections: self.opts.ceiling_connections.unwrap_or(self.limits.max_connections),
+            max_streams: self.opts.ceiling_streams.unwrap_or(self.limits.max_streams),
+            ..self.limits.clone()
+        };
+        say!(
+            "phase 2: bare h2 client, {n} requests over {} connections x {} streams",
+            shape.max_connections,
+            shape.max_streams
+        );
+        let c = &self.creds_ceiling;
+        let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
+        let tls = sim_tls(&std::fs::read(sims.ca_file()).expect("CA file"));
+        sims.reset().await;
+        let (c_cpu0, s_cpu0) = (cpu_secs(std::process::id()).unwrap_or(0.0), sims.cpu());
+        let progress = Progress::start("ceiling", sims.url("control").to_string(), n);
+        let tokens = TOKENS_A..TOKENS_A + n;
+        let run = ceiling(sims.apns_addr(), tls, &self.payload, &jwt, tokens, &shape);
+        let c = tokio::time::timeout(Duration::from_secs(60 + n / 2000), run).await;
+        drop(progress);
+        res.ceiling_client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
+        res.ceiling_sim_cpu = sims.cpu() - s_cpu0;
+        let s = sims.stats().await.apns;
+        res.ceiling = sim_rate(&s);
+        res.ceiling_accepted = s.accepted;
+        res.ceiling_connections = s.connections;
+        // h2 reports no limit until the peer's SETTINGS arrive; the pool's cap applies either way.
+        match c {
+            Ok(c) => {
+                res.ceiling_streams = c.peer_max_streams.min(shape.max_streams);
                 say!(
-                    "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
-                    proto.name(),
-                    p.r.rps(),
-                    p.r.pct_ms(0.5).unwrap_or(f64::NAN),
-                    p.r.pct_ms(0.99).unwrap_or(f64::NAN),
-                    p.r.errors,
-                    p.cpu_us_per_request().map(|c| format!(", herald CPU {c:.0} µs/request")).unwrap_or_default(),
-                    p.r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
-                );
-                res.api.push(p);
+                    "ceiling: {:.0}/s ({} ok, {} failed{}), client CPU {:.1} s, simulator CPU {:.1} s",
+                    res.ceiling.unwrap_or(0.0),
+                    c.ok,
+                    c.failed,
+                    c.first_error.map(|e| format!(", first: {e}")).unwrap_or_default(),
+                    res.ceiling_client_cpu,
+                    res.ceiling_sim_cpu
+                )
+            }
+            Err(_) => say!("ceiling: timed out; rate from the {} accepted", s.accepted),
+        }
+    }
+
+    /// Item 3: the node-apn peer (reported unavailable when node or npm fail).
+    async fn node_apn(&mut self) {
+        if !self.opts.node {
+            return;
+        }
+        let n = self.opts.tokens;
+        say!("phase 3: @parse/node-apn, {n} notifications");
+        let s_cpu0 = self.sims.cpu();
+        let limit = Duration::from_secs(if self.opts.quick { 60 } else { 120 + n / 2000 });
+        let peer = NodePeer {
+            dir: self.root.join("benches/peers/node-apn"),
+            work: &self.work,
+            sims: &self.sims,
+            creds: &self.creds_node,
+            payload: &self.payload,
+            limits: &self.limits,
+        };
+        self.res.node = peer.run(n, limit).await;
+        self.res.node_sim_cpu = self.sims.cpu() - s_cpu0;
+        if let Some(r) = self.res.node.rate {
+            say!(
+                "node-apn: {r:.0}/s ({} accepted), node CPU {:.1} s, simulator CPU {:.1} s",
+                self.res.node.accepted,
+                self.res.node.cpu_s,
+                self.res.node_sim_cpu
+            );
+        }
+    }
+
+    /// Item 4: one-client sends at each concurrency over HTTP/1.1 and HTTP/2,
+    /// against Herald and the trivial handler; then p99 at half Herald's C=64 rate.
+    async fn send_api(&mut self, herald: &Herald, admin: &str, send_client: &str) {
+        let (opts, http) = (&self.opts, &self.http);
+        say!("phase 4: send API, one client, {:?} per run", opts.phase);
+        let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
+        let send_body = one_client_body(TENANT_A, "sender", send_client);
+        let (st, answer) = api(http, herald, reqwest::Method::POST, &path, Some(admin), Some(send_body.clone())).await;
+        assert_eq!(st, 202, "one-client send: {answer}");
+        assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
+        let herald_target = Target {
+            addr: herald.addr,
+            path,
+            bearer: Some(admin.to_string()),
+            body: Bytes::from(send_body.to_string()),
+        };
+        // The trivial handler answers with Herald's own answer: the same size.
+        let trivial = Trivial::start(Bytes::from(serde_json::to_vec(&answer).expect("answer JSON")));
+        let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
+        for proto in [Proto::H1, Proto::H2] {
+            for &conc in &CONCURRENCY {
+                for (server, target) in [("herald", &herald_target), ("trivial", &trivial_target)] {
+                    let perf = Perf::start(
+                        opts.perf && server == "herald" && conc == 64 && proto == Proto::H1,
+                        herald.pid(),
+                        &self.out_dir.join("perf-send-api.data"),
+                    );
+                    let load = Load {
+                        proto,
+                        concurrency: conc,
+                        duration: opts.phase,
+                        rate: None,
+                        stop: None,
+                        expect_status: 202,
+                    };
+                    let cpu0 = herald.cpu();
+                    let r = run_load(target, &load).await;
+                    let server_cpu = (server == "herald").then(|| herald.cpu() - cpu0);
+                    perf.stop();
+                    let p = ApiPoint { server, proto, c: conc, r, server_cpu };
+                    say!(
+                        "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
+                        proto.name(),
+                        p.r.rps(),
+                        p.r.pct_ms(0.5).unwrap_or(f64::NAN),
+                        p.r.pct_ms(0.99).unwrap_or(f64::NAN),
+                        p.r.errors,
+                        p.cpu_us_per_request().map(|c| format!(", herald CPU {c:.0} µs/request")).unwrap_or_default(),
+                        p.r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+                    );
+                    self.res.api.push(p);
+                }
             }
         }
-    }
-    drop(trivial);
-    if let Some(p) = res.api.iter().find(|p| p.server == "herald" && p.proto == Proto::H1 && p.c == 64) {
-        let rate = p.r.rps() / 2.0;
-        if rate >= 1.0 {
-            let load = Load {
-                proto: Proto::H1,
-                concurrency: 64,
-                duration: opts.phase * 2,
-                rate: Some(rate),
-                stop: None,
-                expect_status: 202,
-            };
-            let before = flush_hist(&http, &herald).await;
-            let r = run_load(&herald_target, &load).await;
-            let flushes = flush_hist(&http, &herald).await.since(&before);
-            say!(
-                "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
-                r.pct_ms(0.5).unwrap_or(f64::NAN),
-                r.pct_ms(0.99).unwrap_or(f64::NAN),
-                r.errors,
-                flushes.describe()
-            );
-            res.half_load_flushes = Some(flushes);
-            res.half_load = Some((rate, r));
+        drop(trivial);
+        let Some(rate) = api_point(&self.res, "herald", Proto::H1, 64).map(|r| r.rps() / 2.0) else { return };
+        if rate < 1.0 {
+            return;
         }
+        let load = Load {
+            proto: Proto::H1,
+            concurrency: 64,
+            duration: opts.phase * 2,
+            rate: Some(rate),
+            stop: None,
+            expect_status: 202,
+        };
+        let before = flush_hist(http, herald).await;
+        let r = run_load(&herald_target, &load).await;
+        let flushes = flush_hist(http, herald).await.since(&before);
+        say!(
+            "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
+            r.pct_ms(0.5).unwrap_or(f64::NAN),
+            r.pct_ms(0.99).unwrap_or(f64::NAN),
+            r.errors,
+            flushes.describe()
+        );
+        self.res.half_load = Some((rate, r));
+        self.res.half_load_flushes = Some(flushes);
     }
-    drop(herald);
 
-    // --- Item 5: two tenants' broadcasts and interactive sends at once. --------
-    say!("phase 5: seeding {n} clients of {TENANT_B}");
-    let d = data.clone();
-    tokio::task::spawn_blocking(move || seed(&d, TENANT_B, n, TOKENS_B)).await.expect("seed task");
-    let herald = Herald::start(&data, &sims);
-    res.startup_2n = Some(herald.startup);
-    let admin_a = admin_token(&http, &herald, TENANT_A).await;
-    let admin_b = admin_token(&http, &herald, TENANT_B).await;
-    sims.reset().await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let vip_target = Target {
-        addr: herald.addr,
-        path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
-        bearer: Some(admin_a.clone()),
-        body: Bytes::from(one_client_body(TENANT_A, "vip", &vip_client).to_string()),
-    };
-    let deadline = Duration::from_secs(60 + 2 * n / 1000);
-    say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
-    let flushes_before = flush_hist(&http, &herald).await;
-    let (id_a, id_b) = tokio::join!(
-        start_broadcast(&http, &herald, TENANT_A, &admin_a),
-        start_broadcast(&http, &herald, TENANT_B, &admin_b)
-    );
-    // The interactive sends start once both broadcasts are under way.
-    let interactive = tokio::spawn({
+    /// Item 5: tenant B seeded with N clients too; both tenants' broadcasts
+    /// started at once, and one-client sends to tenant A's user `vip` at 50/s
+    /// while they run.
+    async fn mixed(&mut self, vip_client: &str) {
+        let n = self.opts.tokens;
+        say!("phase 5: seeding {n} clients of {TENANT_B}");
+        let d = self.data.clone();
+        tokio::task::spawn_blocking(move || seed(&d, TENANT_B, n, TOKENS_B)).await.expect("seed task");
+        let (http, sims) = (&self.http, &self.sims);
+        let herald = Herald::start(&self.data, sims);
+        self.res.startup_2n = Some(herald.startup);
+        let admin_a = admin_token(http, &herald, TENANT_A).await;
+        let admin_b = admin_token(http, &herald, TENANT_B).await;
+        sims.reset().await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let vip_target = Target {
+            addr: herald.addr,
+            path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
+            bearer: Some(admin_a.clone()),
+            body: Bytes::from(one_client_body(TENANT_A, "vip", vip_client).to_string()),
+        };
+        let deadline = Duration::from_secs(60 + 2 * n / 1000);
+        say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
+        let flushes_before = flush_hist(http, &herald).await;
+        let (id_a, id_b) = tokio::join!(
+            start_broadcast(http, &herald, TENANT_A, &admin_a),
+            start_broadcast(http, &herald, TENANT_B, &admin_b)
+        );
+        // The interactive sends start once both broadcasts are under way.
         let load = Load {
             proto: Proto::H1,
             concurrency: 8,
@@ -1823,44 +1970,27 @@ async fn run(opts: Options) {
             stop: Some(stop.clone()),
             expect_status: 202,
         };
-        async move { run_load(&vip_target, &load).await }
-    });
-    let both = watch(
-        &http,
-        &herald,
-        &sims,
-        &[(TENANT_A, admin_a.as_str(), id_a), (TENANT_B, admin_b.as_str(), id_b)],
-        2 * n + 2,
-        deadline,
-    )
-    .await;
-    stop.store(true, Ordering::Relaxed);
-    let inter = interactive.await.expect("interactive sends");
-    let flushes = flush_hist(&http, &herald).await.since(&flushes_before);
-    say!(
-        "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
-        inter.ok,
-        inter.errors,
-        inter.pct_ms(0.5).unwrap_or(f64::NAN),
-        inter.pct_ms(0.99).unwrap_or(f64::NAN),
-        flushes.describe()
-    );
-    res.phase5_flushes = Some(flushes);
-    res.interactive = Some(inter);
-    res.phase5_complete = both.iter().all(|b| b.completed);
-    if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
-        res.fair = Some((a, b));
+        let interactive = tokio::spawn(async move { run_load(&vip_target, &load).await });
+        let ids = [(TENANT_A, admin_a.as_str(), id_a), (TENANT_B, admin_b.as_str(), id_b)];
+        let both = watch(http, &herald, sims, &ids, 2 * n + 2, deadline).await;
+        stop.store(true, Ordering::Relaxed);
+        let inter = interactive.await.expect("interactive sends");
+        let flushes = flush_hist(http, &herald).await.since(&flushes_before);
+        say!(
+            "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
+            inter.ok,
+            inter.errors,
+            inter.pct_ms(0.5).unwrap_or(f64::NAN),
+            inter.pct_ms(0.99).unwrap_or(f64::NAN),
+            flushes.describe()
+        );
+        self.res.interactive = Some(inter);
+        self.res.phase5_flushes = Some(flushes);
+        self.res.phase5_complete = both.iter().all(|b| b.completed);
+        if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
+            self.res.fair = Some((a, b));
+        }
     }
-    drop(herald);
-    drop(sims);
-
-    // --- Output. ----------------------------------------------------------------
-    let json = results_json(&res);
-    let table = table(&res, &opts);
-    println!("{table}");
-    let path = out_dir.join("load.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&json).expect("JSON")).expect("write load.json");
-    say!("wrote {}", path.display());
 }
 
 // ---------------------------------------------------------------------------

@@ -51,9 +51,39 @@ impl TenantKey {
 #[derive(Default)]
 pub struct KeyCache {
     keys: DashMap<String, Arc<TenantKey>>,
+    /// Tokens whose signature was already verified, by SHA-256 of the token.
+    verified: DashMap<[u8; 32], Verified>,
 }
 
+/// A verified access token: its tenant, claims, and `typ`.
+#[derive(Clone)]
+pub(crate) struct Verified {
+    pub tenant: String,
+    pub claims: super::tokens::AccessClaims,
+}
+
+/// Verified tokens remembered at most; the cache is cleared when full.
+const VERIFIED_CAPACITY: usize = 100_000;
+
 impl KeyCache {
+    /// A token verified before, still unexpired at `now` (Unix seconds).
+    pub(crate) fn verified(&self, token: &str, now: u64) -> Option<Verified> {
+        let digest = token_digest(token);
+        let hit = self.verified.get(&digest).map(|v| v.clone())?;
+        if hit.claims.exp < now {
+            self.verified.remove(&digest);
+            return None;
+        }
+        Some(hit)
+    }
+
+    pub(crate) fn remember(&self, token: &str, v: Verified) {
+        if self.verified.len() >= VERIFIED_CAPACITY {
+            self.verified.clear();
+        }
+        self.verified.insert(token_digest(token), v);
+    }
+
     /// The tenant's key, or `None` for an unknown tenant.
     pub fn get(&self, store: &Store, tenant: &str) -> Result<Option<Arc<TenantKey>>, herald_storage::Error> {
         if let Some(k) = self.keys.get(tenant) {
@@ -73,4 +103,11 @@ impl KeyCache {
 
 pub fn signing_key_context(tenant: &str) -> String {
     format!("tenant/{tenant}/signing-key")
+}
+
+fn token_digest(token: &str) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(d.as_ref());
+    out
 }
