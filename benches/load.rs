@@ -123,7 +123,9 @@ impl Options {
         let mut ceiling_streams = None;
         let mut keep = false;
         let count = |v: Option<&String>, flag: &str| -> usize {
-            v.and_then(|v| v.parse::<usize>().ok()).filter(|n| *n > 0).unwrap_or_else(|| panic!("{flag} takes a positive number"))
+            v.and_then(|v| v.parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or_else(|| panic!("{flag} takes a positive number"))
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -265,6 +267,49 @@ fn children_cpu_secs() -> f64 {
         libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
         let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
         t(u.ru_utime) + t(u.ru_stime)
+    }
+}
+
+/// Busy CPU seconds of the whole machine so far: `/proc/stat` less idle and iowait.
+fn machine_busy_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else { return 0.0 };
+    let Some(cpu) = stat.lines().next() else { return 0.0 };
+    let f: Vec<f64> = cpu.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
+    let total: f64 = f.iter().take(8).sum();
+    let idle = f.get(3).copied().unwrap_or(0.0) + f.get(4).copied().unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (total - idle) / hz.max(1.0)
+}
+
+/// Measures how much of the machine other processes (the lead's builds, say)
+/// used during a phase: busy CPU of the machine less ours (this process, its
+/// waited-for children, and the given children still running).
+struct Foreign {
+    t0: Instant,
+    machine: f64,
+    ours: f64,
+    pids: Vec<u32>,
+}
+
+impl Foreign {
+    fn start(pids: &[u32]) -> Foreign {
+        let pids = pids.to_vec();
+        Foreign { t0: Instant::now(), machine: machine_busy_secs(), ours: Self::ours(&pids), pids }
+    }
+
+    fn ours(pids: &[u32]) -> f64 {
+        cpu_secs(std::process::id()).unwrap_or(0.0)
+            + children_cpu_secs()
+            + pids.iter().map(|p| cpu_secs(*p).unwrap_or(0.0)).sum::<f64>()
+    }
+
+    /// Other processes' share of the machine's CPU capacity since `start`.
+    fn share(&self) -> f64 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let wall = self.t0.elapsed().as_secs_f64().max(1e-3);
+        let other = (machine_busy_secs() - self.machine) - (Self::ours(&self.pids) - self.ours);
+        (other / (wall * cpus)).max(0.0)
     }
 }
 
@@ -696,8 +741,18 @@ impl Hist {
 
 /// Herald's storage flush latencies so far (`herald_storage_flush_seconds`).
 async fn flush_hist(http: &reqwest::Client, h: &Herald) -> Hist {
+    metric_hist(http, h, "herald_storage_flush_seconds").await
+}
+
+/// Herald's provider round trips so far (`herald_provider_request_duration_seconds`:
+/// from a stream slot to the provider's whole answer).
+async fn provider_hist(http: &reqwest::Client, h: &Herald) -> Hist {
+    metric_hist(http, h, "herald_provider_request_duration_seconds").await
+}
+
+async fn metric_hist(http: &reqwest::Client, h: &Herald, name: &str) -> Hist {
     match http.get(format!("{}/metrics", h.base)).send().await {
-        Ok(r) => Hist::read(&r.text().await.unwrap_or_default(), "herald_storage_flush_seconds"),
+        Ok(r) => Hist::read(&r.text().await.unwrap_or_default(), name),
         Err(_) => Hist::default(),
     }
 }
@@ -1211,7 +1266,7 @@ impl NodePeer<'_> {
                 .args(["--tokens", &n.to_string(), "--token-offset", &TOKENS_A.to_string()])
                 .args(["--connections", &limits.max_connections.to_string()])
                 .args(["--in-flight", &(limits.max_connections * limits.max_streams).to_string()])
-                .current_dir(&dir)
+                .current_dir(dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit()),
@@ -1592,6 +1647,14 @@ struct Results {
     interactive: Option<LoadResult>,
     fair: Option<(u64, u64)>,
     phase5_complete: bool,
+    /// Other processes' share of the machine's CPU per phase (see [`Foreign`]).
+    foreign: Vec<(&'static str, f64)>,
+    /// Herald's provider round trips during the fan-out and during phase 5.
+    fanout_provider: Option<Hist>,
+    phase5_provider: Option<Hist>,
+    /// Mean streams in flight and notifications/s during phase 5.
+    phase5_streams_mean: Option<f64>,
+    phase5_rate: Option<f64>,
 }
 
 /// What every phase shares.
@@ -1649,7 +1712,8 @@ async fn run(opts: Options) {
         sims,
     };
 
-    let wants = |items: &[u8]| items.iter().any(|i| b.opts.only.contains(i));
+    let only = b.opts.only.clone();
+    let wants = |items: &[u8]| items.iter().any(|i| only.contains(i));
     if wants(&[1, 4, 5, 6]) {
         // Items 1, 4 and 6 share one Herald on tenant A's seeded data.
         let (send_client, vip_client) = b.setup().await;
@@ -1746,11 +1810,15 @@ impl Bench {
         sims.reset().await;
         res.rss_before = rss_mib(herald.pid());
         let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
+        let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
+        let provider_before = provider_hist(&self.http, herald).await;
         let perf = Perf::start(self.opts.perf, herald.pid(), &self.out_dir.join("perf-fanout.data"));
         let id = start_broadcast(&self.http, herald, TENANT_A, admin).await;
         let deadline = Duration::from_secs(60 + n / 1000);
         let b = watch(&self.http, herald, sims, &[(TENANT_A, admin, id)], n + 2, deadline).await.remove(0);
         perf.stop();
+        res.foreign.push(("fan-out", foreign.share()));
+        res.fanout_provider = Some(provider_hist(&self.http, herald).await.since(&provider_before));
         res.fanout_herald_cpu = herald.cpu() - h_cpu0;
         res.fanout_sim_cpu = sims.cpu() - s_cpu0;
         res.fanout = sim_rate(&b.stats);
@@ -1794,11 +1862,14 @@ impl Bench {
         let tls = sim_tls(&std::fs::read(sims.ca_file()).expect("CA file"));
         sims.reset().await;
         let (c_cpu0, s_cpu0) = (cpu_secs(std::process::id()).unwrap_or(0.0), sims.cpu());
+        // An idle Herald may still be running: its CPU counts as ours.
+        let foreign = Foreign::start(&[sims.proc.pid()]);
         let progress = Progress::start("ceiling", sims.url("control").to_string(), n);
         let tokens = TOKENS_A..TOKENS_A + n;
         let run = ceiling(sims.apns_addr(), tls, &self.payload, &jwt, tokens, &shape);
         let c = tokio::time::timeout(Duration::from_secs(60 + n / 2000), run).await;
         drop(progress);
+        res.foreign.push(("ceiling", foreign.share()));
         res.ceiling_client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
         res.ceiling_sim_cpu = sims.cpu() - s_cpu0;
         let s = sims.stats().await.apns;
@@ -1831,6 +1902,7 @@ impl Bench {
         let n = self.opts.tokens;
         say!("phase 3: @parse/node-apn, {n} notifications");
         let s_cpu0 = self.sims.cpu();
+        let foreign = Foreign::start(&[self.sims.proc.pid()]);
         let limit = Duration::from_secs(if self.opts.quick { 60 } else { 120 + n / 2000 });
         let peer = NodePeer {
             dir: self.root.join("benches/peers/node-apn"),
@@ -1841,6 +1913,7 @@ impl Bench {
             limits: &self.limits,
         };
         self.res.node = peer.run(n, limit).await;
+        self.res.foreign.push(("node-apn", foreign.share()));
         self.res.node_sim_cpu = self.sims.cpu() - s_cpu0;
         if let Some(r) = self.res.node.rate {
             say!(
@@ -1871,6 +1944,7 @@ impl Bench {
         // The trivial handler answers with Herald's own answer: the same size.
         let trivial = Trivial::start(Bytes::from(serde_json::to_vec(&answer).expect("answer JSON")));
         let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
+        let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid()]);
         for proto in [Proto::H1, Proto::H2] {
             for &conc in &CONCURRENCY {
                 for (server, target) in [("herald", &herald_target), ("trivial", &trivial_target)] {
@@ -1907,6 +1981,7 @@ impl Bench {
             }
         }
         drop(trivial);
+        self.res.foreign.push(("send API", foreign.share()));
         let Some(rate) = api_point(&self.res, "herald", Proto::H1, 64).map(|r| r.rps() / 2.0) else { return };
         if rate < 1.0 {
             return;
@@ -1957,6 +2032,8 @@ impl Bench {
         let deadline = Duration::from_secs(60 + 2 * n / 1000);
         say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
         let flushes_before = flush_hist(http, &herald).await;
+        let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
+        let provider_before = provider_hist(http, &herald).await;
         let (id_a, id_b) = tokio::join!(
             start_broadcast(http, &herald, TENANT_A, &admin_a),
             start_broadcast(http, &herald, TENANT_B, &admin_b)
@@ -1976,6 +2053,10 @@ impl Bench {
         stop.store(true, Ordering::Relaxed);
         let inter = interactive.await.expect("interactive sends");
         let flushes = flush_hist(http, &herald).await.since(&flushes_before);
+        self.res.foreign.push(("phase 5", foreign.share()));
+        self.res.phase5_provider = Some(provider_hist(http, &herald).await.since(&provider_before));
+        self.res.phase5_streams_mean = both[0].streams_mean;
+        self.res.phase5_rate = sim_rate(&both[0].stats);
         say!(
             "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
             inter.ok,
@@ -2062,6 +2143,20 @@ fn results_json(res: &Results) -> Value {
     put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
+    put("rss_before_broadcast_mib", res.rss_before);
+    for (key, h) in [("fanout", &res.fanout_provider), ("phase5", &res.phase5_provider)] {
+        let h = h.as_ref().filter(|h| h.count > 0.0);
+        put(&format!("{key}_provider_round_trip_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
+        put(
+            &format!("{key}_provider_round_trip_p99_bound_ms"),
+            h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0),
+        );
+    }
+    put("phase5_streams_in_flight_mean", res.phase5_streams_mean);
+    for (phase, share) in &res.foreign {
+        put(&format!("other_cpu_share_{}", phase.replace([' ', '-'], "_").to_lowercase()), Some(*share));
+    }
+    put("bytes_per_client_after_broadcast", res.bytes_per_client_after_broadcast);
     for (key, h) in [("half_load", &res.half_load_flushes), ("phase5", &res.phase5_flushes)] {
         let h = h.as_ref().filter(|h| h.count > 0.0);
         put(&format!("{key}_flushes"), h.map(|h| h.count));
@@ -2091,6 +2186,42 @@ fn target(v: Option<f64>, op: &str, goal: f64) -> String {
         None => "-",
     };
     format!("{op} {goal}  {verdict}")
+}
+
+/// A table row for Herald's provider round trips during a broadcast, with the
+/// queueing delay that Little's law predicts from the streams kept in flight
+/// (mean in flight / notifications per second).
+fn provider_row(h: Option<&Hist>, in_flight: Option<f64>, rate: Option<f64>) -> (String, String, String) {
+    let little = ratio(in_flight, rate).map_or("?".into(), |s| format!("{:.0} ms", s * 1000.0));
+    match h.filter(|h| h.count > 0.0) {
+        Some(h) => (
+            format!("  provider round trip, Herald's histogram (in flight / rate = {little})"),
+            format!(
+                "mean {:.0} ms, p99 ≤ {} ms",
+                h.sum * 1000.0 / h.count,
+                h.quantile_bound(0.99).map_or("?".into(), |b| format!("{}", b * 1000.0))
+            ),
+            String::new(),
+        ),
+        None => ("  provider round trip, Herald's histogram".into(), "n/a".into(), String::new()),
+    }
+}
+
+/// A table row for Herald's storage flushes during a run.
+fn flush_row(h: Option<&Hist>) -> (String, String, String) {
+    match h.filter(|h| h.count > 0.0) {
+        Some(h) => (
+            format!(
+                "  Herald's storage flushes meanwhile: {:.0}, mean {:.1} ms, max ≤ {} ms",
+                h.count,
+                h.sum * 1000.0 / h.count,
+                h.quantile_bound(1.0).map_or("?".into(), |b| format!("{}", b * 1000.0))
+            ),
+            h.quantile_bound(0.99).map_or("?".into(), |b| format!("p99 ≤ {} ms", b * 1000.0)),
+            String::new(),
+        ),
+        None => ("  Herald's storage flushes meanwhile".into(), "n/a".into(), String::new()),
+    }
 }
 
 fn table(res: &Results, opts: &Options) -> String {
@@ -2131,6 +2262,7 @@ fn table(res: &Results, opts: &Options) -> String {
             ),
             String::new(),
         ),
+        provider_row(res.fanout_provider.as_ref(), res.fanout_streams_mean, res.fanout),
         (
             "  CPU per notification: herald / simulator".into(),
             format!(
@@ -2141,7 +2273,11 @@ fn table(res: &Results, opts: &Options) -> String {
             String::new(),
         ),
         (
-            format!("ceiling, bare h2 client ({} conns x {} streams)", res.ceiling_connections, res.ceiling_streams),
+            if res.ceiling.is_some() {
+                format!("ceiling, bare h2 client ({} conns x {} streams)", res.ceiling_connections, res.ceiling_streams)
+            } else {
+                "ceiling, bare h2 client".into()
+            },
             fmt_opt(res.ceiling, 0, "/s"),
             String::new(),
         ),
@@ -2178,6 +2314,7 @@ fn table(res: &Results, opts: &Options) -> String {
             fmt_opt(ratio(res.fanout, res.node.rate), 2, "x"),
             target(ratio(res.fanout, res.node.rate), "≥", 10.0),
         ),
+        ("Herald RSS before the broadcast".into(), fmt_opt(res.rss_before, 1, " MiB"), String::new()),
         (
             "Herald peak RSS (VmHWM, after the fan-out)".into(),
             fmt_opt(res.peak_rss, 1, " MiB"),
@@ -2198,11 +2335,7 @@ fn table(res: &Results, opts: &Options) -> String {
             fmt_opt(half_p99, 2, " ms"),
             target(half_p99, "<", 5.0),
         ),
-        (
-            "  Herald's storage flushes meanwhile".into(),
-            res.half_load_flushes.as_ref().map_or("n/a".into(), Hist::describe),
-            String::new(),
-        ),
+        flush_row(res.half_load_flushes.as_ref()),
         (
             format!(
                 "interactive p99 during 2 broadcasts ({} sends at {INTERACTIVE_PER_S}/s)",
@@ -2211,11 +2344,8 @@ fn table(res: &Results, opts: &Options) -> String {
             fmt_opt(inter_p99, 2, " ms"),
             target(inter_p99, "<", 50.0),
         ),
-        (
-            "  Herald's storage flushes meanwhile".into(),
-            res.phase5_flushes.as_ref().map_or("n/a".into(), Hist::describe),
-            String::new(),
-        ),
+        flush_row(res.phase5_flushes.as_ref()),
+        provider_row(res.phase5_provider.as_ref(), res.phase5_streams_mean, res.phase5_rate),
         (
             format!(
                 "fairness, slower/faster of 2 tenants' broadcasts ({} ms, {} ms)",
@@ -2229,6 +2359,11 @@ fn table(res: &Results, opts: &Options) -> String {
             "bytes on disk per client (du / clients)".into(),
             fmt_opt(res.bytes_per_client, 0, " B"),
             target(res.bytes_per_client, "<", 400.0).replacen('<', "≤", 1),
+        ),
+        (
+            "  … after the broadcast (its outcomes recorded)".into(),
+            fmt_opt(res.bytes_per_client_after_broadcast, 0, " B"),
+            String::new(),
         ),
         (
             "herald serve start-up on N clients (spawn → listening)".into(),
@@ -2254,6 +2389,16 @@ fn table(res: &Results, opts: &Options) -> String {
         res.tokens,
         if opts.quick { ", --quick" } else { "" }
     ));
+    if !res.foreign.is_empty() {
+        let shares: Vec<String> = res.foreign.iter().map(|(p, s)| format!("{p} {:.0}%", s * 100.0)).collect();
+        out.push_str(&format!("Other processes' share of the machine's CPU: {}\n", shares.join(", ")));
+        if res.foreign.iter().any(|(_, s)| *s > 0.1) {
+            out.push_str(
+                "WARNING: other processes used over 10% of the CPU during some phases; their figures are low.\n",
+            );
+        }
+        out.push('\n');
+    }
     out.push_str(&format!("{:w0$}  {:>w1$}  target\n", "figure", "value"));
     out.push_str(&format!("{}\n", "-".repeat(w0 + w1 + 20)));
     for (a, b, c) in &rows {

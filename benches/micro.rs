@@ -7,16 +7,18 @@
 //!   (`ApnsJwt::new`), signing alone (a clock that makes every call stale),
 //!   and the per-request path that reuses the token in force (`current`).
 //! - `access_token/*`: Herald's own access-token check on every API request
-//!   (`herald::auth::tokens::verify`: header, tenant key cache, ES256
-//!   signature, claims), signing one, and for comparison the same token's
-//!   signature checked with ring alone (`signature_only_ring`).
+//!   (`herald::auth::tokens::verify`) for a token seen before (`verify_cached`)
+//!   and one not seen before (`verify_cold`: header, tenant key, ES256
+//!   signature with jsonwebtoken's RustCrypto backend, claims); signing one;
+//!   and for comparison the same signature checked with ring alone
+//!   (`signature_only_ring`).
 //! - `send_body/*`: the send API's body decoded strictly into
 //!   `PushNotificationEvent` and validated (`into_parts`).
 //!
 //! Durable storage writes with grouped flushes are measured by
 //! `cargo bench --bench storage` and not repeated here.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use herald::auth::tokens::{self, AccessClaims, RoleSet};
 use herald::auth::KeyCache;
 use herald::models::push::PushNotificationEvent;
@@ -166,8 +168,27 @@ fn access_token(c: &mut Criterion) {
     };
     let token = tokens::sign(&key, &claims).expect("sign");
     let mut g = quick(c, "access_token");
-    g.bench_function("verify", |b| {
+    // A token seen before: Herald remembers verified tokens (what a backend
+    // reusing its token pays per request).
+    g.bench_function("verify_cached", |b| {
         b.iter(|| tokens::verify(&store, &keys, public_url, black_box(&token), tokens::TYP_ACCESS).expect("verify"))
+    });
+    // A token not seen before: the ES256 signature check itself (a fresh
+    // cache per iteration, its tenant key already loaded outside the timing).
+    g.bench_function("verify_cold", |b| {
+        b.iter_batched(
+            || {
+                let fresh = KeyCache::default();
+                fresh.get(&store, "acme").expect("key").expect("tenant key");
+                fresh
+            },
+            // Answering the cache too: it is dropped outside the timing.
+            |fresh| {
+                let verified = tokens::verify(&store, &fresh, public_url, black_box(&token), tokens::TYP_ACCESS);
+                (verified.expect("verify"), fresh)
+            },
+            BatchSize::SmallInput,
+        )
     });
     g.bench_function("sign", |b| b.iter(|| tokens::sign(&key, black_box(&claims)).expect("sign")));
     // For comparison: the same token's ES256 signature checked with ring (the
