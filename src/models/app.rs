@@ -2,8 +2,6 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
-use base64::engine::general_purpose::{STANDARD, URL_SAFE};
-use base64::Engine as _;
 use herald_storage::apps::App;
 use serde::{Deserialize, Serialize};
 
@@ -47,15 +45,8 @@ pub struct ServiceAccount {
 
 /// Decodes base64 (standard or URL-safe) with an optional `data:...;base64,` prefix.
 pub fn decode_base64_field(field: &str, value: &str) -> ApiResult<Vec<u8>> {
-    let payload = match value.split_once(";base64,") {
-        Some((prefix, rest)) if prefix.starts_with("data:") => rest,
-        _ => value,
-    };
-    let compact: String = payload.chars().filter(|c| !c.is_whitespace()).collect();
-    STANDARD
-        .decode(&compact)
-        .or_else(|_| URL_SAFE.decode(&compact))
-        .map_err(|_| ApiError::field(field, "must be base64 (an optional data-URL prefix is allowed)"))
+    herald_actors::credentials::decode_base64(value)
+        .ok_or_else(|| ApiError::field(field, "must be base64 (an optional data-URL prefix is allowed)"))
 }
 
 impl ServiceAccount {
@@ -229,6 +220,8 @@ impl AppView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine as _;
 
     fn token_app() -> AppBody {
         AppBody {
