@@ -2099,8 +2099,14 @@ fn fairness(res: &Results) -> Option<f64> {
 /// The flat JSON of `target/bench/load.json` (null for what was not measured).
 fn results_json(res: &Results) -> Value {
     let mut m = Map::new();
+    // Whole numbers (counts, bytes) as integers; null for what was not measured.
     let mut put = |k: &str, v: Option<f64>| {
-        m.insert(k.to_string(), v.filter(|v| v.is_finite()).map_or(Value::Null, |v| json!(v)));
+        let v = match v.filter(|v| v.is_finite()) {
+            Some(v) if v.fract() == 0.0 && v.abs() < 9.0e15 => json!(v as i64),
+            Some(v) => json!(v),
+            None => Value::Null,
+        };
+        m.insert(k.to_string(), v);
     };
     let h1_64 = api_point(res, "herald", Proto::H1, 64);
     let t1_64 = api_point(res, "trivial", Proto::H1, 64);
