@@ -25,7 +25,9 @@
 //!
 //! It prints one table (figures, ratios, the team's targets; nothing is
 //! asserted), writes the same as flat JSON to `target/bench/load.json` under the
-//! workspace root, and shows progress on stderr.
+//! workspace root, and shows progress on stderr. Figures only compare on an
+//! otherwise idle machine: the table gives other processes' share of the CPU
+//! during each phase (from `/proc/stat`) and warns above 10%.
 //!
 //! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
 //! (N = 20 000 unless given, 1 s phases: the whole run in under two minutes),
@@ -1558,7 +1560,10 @@ impl Trivial {
             builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
             builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 let (builder, body) = (builder.clone(), body.clone());
                 tokio::spawn(async move {
