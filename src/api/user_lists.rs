@@ -4,7 +4,8 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::{Cx, Response};
 use crate::models::user::UserView;
-use herald_storage::users::User;
+use herald_storage::users::{Source, UserRow};
+use std::sync::Arc;
 use serde_json::json;
 
 /// Default `limit` of a user list (the spec does not give one).
@@ -67,16 +68,17 @@ fn lower(cx: &Cx, name: &str) -> Option<String> {
     cx.query_param(name).filter(|v| !v.is_empty()).map(|v| v.to_lowercase())
 }
 
-fn contains(field: &Option<String>, needle: &str) -> bool {
-    field.as_deref().is_some_and(|f| f.to_lowercase().contains(needle))
-}
+/// A lower-case key searched for in a user's username, first and last name and
+/// e-mail at once.
+pub struct KeySearch(memchr::memmem::Finder<'static>);
 
-/// `needle` (lower-case) occurs in the username, first or last name, or e-mail.
-pub fn any_field_contains(u: &User, needle: &str) -> bool {
-    u.username.contains(needle)
-        || contains(&u.first_name, needle)
-        || contains(&u.last_name, needle)
-        || contains(&u.email, needle)
+impl KeySearch {
+    pub fn new(key: &str) -> KeySearch {
+        KeySearch(memchr::memmem::Finder::new(key.as_bytes()).into_owned())
+    }
+    pub fn matches(&self, row: &UserRow) -> bool {
+        self.0.find(row.all_fields().as_bytes()).is_some()
+    }
 }
 
 impl ListQuery {
@@ -116,7 +118,7 @@ impl ListQuery {
         Ok(q)
     }
 
-    pub fn matches(&self, u: &User) -> bool {
+    pub fn matches(&self, u: &UserRow) -> bool {
         if self.enabled.is_some_and(|e| e != u.enabled) || self.email_verified.is_some_and(|v| v != u.email_verified) {
             return false;
         }
@@ -125,41 +127,50 @@ impl ListQuery {
         }
         if let Some(g) = &self.generic {
             // A generic search value overrides the four specific filters.
-            return any_field_contains(u, g);
+            return u.all_fields().contains(g.as_str());
         }
-        self.first_name.as_deref().is_none_or(|f| contains(&u.first_name, f))
-            && self.last_name.as_deref().is_none_or(|f| contains(&u.last_name, f))
-            && self.email.as_deref().is_none_or(|f| contains(&u.email, f))
-            && self.username.as_deref().is_none_or(|f| u.username.contains(f))
+        self.first_name.as_deref().is_none_or(|f| u.first_name().contains(f))
+            && self.last_name.as_deref().is_none_or(|f| u.last_name().contains(f))
+            && self.email.as_deref().is_none_or(|f| u.email().contains(f))
+            && self.username.as_deref().is_none_or(|f| u.username().contains(f))
     }
 
-    fn sort_key(&self, u: &User) -> String {
+    fn sort_key<'r>(&self, u: &'r UserRow) -> &'r str {
         match self.order_key {
-            OrderKey::Username => String::new(),
-            OrderKey::FirstName => u.first_name.as_deref().unwrap_or("").to_lowercase(),
-            OrderKey::LastName => u.last_name.as_deref().unwrap_or("").to_lowercase(),
-            OrderKey::Email => u.email.as_deref().unwrap_or("").to_lowercase(),
+            OrderKey::Username => u.username(),
+            OrderKey::FirstName => u.first_name(),
+            OrderKey::LastName => u.last_name(),
+            OrderKey::Email => u.email(),
         }
     }
 
-    /// Filters, orders (input comes in username order) and pages `users`.
-    pub fn page(&self, users: impl Iterator<Item = User>) -> (Vec<User>, usize) {
-        let mut hits: Vec<User> = users.filter(|u| self.matches(u)).collect();
+    /// Orders (rows come in username order) and pages the matching `rows`;
+    /// returns the page and the number of matches.
+    pub fn page(&self, mut rows: Vec<Arc<UserRow>>) -> (Vec<Arc<UserRow>>, usize) {
         if self.order_key != OrderKey::Username {
             // Stable: ties stay in username order.
-            hits.sort_by_cached_key(|u| self.sort_key(u));
+            rows.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
         }
         if self.desc {
-            hits.reverse();
+            rows.reverse();
         }
-        let total = hits.len();
-        let page: Vec<User> = hits.into_iter().skip(self.offset).take(self.limit).collect();
+        let total = rows.len();
+        let page = rows.into_iter().skip(self.offset).take(self.limit).collect();
         (page, total)
     }
 
-    pub fn answer(&self, users: impl Iterator<Item = User>) -> ApiResult<Response> {
-        let (page, total) = self.page(users);
-        let list: Vec<UserView> = page.iter().map(UserView::of).collect();
+    /// The paged answer over the users of `source` matching the query (and
+    /// `extra`): only the page's records are read.
+    pub fn answer(&self, cx: &Cx, source: Source<'_>, extra: impl Fn(&UserRow) -> bool) -> ApiResult<Response> {
+        let users = cx.engine.store.users();
+        let rows = users.select(cx.tenant(), source, |r| extra(r) && self.matches(r))?;
+        let (page, total) = self.page(rows);
+        let mut list = Vec::with_capacity(page.len());
+        for row in &page {
+            if let Some(u) = users.get(cx.tenant(), &row.id)? {
+                list.push(UserView::of(&u));
+            }
+        }
         let data = json!({
             "userList": list,
             "page": {

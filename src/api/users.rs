@@ -7,7 +7,7 @@ use crate::models::user::{
     add_unique, attributes_map, bare, credential_data, validate_attributes, validate_client_roles, validate_email,
     validate_names, ProfileWrite, RevokeActions, RevokeRoles, UserView, UserWrite, UPDATE_PASSWORD,
 };
-use herald_storage::users::{Credential, Index, User};
+use herald_storage::users::{Credential, Index, Source, User};
 use herald_storage::{now_ms, Store};
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -177,10 +177,8 @@ pub async fn info(cx: Cx) -> ApiResult<Response> {
 pub async fn search(cx: Cx) -> ApiResult<Response> {
     let q = super::user_lists::ListQuery::from_cx(&cx)?;
     let key = cx.query_param("key").map(|k| k.to_lowercase()).filter(|k| !k.is_empty());
-    let users = cx.engine.store.users().scan(cx.tenant(), |u| {
-        key.as_deref().is_none_or(|k| super::user_lists::any_field_contains(u, k)) && q.matches(u)
-    })?;
-    q.answer(users.into_iter())
+    let key = key.map(|k| super::user_lists::KeySearch::new(&k));
+    q.answer(&cx, Source::All, |r| key.as_ref().is_none_or(|k| k.matches(r)))
 }
 
 pub async fn by_attribute(cx: Cx) -> ApiResult<Response> {
@@ -195,24 +193,17 @@ pub async fn by_attribute(cx: Cx) -> ApiResult<Response> {
 
 pub async fn by_role(cx: Cx) -> ApiResult<Response> {
     let q = super::user_lists::ListQuery::from_cx(&cx)?;
-    let users = cx.engine.store.users().by_index(cx.tenant(), Index::Role(cx.param("role")))?;
-    q.answer(users.into_iter())
+    q.answer(&cx, Source::Index(Index::Role(cx.param("role"))), |_| true)
 }
 
 pub async fn by_client_role(cx: Cx) -> ApiResult<Response> {
     let q = super::user_lists::ListQuery::from_cx(&cx)?;
-    let users = cx
-        .engine
-        .store
-        .users()
-        .by_index(cx.tenant(), Index::ClientRole(cx.param("clientid"), cx.param("assignedRole")))?;
-    q.answer(users.into_iter())
+    q.answer(&cx, Source::Index(Index::ClientRole(cx.param("clientid"), cx.param("assignedRole"))), |_| true)
 }
 
 pub async fn by_group(cx: Cx) -> ApiResult<Response> {
     let q = super::user_lists::ListQuery::from_cx(&cx)?;
-    let users = cx.engine.store.users().by_index(cx.tenant(), Index::Group(cx.param("groupID")))?;
-    q.answer(users.into_iter())
+    q.answer(&cx, Source::Index(Index::Group(cx.param("groupID"))), |_| true)
 }
 
 async fn set_enabled(cx: Cx, enabled: bool) -> ApiResult<Response> {

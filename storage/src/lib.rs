@@ -26,6 +26,7 @@ pub mod provider_tokens;
 pub mod push_tokens;
 pub mod settings;
 pub mod tenants;
+pub mod user_directory;
 pub mod users;
 pub mod versions;
 pub mod webhooks;

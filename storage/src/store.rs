@@ -33,6 +33,8 @@ pub(crate) struct Inner {
     pub(crate) trees: Trees,
     flusher: Flusher,
     master: MasterKey,
+    /// Users' list fields, per tenant (see `user_directory`).
+    pub(crate) directories: crate::user_directory::Directories,
 }
 
 /// One tree per record kind, and one per secondary index.
@@ -119,7 +121,7 @@ impl Store {
             version_votes: db.open_tree("version_votes")?,
         };
         let flusher = Flusher::start(db.clone());
-        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master }) })
+        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master, directories: Default::default() }) })
     }
 
     /// Returns once every write made before the call is on disk; flushes are

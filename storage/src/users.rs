@@ -7,6 +7,9 @@ use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use crate::user_directory::{Source, UserRow};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct User {
@@ -62,6 +65,18 @@ pub enum Index<'a> {
 
 /// The index-tree keys of a user: `tenant, kind, ..., username` so that a
 /// prefix scan answers in username order.
+impl Index<'_> {
+    /// The index-tree prefix of this lookup's entries.
+    pub(crate) fn prefix(&self, tenant: &str) -> Vec<u8> {
+        match *self {
+            Index::Attribute(name, value) => prefix(&[tenant, "a", name, value]),
+            Index::Role(role) => prefix(&[tenant, "r", role]),
+            Index::ClientRole(client, role) => prefix(&[tenant, "c", client, role]),
+            Index::Group(group) => prefix(&[tenant, "g", group]),
+        }
+    }
+}
+
 pub(crate) fn index_keys(tenant: &str, u: &User) -> Vec<Vec<u8>> {
     let name = u.username.as_str();
     let mut keys = Vec::new();
@@ -112,7 +127,7 @@ impl Users<'_> {
         let name_key = key(&[tenant, &user.username]);
         let email_key = user.email_key().map(|e| key(&[tenant, &e]));
         let new_index = index_keys(tenant, user);
-        (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index).transaction(
+        let old_username = (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index).transaction(
             |(users, names, emails, index)| {
                 let old: Option<User> = match users.get(&user_key)? {
                     Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
@@ -152,10 +167,16 @@ impl Users<'_> {
                 for k in &new_index {
                     index.insert(k.as_slice(), user.id.as_bytes())?;
                 }
-                Ok(())
+                Ok(old.map(|o| o.username))
             },
         )?;
-        Ok(())
+        self.0.inner.directories.refresh(self.0, tenant, &user.id, old_username.as_deref())
+    }
+
+    /// Directory rows of `source` accepted by `keep`, in username order: what
+    /// user lists filter, order and page on before reading the page's records.
+    pub fn select(&self, tenant: &str, source: Source<'_>, keep: impl FnMut(&UserRow) -> bool) -> Result<Vec<Arc<UserRow>>> {
+        self.0.inner.directories.select(self.0, tenant, source, keep)
     }
 
     pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
@@ -164,34 +185,6 @@ impl Users<'_> {
             Some(id) => get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)])),
             None => Ok(None),
         }
-    }
-
-    /// Every user of the tenant, ordered by username (a scan of the username index).
-    pub fn list(&self, tenant: &str) -> Result<Vec<User>> {
-        let t = self.0.trees();
-        let mut out = Vec::new();
-        for kv in t.users_by_name.scan_prefix(prefix(&[tenant])) {
-            let (_, id) = kv?;
-            if let Some(u) = get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)]))? {
-                out.push(u);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The tenant's users that `keep` accepts, ordered by username: one
-    /// sequential scan of the tenant's records (substring searches need it).
-    pub fn scan(&self, tenant: &str, mut keep: impl FnMut(&User) -> bool) -> Result<Vec<User>> {
-        let mut out = Vec::new();
-        for kv in self.0.trees().users.scan_prefix(prefix(&[tenant])) {
-            let (_, v) = kv?;
-            let u: User = codec::decode(&v)?;
-            if keep(&u) {
-                out.push(u);
-            }
-        }
-        out.sort_unstable_by(|a, b| a.username.cmp(&b.username));
-        Ok(out)
     }
 
     /// Number of users of the tenant.
@@ -208,14 +201,8 @@ impl Users<'_> {
     /// [`Index`]'s lookups, never a scan of all users.
     pub fn by_index(&self, tenant: &str, lookup: Index<'_>) -> Result<Vec<User>> {
         let t = self.0.trees();
-        let p = match lookup {
-            Index::Attribute(name, value) => prefix(&[tenant, "a", name, value]),
-            Index::Role(role) => prefix(&[tenant, "r", role]),
-            Index::ClientRole(client, role) => prefix(&[tenant, "c", client, role]),
-            Index::Group(group) => prefix(&[tenant, "g", group]),
-        };
         let mut out = Vec::new();
-        for kv in t.user_index.scan_prefix(p) {
+        for kv in t.user_index.scan_prefix(lookup.prefix(tenant)) {
             let (_, id) = kv?;
             if let Some(u) = get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)]))? {
                 out.push(u);

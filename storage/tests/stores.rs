@@ -95,3 +95,50 @@ fn links_are_indexed_both_ways() {
     assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["alice", "bob"]);
     assert!(s.links().of_client("u", "C1").unwrap().is_empty());
 }
+
+#[test]
+fn user_directory_follows_every_write_even_concurrent_ones() {
+    use herald_storage::users::{Index, Source};
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let user = |i: usize, first: &str| User {
+        id: format!("id{i}"),
+        username: format!("user{i}"),
+        first_name: Some(first.into()),
+        realm_roles: vec!["member".into()],
+        ..Default::default()
+    };
+    for i in 0..10 {
+        s.users().create("acme", &user(i, "Ann")).unwrap();
+    }
+    s.users().create("other", &user(0, "Ann")).unwrap();
+    let names = |source| -> Vec<String> {
+        s.users().select("acme", source, |_| true).unwrap().iter().map(|r| r.username().to_owned()).collect()
+    };
+    // Loaded on first use; only this tenant's rows.
+    assert_eq!(names(Source::All).len(), 10);
+    // A rename and a new first name replace the old row.
+    let mut u = user(3, "Zoe");
+    u.username = "renamed".into();
+    s.users().update("acme", &u).unwrap();
+    let all = names(Source::All);
+    assert!(all.contains(&"renamed".to_string()) && !all.contains(&"user3".to_string()), "{all:?}");
+    let zoe = s.users().select("acme", Source::All, |r| r.first_name() == "zoe").unwrap();
+    assert_eq!(zoe.len(), 1);
+    assert_eq!(names(Source::Index(Index::Role("member"))).len(), 10);
+
+    // Concurrent updates of one user: the row ends as the last committed record.
+    std::thread::scope(|sc| {
+        for t in 0..8 {
+            let s = s.clone();
+            sc.spawn(move || {
+                for n in 0..50 {
+                    s.users().update("acme", &user(5, &format!("t{t}n{n}"))).unwrap();
+                }
+            });
+        }
+    });
+    let stored = s.users().get("acme", "id5").unwrap().unwrap().first_name.unwrap().to_lowercase();
+    let row = s.users().select("acme", Source::All, |r| r.id == "id5").unwrap();
+    assert_eq!(row[0].first_name(), stored);
+}
