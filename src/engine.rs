@@ -7,6 +7,8 @@ use herald_storage::{Store, StoreOptions};
 use metrics_exporter_prometheus::PrometheusHandle;
 use std::sync::Arc;
 
+/// One running engine: storage, keys, actors and configuration. Build one with
+/// [`Engine::builder`] to embed Herald, or let `herald serve` do it.
 pub struct Engine {
     pub config: Config,
     pub store: Store,
@@ -16,6 +18,8 @@ pub struct Engine {
     pub metrics: PrometheusHandle,
     /// The push engine's supervisor tree.
     pub push: Push,
+    /// Requests in flight through [`Engine::http_service`], drained by [`Engine::shutdown`].
+    pub(crate) in_flight: tokio_util::task::TaskTracker,
 }
 
 impl Engine {
@@ -40,6 +44,7 @@ impl Engine {
             operator_token,
             metrics: crate::metrics::handle(),
             push,
+            in_flight: Default::default(),
         }))
     }
 }

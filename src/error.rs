@@ -123,6 +123,15 @@ impl From<herald_storage::Error> for ApiError {
     }
 }
 
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.status, self.message)
+    }
+}
+
+/// Lets embedding programs use `?` on the typed API's results.
+impl std::error::Error for ApiError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod embedding;
 pub mod engine;
 pub mod error;
 pub mod http;
@@ -19,3 +20,6 @@ pub mod models;
 pub mod paging;
 pub mod router;
 pub mod server;
+
+pub use embedding::{EngineBuilder, HttpService};
+pub use engine::Engine;

@@ -32,7 +32,7 @@ impl Running {
     pub async fn shutdown(self) {
         let _ = self.stop.send(());
         let _ = self.task.await;
-        self.engine.push.stop();
+        self.engine.shutdown().await;
     }
 }
 

@@ -82,4 +82,11 @@ impl Push {
         self.root.stop(None);
         self.dispatcher.stop(None);
     }
+
+    /// Stops both supervisor trees and waits (at most `timeout` each) until
+    /// they have: unfinished broadcasts and outboxes resume at the next start.
+    pub async fn shutdown(&self, timeout: Duration) {
+        let _ = self.root.stop_and_wait(None, Some(timeout)).await;
+        let _ = self.dispatcher.stop_and_wait(None, Some(timeout)).await;
+    }
 }

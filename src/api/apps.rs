@@ -9,17 +9,21 @@ use herald_storage::{now_ms, Secret, Store};
 use http::StatusCode;
 
 pub async fn save(cx: Cx) -> ApiResult<Response> {
-    let (tenant, name) = (cx.tenant(), cx.param("appName"));
     let body: AppBody = cx.json()?;
+    let view = create_app(&cx.engine.store, cx.tenant(), cx.param("appName"), &body).await?;
+    json(StatusCode::CREATED, &view)
+}
+
+/// Validates and durably creates an app (HTTP and the embedding API).
+pub async fn create_app(store: &Store, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
-    let now = now_ms();
-    let app = to_record(&cx.engine.store, tenant, name, &body, None, now)?;
-    cx.engine.store.apps().create(tenant, &app).map_err(|e| match e {
+    let app = to_record(store, tenant, name, body, None, now_ms())?;
+    store.apps().create(tenant, &app).map_err(|e| match e {
         herald_storage::Error::Conflict(_) => ApiError::conflict(format!("app {name} already exists")),
         other => other.into(),
     })?;
-    cx.engine.store.durable().await?;
-    json(StatusCode::CREATED, &AppView::of(tenant, &app))
+    store.durable().await?;
+    Ok(AppView::of(tenant, &app))
 }
 
 pub async fn update(cx: Cx) -> ApiResult<Response> {

@@ -1,5 +1,6 @@
 //! The send API and the delivery report.
 
+use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::models::push::{NotificationResponse, NotificationResult, PushNotificationEvent, ResultError, ResultValue};
@@ -13,12 +14,22 @@ use serde_json::{json, Value};
 const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 
 pub async fn send(cx: Cx) -> ApiResult<Response> {
-    let tenant = cx.tenant().to_string();
     let event: PushNotificationEvent = cx.json()?;
+    let responses = send_event(&cx.engine, cx.tenant(), event).await?;
+    json(StatusCode::ACCEPTED, &responses)
+}
+
+/// Validates and sends one event of `tenant` (HTTP and the embedding API).
+pub async fn send_event(
+    engine: &Engine,
+    tenant: &str,
+    event: PushNotificationEvent,
+) -> ApiResult<Vec<NotificationResponse>> {
+    let tenant = tenant.to_string();
     let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
     let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
-    let answer = cx.engine.push.send(req, cx.engine.config.send_deadline).await.map_err(|e| match e {
+    let answer = engine.push.send(req, engine.config.send_deadline).await.map_err(|e| match e {
         SendError::NotFound(m) => ApiError::not_found(m),
         SendError::Internal(m) => ApiError::internal(m),
     })?;
@@ -49,7 +60,7 @@ pub async fn send(cx: Cx) -> ApiResult<Response> {
             })
             .collect(),
     };
-    json(StatusCode::ACCEPTED, &responses)
+    Ok(responses)
 }
 
 fn client_responses(

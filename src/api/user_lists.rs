@@ -5,8 +5,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::{Cx, Response};
 use crate::models::user::UserView;
 use herald_storage::users::{Source, UserRow};
-use std::sync::Arc;
 use serde_json::json;
+use std::sync::Arc;
 
 /// Default `limit` of a user list (the spec does not give one).
 pub const DEFAULT_LIMIT: usize = 100;

@@ -40,7 +40,14 @@ impl UserRow {
         text.extend([last, SEP.to_string()]);
         let c2 = text.len() - 1;
         text.push_str(&email);
-        UserRow { id: u.id.clone(), enabled: u.enabled, email_verified: u.email_verified, created_ms: u.created_ms, text, cuts: [c0, c1, c2] }
+        UserRow {
+            id: u.id.clone(),
+            enabled: u.enabled,
+            email_verified: u.email_verified,
+            created_ms: u.created_ms,
+            text,
+            cuts: [c0, c1, c2],
+        }
     }
 
     pub fn username(&self) -> &str {
@@ -78,7 +85,13 @@ impl Directories {
 
     /// Brings the row of user `id` in line with its committed record, if the
     /// tenant's directory is loaded; `old_username` is dropped when it changed.
-    pub(crate) fn refresh(&self, store: &crate::Store, tenant: &str, id: &str, old_username: Option<&str>) -> Result<()> {
+    pub(crate) fn refresh(
+        &self,
+        store: &crate::Store,
+        tenant: &str,
+        id: &str,
+        old_username: Option<&str>,
+    ) -> Result<()> {
         let dir = self.of(tenant);
         let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
         let Some(rows) = guard.as_mut() else { return Ok(()) };

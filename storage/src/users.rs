@@ -175,7 +175,12 @@ impl Users<'_> {
 
     /// Directory rows of `source` accepted by `keep`, in username order: what
     /// user lists filter, order and page on before reading the page's records.
-    pub fn select(&self, tenant: &str, source: Source<'_>, keep: impl FnMut(&UserRow) -> bool) -> Result<Vec<Arc<UserRow>>> {
+    pub fn select(
+        &self,
+        tenant: &str,
+        source: Source<'_>,
+        keep: impl FnMut(&UserRow) -> bool,
+    ) -> Result<Vec<Arc<UserRow>>> {
         self.0.inner.directories.select(self.0, tenant, source, keep)
     }
 

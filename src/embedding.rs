@@ -1,0 +1,200 @@
+//! Herald as a library: build an [`Engine`] in-process, mount its HTTP API in
+//! the embedding program's own server, or call its main operations directly.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), String> {
+//! use herald::Engine;
+//! let engine = Engine::builder()
+//!     .data_dir("/var/lib/my-app/herald")
+//!     .public_url("https://push.example.com")
+//!     .tune(|config| config.send_deadline = std::time::Duration::from_secs(5))
+//!     .build()
+//!     .await?;
+//! let service = engine.http_service(); // a hyper `Service` for your own listener
+//! # drop(service);
+//! engine.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+use crate::api;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::error::ApiResult;
+use crate::http::Response;
+use crate::models::app::{AppBody, AppView};
+use crate::models::push::{NotificationResponse, PushNotificationEvent};
+use crate::models::tenant::CreateTenant;
+use herald_actors::webhooks::Event;
+use herald_actors::Endpoints;
+use http::Request;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long [`Engine::shutdown`] waits for in-flight requests and actors.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// Collects an engine's configuration; [`EngineBuilder::build`] opens it.
+pub struct EngineBuilder {
+    config: Config,
+}
+
+impl Engine {
+    /// Starts from the defaults of `herald serve` with data in `./data`.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder { config: Config::for_data_dir("./data") }
+    }
+}
+
+impl EngineBuilder {
+    /// Replaces the whole configuration (e.g. one resolved from a TOML file).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Where the database and the generated master key live.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.data_dir = dir.into();
+        self
+    }
+
+    /// The URL clients reach the mounted API at (token issuer, discovery).
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.config.public_url = url.into();
+        self
+    }
+
+    /// The operator token for tenant creation over HTTP; random when not set.
+    pub fn operator_token(mut self, token: impl Into<String>) -> Self {
+        self.config.operator_token = Some(token.into());
+        self
+    }
+
+    /// Provider base URLs (the real services by default).
+    pub fn endpoints(mut self, endpoints: Endpoints) -> Self {
+        self.config.push.endpoints = endpoints;
+        self
+    }
+
+    /// PEM CA certificates trusted for provider connections besides the web PKI.
+    pub fn extra_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.config.push.extra_ca_pem = pem.into();
+        self
+    }
+
+    /// Any other setting: pool limits, retries, deadlines, webhook schedule...
+    pub fn tune(mut self, f: impl FnOnce(&mut Config)) -> Self {
+        f(&mut self.config);
+        self
+    }
+
+    /// Opens storage and starts the actors; unfinished work resumes.
+    pub async fn build(self) -> Result<Arc<Engine>, String> {
+        Engine::open(self.config).await
+    }
+}
+
+/// The whole HTTP API as a hyper service, for the embedding program's server.
+#[derive(Clone)]
+pub struct HttpService {
+    engine: Arc<Engine>,
+}
+
+impl<B> hyper::service::Service<Request<B>> for HttpService
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        let engine = self.engine.clone();
+        let tracked = self.engine.in_flight.track_future(async move { crate::router::dispatch(engine, req).await });
+        Box::pin(async move { Ok(tracked.await) })
+    }
+}
+
+impl Engine {
+    /// The HTTP API (every route of `herald serve`) to mount in a hyper server.
+    pub fn http_service(self: &Arc<Self>) -> HttpService {
+        HttpService { engine: self.clone() }
+    }
+
+    /// Sends without HTTP.
+    pub fn push(&self) -> PushApi<'_> {
+        PushApi(self)
+    }
+
+    /// Publishes events to the tenants' webhooks without HTTP.
+    pub fn webhooks(&self) -> WebhooksApi<'_> {
+        WebhooksApi(self)
+    }
+
+    /// Tenant and app set-up without HTTP.
+    pub fn admin(&self) -> AdminApi<'_> {
+        AdminApi(self)
+    }
+
+    /// Waits for requests in flight through [`Engine::http_service`], stops the
+    /// actors (broadcasts and outboxes resume at the next start) and flushes.
+    pub async fn shutdown(&self) {
+        self.in_flight.close();
+        if tokio::time::timeout(DRAIN, self.in_flight.wait()).await.is_err() {
+            tracing::warn!("in-flight requests did not finish within {DRAIN:?}");
+        }
+        self.push.shutdown(DRAIN).await;
+        if let Err(e) = self.store.durable().await {
+            tracing::warn!(error = %e, "final flush failed");
+        }
+    }
+}
+
+/// See [`Engine::push`].
+pub struct PushApi<'a>(&'a Engine);
+
+impl PushApi<'_> {
+    /// The send API: validated like the HTTP body, answered like it.
+    pub async fn send(&self, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
+        api::push::send_event(self.0, tenant, event).await
+    }
+}
+
+/// See [`Engine::webhooks`].
+pub struct WebhooksApi<'a>(&'a Engine);
+
+impl WebhooksApi<'_> {
+    /// Queues an event (`kind` e.g. `domain`) for every matching webhook of
+    /// `tenant`, durably; answers how many webhooks will receive it.
+    pub async fn publish(&self, tenant: &str, kind: &str, event: &str, data: Value) -> ApiResult<usize> {
+        let n = self.0.push.events().publish(&Event::new(tenant, kind, event, data))?;
+        self.0.store.durable().await?;
+        Ok(n)
+    }
+}
+
+/// See [`Engine::admin`].
+pub struct AdminApi<'a>(&'a Engine);
+
+impl AdminApi<'_> {
+    /// Creates a tenant with its signing key and first admin user.
+    pub async fn create_tenant(&self, tenant: CreateTenant) -> ApiResult<()> {
+        let store = self.0.store.clone();
+        tokio::task::spawn_blocking(move || api::tenants::create_tenant(&store, &tenant))
+            .await
+            .map_err(|_| crate::error::ApiError::internal("tenant creation failed"))??;
+        Ok(self.0.store.durable().await?)
+    }
+
+    /// Creates an app with its push credentials (the body of the HTTP route).
+    pub async fn create_app(&self, tenant: &str, app: &str, body: &AppBody) -> ApiResult<AppView> {
+        api::apps::create_app(&self.0.store, tenant, app, body).await
+    }
+}

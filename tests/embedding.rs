@@ -1,0 +1,131 @@
+//! The embedding API: an engine built in-process with the builder, its HTTP
+//! API mounted in a server of the test's own, and the typed operations.
+
+mod common;
+use common::receiver::Receiver;
+use herald::models::app::AppBody;
+use herald::models::push::PushNotificationEvent;
+use herald::models::tenant::CreateTenant;
+use herald::Engine;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Serves `engine.http_service()` on a listener of our own; answers its base URL.
+async fn mount(engine: &Arc<Engine>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = engine.http_service();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = service.clone();
+            tokio::spawn(async move {
+                let _ = auto::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn event_to(user: &str) -> PushNotificationEvent {
+    serde_json::from_value(json!({
+        "category": "chat",
+        "recipient": { "tenantId": "demo", "userId": user },
+        "payload": { "message": { "title": "t", "body": "b" } }
+    }))
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builder_service_typed_api_and_draining_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = herald::config::Config::for_data_dir(dir.path());
+    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
+    let engine = Engine::builder()
+        .config(config)
+        .operator_token("op-token")
+        .tune(|c| c.webhooks.retry_schedule = vec![Duration::ZERO])
+        .build()
+        .await
+        .unwrap();
+    herald::demo::seed(&engine, &sims).await.unwrap();
+
+    // Typed tenant and app set-up, validated like the HTTP bodies.
+    let tenant = CreateTenant {
+        tenant_id: "acme".into(),
+        admin_username: "root".into(),
+        admin_password: "a-long-password".into(),
+    };
+    engine.admin().create_tenant(tenant).await.unwrap();
+    let bad = AppBody { categories: vec!["nonsense".into()], ..AppBody::default() };
+    let err = engine.admin().create_app("acme", "shop", &bad).await.unwrap_err();
+    assert_eq!(err.status, 400);
+    assert!(err.message.starts_with("categories"), "{err}");
+    let good = AppBody { categories: vec!["chat".into()], ..AppBody::default() };
+    assert_eq!(engine.admin().create_app("acme", "shop", &good).await.unwrap().app_name, "shop");
+
+    // The mounted HTTP API is the real one: tokens, routes, errors.
+    let base = mount(&engine).await;
+    let http = reqwest::Client::new();
+    let token: Value = http
+        .post(format!("{base}/auth/realms/demo/protocol/openid-connect/token"))
+        .form(&[("grant_type", "password"), ("username", "admin"), ("password", "demo-password")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = token["access_token"].as_str().unwrap().to_string();
+    let receiver = Receiver::start(vec![]).await;
+    let hook = http
+        .post(format!("{base}/v1/tenants/demo/webhooks"))
+        .bearer_auth(&token)
+        .json(&json!({ "filter": "type=domain", "callbackUrl": receiver.url }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hook.status(), 201, "{:?}", hook.text().await);
+
+    // Typed send: answered like the HTTP send, delivered to the simulators.
+    let answers = engine.push().send("demo", event_to("alice")).await.unwrap();
+    assert_eq!(answers.len(), 3);
+    assert!(answers.iter().all(|a| a.is_successful), "{answers:?}");
+    let stats = sims.stats();
+    assert_eq!(stats.apns.accepted + stats.fcm.accepted + stats.hms.accepted, 3);
+    let err = engine.push().send("acme", event_to("alice")).await.unwrap_err();
+    assert_eq!(err.status, 400, "recipient.tenantId must match: {err}");
+
+    // Typed publish reaches the webhook.
+    let n = engine.webhooks().publish("demo", "domain", "ORDER_SHIPPED", json!({ "order": 7 })).await.unwrap();
+    assert_eq!(n, 1);
+    let got = receiver.wait_for(1, 10).await;
+    assert!(got[0].body.contains("ORDER_SHIPPED"), "{}", got[0].body);
+
+    // Shutdown waits for a request in flight through the service.
+    sims.set_faults(serde_json::from_value(json!({ "apns": { "latency_ms": 700 } })).unwrap());
+    let finished = Arc::new(AtomicBool::new(false));
+    let slow = {
+        let (http, base, token, finished) = (http.clone(), base.clone(), token.clone(), finished.clone());
+        tokio::spawn(async move {
+            let body = json!({
+                "category": "chat",
+                "recipient": { "tenantId": "demo", "userId": "bob" },
+                "payload": { "message": { "title": "t" } }
+            });
+            let url = format!("{base}/v1/tenants/demo/push_notification/send");
+            let r = http.post(url).bearer_auth(token).json(&body).send().await.unwrap();
+            finished.store(true, Ordering::SeqCst);
+            r.status()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!finished.load(Ordering::SeqCst), "the send should still be waiting for APNs");
+    engine.shutdown().await;
+    assert!(finished.load(Ordering::SeqCst), "shutdown returned before the request in flight finished");
+    assert_eq!(slow.await.unwrap(), 202);
+    sims.shutdown().await;
+}
