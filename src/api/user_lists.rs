@@ -144,9 +144,30 @@ impl ListQuery {
         }
     }
 
-    /// Orders (rows come in username order) and pages the matching `rows`;
-    /// returns the page and the number of matches.
-    pub fn page(&self, mut rows: Vec<Arc<UserRow>>) -> (Vec<Arc<UserRow>>, usize) {
+    /// The page of the users of `source` matching the query and `extra`, and
+    /// the number of matches. In username order the rows are only counted and
+    /// the page's kept; other orders sort the matches.
+    fn page(
+        &self,
+        cx: &Cx,
+        source: Source<'_>,
+        extra: impl Fn(&UserRow) -> bool,
+    ) -> ApiResult<(Vec<Arc<UserRow>>, usize)> {
+        let users = cx.engine.store.users();
+        let keep = |r: &UserRow| extra(r) && self.matches(r);
+        if self.order_key == OrderKey::Username && !self.desc {
+            let (mut total, mut page) = (0, Vec::new());
+            users.visit(cx.tenant(), source, |r| {
+                if keep(r) {
+                    if total >= self.offset && page.len() < self.limit {
+                        page.push(r.clone());
+                    }
+                    total += 1;
+                }
+            })?;
+            return Ok((page, total));
+        }
+        let mut rows = users.select(cx.tenant(), source, keep)?;
         if self.order_key != OrderKey::Username {
             // Stable: ties stay in username order.
             rows.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
@@ -155,16 +176,14 @@ impl ListQuery {
             rows.reverse();
         }
         let total = rows.len();
-        let page = rows.into_iter().skip(self.offset).take(self.limit).collect();
-        (page, total)
+        Ok((rows.into_iter().skip(self.offset).take(self.limit).collect(), total))
     }
 
     /// The paged answer over the users of `source` matching the query (and
     /// `extra`): only the page's records are read.
     pub fn answer(&self, cx: &Cx, source: Source<'_>, extra: impl Fn(&UserRow) -> bool) -> ApiResult<Response> {
+        let (page, total) = self.page(cx, source, extra)?;
         let users = cx.engine.store.users();
-        let rows = users.select(cx.tenant(), source, |r| extra(r) && self.matches(r))?;
-        let (page, total) = self.page(rows);
         let mut list = Vec::with_capacity(page.len());
         for row in &page {
             if let Some(u) = users.get(cx.tenant(), &row.id)? {

@@ -1,10 +1,10 @@
 //! Delivery records of sends: the report of each notification, each client's
 //! outcome, and the durable fan-out jobs of topic broadcasts.
 //!
-//! A broadcast's cursor and counts are checkpointed together in one
-//! transaction; per-client outcomes are written as they arrive, so a resumed
-//! job skips clients already recorded after its checkpoint and never counts a
-//! client twice.
+//! A broadcast commits each batch of clients in one transaction: the job's
+//! cursor, the report's counts and the batch's undelivered clients together.
+//! A job resumed after a crash starts at its cursor, so a client of a batch
+//! that was in flight is sent again (at least once) but never counted twice.
 
 use crate::keys::{key, last_part, prefix};
 use crate::store::{get, Store};
@@ -69,10 +69,37 @@ pub struct Report {
 
 impl Report {
     pub fn record(&mut self, outcome: &ClientOutcome) {
-        self.by_app.entry(outcome.app.clone()).or_default().add(outcome.state);
+        count(&mut self.by_app, &outcome.app, outcome.state);
         if !outcome.provider.is_empty() {
-            self.by_provider.entry(outcome.provider.clone()).or_default().add(outcome.state);
+            count(&mut self.by_provider, &outcome.provider, outcome.state);
         }
+    }
+}
+
+impl Report {
+    /// Adds another report's counts (a committed batch of a broadcast).
+    pub fn add(&mut self, other: &Report) {
+        for (name, c) in &other.by_app {
+            merge(&mut self.by_app, name, c);
+        }
+        for (name, c) in &other.by_provider {
+            merge(&mut self.by_provider, name, c);
+        }
+    }
+}
+
+fn merge(map: &mut BTreeMap<String, Counts>, name: &str, c: &Counts) {
+    let t = map.entry(name.to_owned()).or_default();
+    t.sent += c.sent;
+    t.invalid += c.invalid;
+    t.failed += c.failed;
+}
+
+/// Adds one outcome to `map[name]` without allocating once the name is known.
+fn count(map: &mut BTreeMap<String, Counts>, name: &str, state: State) {
+    match map.get_mut(name) {
+        Some(c) => c.add(state),
+        None => map.entry(name.to_owned()).or_default().add(state),
     }
 }
 
@@ -135,20 +162,25 @@ impl Deliveries<'_> {
         Ok(())
     }
 
-    /// Records one client's outcome as it arrives (not yet checkpointed).
-    pub fn record_outcome(
-        &self,
-        tenant: &str,
-        notification: &str,
-        client: &str,
-        outcome: &ClientOutcome,
-    ) -> Result<()> {
-        self.0.trees().outcomes.insert(key(&[tenant, notification, client]), codec::encode(outcome)?)?;
+    /// Commits a finished batch of a broadcast: the job's cursor, the report
+    /// and the outcomes of the batch's clients, in one transaction.
+    pub fn commit_batch(&self, job: &Job, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
+        let t = self.0.trees();
+        let k = key(&[&job.tenant, &job.id]);
+        let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
+        let encoded = outcomes
+            .iter()
+            .map(|(client, o)| Ok((key(&[&job.tenant, &job.id, client]), codec::encode(o)?)))
+            .collect::<Result<Vec<_>>>()?;
+        (&t.jobs, &t.reports, &t.outcomes).transaction(|(jobs, reports, outs)| {
+            jobs.insert(k.as_slice(), jv.as_slice())?;
+            reports.insert(k.as_slice(), rv.as_slice())?;
+            for (k, v) in &encoded {
+                outs.insert(k.as_slice(), v.as_slice())?;
+            }
+            Ok(())
+        })?;
         Ok(())
-    }
-
-    pub fn outcome(&self, tenant: &str, notification: &str, client: &str) -> Result<Option<ClientOutcome>> {
-        get(&self.0.trees().outcomes, &key(&[tenant, notification, client]))
     }
 
     /// Saves a job's cursors and its report's counts atomically; a finished job

@@ -104,14 +104,14 @@ impl Directories {
         Ok(())
     }
 
-    /// The rows of `source` that `keep` accepts, in username order.
-    pub(crate) fn select(
+    /// Calls `visit` with each row of `source`, in username order.
+    pub(crate) fn visit(
         &self,
         store: &crate::Store,
         tenant: &str,
         source: Source<'_>,
-        mut keep: impl FnMut(&UserRow) -> bool,
-    ) -> Result<Vec<Arc<UserRow>>> {
+        mut visit: impl FnMut(&Arc<UserRow>),
+    ) -> Result<()> {
         let dir = self.of(tenant);
         if dir.read().unwrap_or_else(|p| p.into_inner()).is_none() {
             let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
@@ -120,24 +120,21 @@ impl Directories {
             }
         }
         let guard = dir.read().unwrap_or_else(|p| p.into_inner());
-        let Some(rows) = guard.as_ref() else { return Ok(Vec::new()) };
-        let mut out = Vec::new();
+        let Some(rows) = guard.as_ref() else { return Ok(()) };
         match source {
-            Source::All => out.extend(rows.values().filter(|r| keep(r)).cloned()),
+            Source::All => rows.values().for_each(visit),
             Source::Index(lookup) => {
                 // Index keys end with the username, so no value or record is read.
                 for kv in store.trees().user_index.scan_prefix(lookup.prefix(tenant)) {
                     let (k, _) = kv?;
                     let name = k.rsplit(|b| *b == 0).next().unwrap_or_default();
                     if let Some(row) = std::str::from_utf8(name).ok().and_then(|n| rows.get(n)) {
-                        if keep(row) {
-                            out.push(row.clone());
-                        }
+                        visit(row);
                     }
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

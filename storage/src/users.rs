@@ -179,9 +179,21 @@ impl Users<'_> {
         &self,
         tenant: &str,
         source: Source<'_>,
-        keep: impl FnMut(&UserRow) -> bool,
+        mut keep: impl FnMut(&UserRow) -> bool,
     ) -> Result<Vec<Arc<UserRow>>> {
-        self.0.inner.directories.select(self.0, tenant, source, keep)
+        let mut out = Vec::new();
+        self.visit(tenant, source, |r| {
+            if keep(r) {
+                out.push(r.clone())
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `visit` with each directory row of `source`, in username order,
+    /// without copying any: the cheapest way to count and page a large list.
+    pub fn visit(&self, tenant: &str, source: Source<'_>, visit: impl FnMut(&Arc<UserRow>)) -> Result<()> {
+        self.0.inner.directories.visit(self.0, tenant, source, visit)
     }
 
     pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
