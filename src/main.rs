@@ -1,5 +1,9 @@
 use clap::Parser;
 
+/// The server's allocator (the library leaves the choice to embedding programs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     match herald::cli::run(herald::cli::Cli::parse()).await {

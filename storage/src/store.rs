@@ -82,8 +82,13 @@ impl Store {
         let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
         // A modest page cache: Herald's working set is its indexes, and the process
-        // must stay small during million-token broadcasts.
-        let db = sled::Config::new().path(opts.data_dir.join("db")).cache_capacity(opts.cache_bytes).open()?;
+        // must stay small during million-token broadcasts. Pages are compressed
+        // on disk: records of one kind share most of their bytes.
+        let db = sled::Config::new()
+            .path(opts.data_dir.join("db"))
+            .cache_capacity(opts.cache_bytes)
+            .use_compression(true)
+            .open()?;
         let trees = Trees {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,
