@@ -104,7 +104,8 @@ fn signed_by(child: &[u8], parent: &[u8]) -> bool {
 
 fn cn(der: &[u8]) -> String {
     let (_, c) = parse_x509_certificate(der).unwrap();
-    c.subject().iter_common_name().next().unwrap().as_str().unwrap().to_string()
+    let name = c.subject().iter_common_name().next().unwrap().as_str().unwrap().to_string();
+    name
 }
 
 async fn chain(s: &TestServer, t: &str, spec: &str) -> Vec<Vec<u8>> {

@@ -114,9 +114,12 @@ impl Signers<'_> {
         put(&self.0.trees().signers, &key(&[tenant, &s.id]), s)
     }
 
-    /// The tenant's signers in creation order (ULIDs sort by time).
+    /// The tenant's signers by generation (ULIDs of one millisecond do not sort by creation).
     pub fn list(&self, tenant: &str) -> Result<Vec<Signer>> {
-        self.0.trees().signers.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        let mut all: Vec<Signer> =
+            self.0.trees().signers.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect::<Result<_>>()?;
+        all.sort_by_key(|s| s.generation);
+        Ok(all)
     }
 
     /// Every signer of every tenant, as (tenant, signer): restart recovery.
