@@ -36,7 +36,8 @@ impl Engine {
         spawn_nonce_sweeper(store.clone(), config.clock.clone());
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
-        let pki = crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
+        let pki =
+            crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
         pki.recover()?;
         Ok(Arc::new(Engine {
             pki,

@@ -76,7 +76,8 @@ fn csr(ca: bool) -> (rcgen::KeyPair, String) {
 
 /// Submits a CSR as the client and waits for issuance; returns the certificate info.
 async fn client_cert(s: &TestServer, admin: &str, client_token: &str, csr_pem: &str) -> Value {
-    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/certificates", Some(client_token), Some(json!({"csr": csr_pem}))).await;
+    let (st, b) =
+        s.call(Method::POST, "/v1/tenants/acme/certificates", Some(client_token), Some(json!({"csr": csr_pem}))).await;
     assert_eq!(st, StatusCode::ACCEPTED, "{b}");
     let cert_ref = b["certRef"].as_str().unwrap().to_string();
     assert_eq!(cert_ref.len(), 26);
@@ -200,7 +201,14 @@ async fn delete_only_before_issuing() {
     let (st, by) = s.call(Method::GET, &format!("/v1/tenants/acme/certificates/admin/{id}"), Some(&t), None).await;
     assert_eq!(st, StatusCode::OK);
     assert_eq!(by[0]["certRef"], issued["certRef"]);
-    let (_, l) = s.call(Method::GET, "/v1/tenants/acme/certificates?filter=status%3DISSUED&filter=certProfile%3DAST_DEVICE", Some(&t), None).await;
+    let (_, l) = s
+        .call(
+            Method::GET,
+            "/v1/tenants/acme/certificates?filter=status%3DISSUED&filter=certProfile%3DAST_DEVICE",
+            Some(&t),
+            None,
+        )
+        .await;
     assert_eq!(l.as_array().unwrap().len(), 1);
     let (st, b) = s.call(Method::GET, "/v1/tenants/acme/certificates?filter=nope%3D1", Some(&t), None).await;
     assert_eq!((st, b["message"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "UnknownProperty: nope"));
@@ -210,7 +218,9 @@ async fn delete_only_before_issuing() {
     let fresh = issued_signer(&s, &t, Some("fresh")).await;
     let (st, _) = s.call(Method::DELETE, "/v2/tenants/acme/signers/current", Some(&t), None).await;
     assert_eq!(st, StatusCode::NO_CONTENT);
-    let (st, _) = s.call(Method::GET, &format!("/v2/tenants/acme/signers/{}", fresh["id"].as_str().unwrap()), Some(&t), None).await;
+    let (st, _) = s
+        .call(Method::GET, &format!("/v2/tenants/acme/signers/{}", fresh["id"].as_str().unwrap()), Some(&t), None)
+        .await;
     assert_eq!(st, StatusCode::NOT_FOUND);
     let (st, _) = s.call(Method::GET, "/v2/tenants/acme/signers/current", Some(&t), None).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
@@ -238,7 +248,12 @@ async fn revocation_erases_and_lists_in_the_crl() {
     let (s, t) = server().await;
     let r = Receiver::start(vec![]).await;
     let (st, b) = s
-        .call(Method::POST, "/v1/tenants/acme/webhooks", Some(&t), Some(json!({"filter": "type=signer", "callbackUrl": r.url})))
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/webhooks",
+            Some(&t),
+            Some(json!({"filter": "type=signer", "callbackUrl": r.url})),
+        )
         .await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
     let signer = issued_signer(&s, &t, None).await;
@@ -259,7 +274,8 @@ async fn revocation_erases_and_lists_in_the_crl() {
     assert_eq!(st, StatusCode::NOT_FOUND);
 
     // Client certificate revocation: erased, and in the signer's CRL.
-    let (st, b) = s.call(Method::POST, &format!("/v1/tenants/acme/certificates/{cert_ref}/revoke"), Some(&t), None).await;
+    let (st, b) =
+        s.call(Method::POST, &format!("/v1/tenants/acme/certificates/{cert_ref}/revoke"), Some(&t), None).await;
     assert_eq!((st, b["status"].as_str()), (StatusCode::OK, Some("REVOKED")), "{b}");
     let (_, after) = s.call(Method::GET, &format!("/v1/tenants/acme/certificates/{cert_ref}"), Some(&t), None).await;
     assert!(after.get("certificate").is_none(), "{after}");
@@ -277,7 +293,8 @@ async fn revocation_erases_and_lists_in_the_crl() {
     let (st, _) = s.call(Method::GET, "/v2/tenants/acme/signers/current", Some(&t), None).await;
     assert_eq!(st, StatusCode::NOT_FOUND, "a revoked signer is not current");
     assert!(crl_serials(&crl(&s, &t, "root").await, &root).contains(&signer_serial));
-    let (st, _) = s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(json!({"csr": csr(false).1}))).await;
+    let (st, _) =
+        s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(json!({"csr": csr(false).1}))).await;
     assert_eq!(st, StatusCode::PRECONDITION_FAILED, "nothing signs without an ACTIVE signer");
 
     // Webhooks heard the signer's life.
@@ -296,7 +313,8 @@ async fn revocation_erases_and_lists_in_the_crl() {
 async fn the_ca_chooses_subject_and_extensions() {
     let (s, t) = server().await;
     let (client, ct) = device(&s, &t).await;
-    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(json!({"csr": csr(false).1}))).await;
+    let (st, b) =
+        s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(json!({"csr": csr(false).1}))).await;
     assert_eq!(st, StatusCode::PRECONDITION_FAILED, "no signer yet: {b}");
     issued_signer(&s, &t, None).await;
     let (key, ca_csr) = csr(true);
@@ -320,10 +338,14 @@ async fn the_ca_chooses_subject_and_extensions() {
     let mut tampered = der(&csr(false).1);
     let n = tampered.len();
     tampered[n - 3] ^= 1; // inside the signature
-    let pem = format!("-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n", STANDARD.encode(&tampered));
+    let pem = format!(
+        "-----BEGIN CERTIFICATE REQUEST-----\n{}\n-----END CERTIFICATE REQUEST-----\n",
+        STANDARD.encode(&tampered)
+    );
     let (st, b) = s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(json!({"csr": pem}))).await;
     assert_eq!(st, StatusCode::BAD_REQUEST, "a bad signature is refused: {b}");
-    let (st, _) = s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&t), Some(json!({"csr": csr(false).1}))).await;
+    let (st, _) =
+        s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&t), Some(json!({"csr": csr(false).1}))).await;
     assert_eq!(st, StatusCode::FORBIDDEN);
     // The client reads the current signer and chain.
     let (st, _) = s.call(Method::GET, "/v2/tenants/acme/signers/current/chain", Some(&ct), None).await;
@@ -337,15 +359,20 @@ fn verify_jws(jws: &str) -> Result<Value, String> {
     let parts: Vec<&str> = jws.split('.').collect();
     let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
     assert_eq!(header["alg"], "ES256");
-    let x5c: Vec<Vec<u8>> = header["x5c"].as_array().unwrap().iter().map(|c| STANDARD.decode(c.as_str().unwrap()).unwrap()).collect();
+    let x5c: Vec<Vec<u8>> =
+        header["x5c"].as_array().unwrap().iter().map(|c| STANDARD.decode(c.as_str().unwrap()).unwrap()).collect();
     if !(signed_by(&x5c[0], &x5c[1]) && signed_by(&x5c[1], &x5c[1])) {
         return Err("chain".into());
     }
     let (_, leaf) = parse_x509_certificate(&x5c[0]).unwrap();
-    let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, leaf.public_key().subject_public_key.data.to_vec());
+    let key = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::ECDSA_P256_SHA256_FIXED,
+        leaf.public_key().subject_public_key.data.to_vec(),
+    );
     let sig = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
     key.verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig).map_err(|_| "signature".to_string())?;
-    Ok(serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).map_err(|_| "payload".to_string())?).map_err(|e| e.to_string())?)
+    Ok(serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).map_err(|_| "payload".to_string())?)
+        .map_err(|e| e.to_string())?)
 }
 
 #[tokio::test]
@@ -375,7 +402,8 @@ async fn sdk_config_is_a_jws_verifiable_with_its_x5c_chain() {
     assert_eq!(payload["astUrl"], "https://ast.example/api");
     assert_eq!(payload["services"][0]["name"], "tms");
     // The x5c chain is the tenant's signer chain.
-    let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jws.split('.').next().unwrap()).unwrap()).unwrap();
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(jws.split('.').next().unwrap()).unwrap()).unwrap();
     let c = chain(&s, &t, "current").await;
     assert_eq!(STANDARD.decode(header["x5c"][0].as_str().unwrap()).unwrap(), c[0]);
     // One byte of the payload changed: the signature fails.
@@ -428,7 +456,14 @@ async fn v1_forms_map_onto_current_and_are_deprecated() {
     assert_eq!(st, StatusCode::NOT_FOUND);
     let (st, b) = s.call(Method::POST, "/v1/tenants/acme/signer", Some(&t), Some(json!({}))).await;
     assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, "request body".to_string()), "name is required: {b}");
-    let resp = s.http.post(s.url("/v1/tenants/acme/signer")).bearer_auth(&t).json(&json!({"name": "legacy"})).send().await.unwrap();
+    let resp = s
+        .http
+        .post(s.url("/v1/tenants/acme/signer"))
+        .bearer_auth(&t)
+        .json(&json!({"name": "legacy"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     assert_eq!(resp.headers()["deprecation"], "true");
     let (st, _) = s.call(Method::POST, "/v1/tenants/acme/signer", Some(&t), Some(json!({"name": "again"}))).await;
@@ -437,10 +472,18 @@ async fn v1_forms_map_onto_current_and_are_deprecated() {
     assert_eq!(got["info"]["name"], "legacy");
     let resp = s.http.get(s.url("/v1/tenants/acme/signer")).bearer_auth(&t).send().await.unwrap();
     assert_eq!(resp.headers()["deprecation"], "true");
-    let resp = s.http.post(s.url("/v1/tenants/acme/signer/reissue")).bearer_auth(&t).json(&json!({"ignoreNotIssued": false})).send().await.unwrap();
+    let resp = s
+        .http
+        .post(s.url("/v1/tenants/acme/signer/reissue"))
+        .bearer_auth(&t)
+        .json(&json!({"ignoreNotIssued": false}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
     assert_eq!(resp.headers()["deprecation"], "true");
-    let (st, _) = s.call(Method::POST, "/v1/tenants/acme/signer/reissue", Some(&t), Some(json!({"ignoreNotIssued": true}))).await;
+    let (st, _) =
+        s.call(Method::POST, "/v1/tenants/acme/signer/reissue", Some(&t), Some(json!({"ignoreNotIssued": true}))).await;
     assert_eq!(st, StatusCode::ACCEPTED);
     poll(&s, &t, "/v1/tenants/acme/signer", "/info/status", "ISSUED").await;
     let resp = s.http.delete(s.url("/v1/tenants/acme/signer")).bearer_auth(&t).send().await.unwrap();
@@ -484,10 +527,27 @@ async fn openssl_verifies_a_client_certificate_and_its_revocation() {
     let path = |n: &str| dir.path().join(n);
     let openssl = |args: &[&str]| {
         let out = std::process::Command::new("openssl").args(args).current_dir(dir.path()).output().unwrap();
-        (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
     };
     // The device makes its key and CSR with openssl.
-    let (ok, out) = openssl(&["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "device.key", "-subj", "/CN=whatever", "-out", "device.csr"]);
+    let (ok, out) = openssl(&[
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "device.key",
+        "-subj",
+        "/CN=whatever",
+        "-out",
+        "device.csr",
+    ]);
     assert!(ok, "{out}");
     issued_signer(&s, &t, None).await;
     let (_, ct) = device(&s, &t).await;
@@ -496,7 +556,8 @@ async fn openssl_verifies_a_client_certificate_and_its_revocation() {
     std::fs::write(path("device.pem"), chain[0]).unwrap();
     std::fs::write(path("signer.pem"), chain[1]).unwrap();
     std::fs::write(path("root.pem"), chain[2]).unwrap();
-    let (ok, out) = openssl(&["verify", "-CAfile", "root.pem", "-untrusted", "signer.pem", "-purpose", "sslclient", "device.pem"]);
+    let (ok, out) =
+        openssl(&["verify", "-CAfile", "root.pem", "-untrusted", "signer.pem", "-purpose", "sslclient", "device.pem"]);
     assert!(ok && out.contains("device.pem: OK"), "{out}");
     // The certificate matches the device's key.
     let (_, a) = openssl(&["x509", "-in", "device.pem", "-noout", "-pubkey"]);
@@ -504,13 +565,26 @@ async fn openssl_verifies_a_client_certificate_and_its_revocation() {
     assert_eq!(a, b);
     // After revocation, openssl's CRL check refuses it.
     let cert_ref = cert["certRef"].as_str().unwrap();
-    let (st, _) = s.call(Method::POST, &format!("/v1/tenants/acme/certificates/{cert_ref}/revoke"), Some(&t), None).await;
+    let (st, _) =
+        s.call(Method::POST, &format!("/v1/tenants/acme/certificates/{cert_ref}/revoke"), Some(&t), None).await;
     assert_eq!(st, StatusCode::OK);
     std::fs::write(path("signer.crl"), crl(&s, &t, "current").await).unwrap();
     std::fs::write(path("root.crl"), crl(&s, &t, "root").await).unwrap();
     assert!(openssl(&["crl", "-inform", "DER", "-in", "signer.crl", "-out", "signer.crl.pem"]).0);
     assert!(openssl(&["crl", "-inform", "DER", "-in", "root.crl", "-out", "root.crl.pem"]).0);
-    let (ok, out) = openssl(&["verify", "-crl_check_all", "-CAfile", "root.pem", "-untrusted", "signer.pem", "-CRLfile", "signer.crl.pem", "-CRLfile", "root.crl.pem", "device.pem"]);
+    let (ok, out) = openssl(&[
+        "verify",
+        "-crl_check_all",
+        "-CAfile",
+        "root.pem",
+        "-untrusted",
+        "signer.pem",
+        "-CRLfile",
+        "signer.crl.pem",
+        "-CRLfile",
+        "root.crl.pem",
+        "device.pem",
+    ]);
     assert!(!ok && out.contains("revoked"), "{out}");
     s.shutdown().await;
 }

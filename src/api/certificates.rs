@@ -13,7 +13,8 @@ use http::StatusCode;
 pub async fn submit(cx: Cx) -> ApiResult<Response> {
     let body: CsrBody = cx.json()?;
     body.validate()?;
-    let client = cx.principal()?.client_id.clone().ok_or_else(|| ApiError::forbidden("only a device client submits a CSR"))?;
+    let client =
+        cx.principal()?.client_id.clone().ok_or_else(|| ApiError::forbidden("only a device client submits a CSR"))?;
     let c = cx.engine.pki.request_certificate(cx.tenant(), &client, &body.csr).await?;
     json(StatusCode::ACCEPTED, &CertView::of(&c))
 }

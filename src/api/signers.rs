@@ -87,7 +87,8 @@ pub async fn crl(cx: Cx) -> ApiResult<Response> {
 /// Marks a v1 answer deprecated and names its v2 successor.
 fn deprecated(mut r: Response, tenant: &str) -> Response {
     r.headers_mut().insert("deprecation", HeaderValue::from_static("true"));
-    if let Ok(v) = HeaderValue::from_str(&format!("</v2/tenants/{tenant}/signers/current>; rel=\"successor-version\"")) {
+    if let Ok(v) = HeaderValue::from_str(&format!("</v2/tenants/{tenant}/signers/current>; rel=\"successor-version\""))
+    {
         r.headers_mut().insert(http::header::LINK, v);
     }
     r

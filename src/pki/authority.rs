@@ -68,7 +68,11 @@ impl Authority {
     /// A signer by `signerSpec`: a ULID of the tenant or `current` (the latest ACTIVE one).
     pub fn resolve(&self, tenant: &str, spec: &str) -> ApiResult<Signer> {
         if spec == "current" {
-            return self.store.signers().active(tenant)?.ok_or_else(|| ApiError::not_found("the tenant has no ACTIVE signer"));
+            return self
+                .store
+                .signers()
+                .active(tenant)?
+                .ok_or_else(|| ApiError::not_found("the tenant has no ACTIVE signer"));
         }
         crate::models::validate::ulid("signerSpec", spec)?;
         self.store.signers().get(tenant, spec)?.ok_or_else(|| ApiError::not_found(format!("signer {spec} not found")))
@@ -120,7 +124,10 @@ impl Authority {
             return Err(precondition("a revoked signer cannot be renewed"));
         }
         if s.status != ISSUED && !ignore_not_issued {
-            return Err(precondition(format!("the signer certificate is {} (ignoreNotIssued renews anyway)", s.status)));
+            return Err(precondition(format!(
+                "the signer certificate is {} (ignoreNotIssued renews anyway)",
+                s.status
+            )));
         }
         s.status = REQUESTED.into();
         s.failure = None;

@@ -14,7 +14,8 @@ pub fn sign(pkcs8: &[u8], chain_der: &[Vec<u8>], payload: &Value) -> Result<Stri
         .map_err(|_| "the signer key is not a P-256 key".to_string())?;
     let x5c: Vec<String> = chain_der.iter().map(|d| STANDARD.encode(d)).collect();
     let header = json!({ "alg": "ES256", "typ": "JOSE", "x5c": x5c });
-    let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(payload.to_string()));
+    let input =
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(payload.to_string()));
     let sig = key.sign(&rng, input.as_bytes()).map_err(|_| "signing failed".to_string())?;
     Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
 }

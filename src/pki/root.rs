@@ -32,7 +32,10 @@ impl Root {
                     let key = keys::signing_key(&pkcs8)?;
                     let cert_pem = Self::self_signed(&key)?;
                     let sealed = store.seal(&pkcs8, RootCa::KEY_CONTEXT).map_err(|e| e.to_string())?;
-                    store.signers().put_root(&RootCa { cert_pem: cert_pem.clone(), key: sealed }).map_err(|e| e.to_string())?;
+                    store
+                        .signers()
+                        .put_root(&RootCa { cert_pem: cert_pem.clone(), key: sealed })
+                        .map_err(|e| e.to_string())?;
                     store.flush_now().map_err(|e| e.to_string())?;
                     Self::from_parts(&cert_pem, key)?
                 }

@@ -116,8 +116,13 @@ impl Signers<'_> {
 
     /// The tenant's signers by generation (ULIDs of one millisecond do not sort by creation).
     pub fn list(&self, tenant: &str) -> Result<Vec<Signer>> {
-        let mut all: Vec<Signer> =
-            self.0.trees().signers.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect::<Result<_>>()?;
+        let mut all: Vec<Signer> = self
+            .0
+            .trees()
+            .signers
+            .scan_prefix(prefix(&[tenant]))
+            .map(|kv| codec::decode(&kv?.1))
+            .collect::<Result<_>>()?;
         all.sort_by_key(|s| s.generation);
         Ok(all)
     }
