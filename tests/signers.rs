@@ -371,8 +371,8 @@ fn verify_jws(jws: &str) -> Result<Value, String> {
     );
     let sig = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
     key.verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig).map_err(|_| "signature".to_string())?;
-    Ok(serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).map_err(|_| "payload".to_string())?)
-        .map_err(|e| e.to_string())?)
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).map_err(|_| "payload".to_string())?)
+        .map_err(|e| e.to_string())
 }
 
 #[tokio::test]

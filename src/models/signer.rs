@@ -201,7 +201,7 @@ impl SdkConfigRequest {
             let field = format!("tlsBundle[{i}]");
             let der = decode_b64(c).ok_or_else(|| ApiError::field(&field, "is not base64 or base64url"))?;
             match x509_parser::parse_x509_certificate(&der) {
-                Ok((rest, _)) if rest.is_empty() => ders.push(der),
+                Ok(([], _)) => ders.push(der),
                 _ => return Err(ApiError::field(&field, "is not a DER X.509 certificate")),
             }
         }
