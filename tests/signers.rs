@@ -420,6 +420,7 @@ async fn sdk_config_is_a_jws_verifiable_with_its_x5c_chain() {
 async fn concurrent_creates_leave_exactly_one_active_signer() {
     let (s, t) = server().await;
     let s = std::sync::Arc::new(s);
+    let started = Instant::now();
     let tasks: Vec<_> = (0..32)
         .map(|_| {
             let (s, t) = (s.clone(), t.clone());
@@ -438,6 +439,7 @@ async fn concurrent_creates_leave_exactly_one_active_signer() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    println!("32 concurrent creates: all issued after {:?}", started.elapsed());
     assert_eq!(list.len(), 32);
     assert!(list.iter().all(|v| v["status"] == "ISSUED"), "all issued");
     assert_eq!(list.iter().filter(|v| v["state"] == "ACTIVE").count(), 1, "{list:?}");
