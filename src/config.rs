@@ -78,6 +78,15 @@ pub struct Settings {
     /// Deliveries in flight per webhook (1 keeps events in order).
     #[arg(long, env = "HERALD_WEBHOOK_CONCURRENCY")]
     pub webhook_concurrency: Option<usize>,
+    /// PEM certificate of an operator CA to issue tenant signers under (instead of a generated root).
+    #[arg(long, env = "HERALD_CA_CERT", requires = "ca_key")]
+    pub ca_cert: Option<PathBuf>,
+    /// PEM (PKCS#8) private key of `--ca-cert`.
+    #[arg(long, env = "HERALD_CA_KEY", requires = "ca_cert")]
+    pub ca_key: Option<PathBuf>,
+    /// Validity of client certificates issued from CSRs, in days.
+    #[arg(long, env = "HERALD_CLIENT_CERT_VALIDITY_DAYS")]
+    pub client_cert_validity_days: Option<u64>,
 }
 
 impl Settings {
@@ -106,6 +115,9 @@ impl Settings {
             webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
             webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
             webhook_concurrency: self.webhook_concurrency.or(other.webhook_concurrency),
+            ca_cert: self.ca_cert.or(other.ca_cert),
+            ca_key: self.ca_key.or(other.ca_key),
+            client_cert_validity_days: self.client_cert_validity_days.or(other.client_cert_validity_days),
         }
     }
 
@@ -133,6 +145,15 @@ pub struct Config {
     pub push: PushSettings,
     pub send_deadline: Duration,
     pub webhooks: WebhookSettings,
+    pub pki: PkiSettings,
+}
+
+/// The certificate authority: an operator CA, or a root generated in the data dir.
+#[derive(Debug, Clone)]
+pub struct PkiSettings {
+    /// `(certificate, key)` PEM files of the operator's CA.
+    pub ca: Option<(PathBuf, PathBuf)>,
+    pub client_cert_validity: Duration,
 }
 
 impl Config {
@@ -171,7 +192,18 @@ impl Config {
             allow_private: s.webhook_allow_private.unwrap_or(false),
             concurrency: s.webhook_concurrency.unwrap_or(1).max(1),
         };
+        let ca = match (s.ca_cert, s.ca_key) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => return Err("ca_cert and ca_key go together".into()),
+        };
+        let days = s.client_cert_validity_days.unwrap_or(365);
+        if !(1..=3650).contains(&days) {
+            return Err("client_cert_validity_days: must be from 1 to 3650".into());
+        }
+        let pki = PkiSettings { ca, client_cert_validity: Duration::from_secs(days * 86_400) };
         Ok(Config {
+            pki,
             webhooks,
             push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),

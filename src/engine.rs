@@ -20,6 +20,8 @@ pub struct Engine {
     pub push: Push,
     /// Requests in flight through [`Engine::http_service`], drained by [`Engine::shutdown`].
     pub(crate) in_flight: tokio_util::task::TaskTracker,
+    /// The root CA and the tenants' signers.
+    pub pki: Arc<crate::pki::Authority>,
 }
 
 impl Engine {
@@ -37,7 +39,12 @@ impl Engine {
         };
         spawn_nonce_sweeper(store.clone(), config.clock.clone());
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
+        let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
+        let pki =
+            crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
+        pki.recover()?;
         Ok(Arc::new(Engine {
+            pki,
             config,
             store,
             keys: KeyCache::default(),

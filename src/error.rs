@@ -25,6 +25,7 @@ pub enum Family {
 pub mod subsystem {
     pub const PUSH: u16 = 516;
     pub const VERSIONS: u16 = 517;
+    pub const SIGNERS: u16 = 518;
     pub const TENANT: u16 = 519;
     pub const WEBHOOKS: u16 = 521;
     pub const AUTH: u16 = 522;

@@ -18,6 +18,7 @@ pub mod list_filter;
 pub mod metrics;
 pub mod models;
 pub mod paging;
+pub mod pki;
 pub mod router;
 pub mod server;
 

@@ -3,6 +3,7 @@
 pub mod addresses;
 pub mod apps;
 pub mod catalogue;
+pub mod certificates;
 pub mod client_locks;
 pub mod clients;
 pub mod nonces;
@@ -13,6 +14,8 @@ pub mod properties;
 pub mod push;
 pub mod push_tokens;
 pub mod realm_settings;
+pub mod sdk_config;
+pub mod signers;
 pub mod tenants;
 pub mod user_clients;
 pub mod user_lists;
@@ -20,7 +23,7 @@ pub mod users;
 pub mod versions;
 pub mod webhooks;
 
-use crate::auth::{Access, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ, ANY};
+use crate::auth::{Access, Grant, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ, ANY};
 use crate::error::{subsystem, Family};
 use crate::route;
 use crate::router::Route;
@@ -32,6 +35,9 @@ const PUSH: Family = Family::Admin { subsystem: subsystem::PUSH };
 const WEBHOOKS: Family = Family::Admin { subsystem: subsystem::WEBHOOKS };
 const TENANT: Family = Family::Admin { subsystem: subsystem::TENANT };
 const VERSIONS: Family = Family::Admin { subsystem: subsystem::VERSIONS };
+const SIGNERS: Family = Family::Admin { subsystem: subsystem::SIGNERS };
+/// Submitting a CSR is a device client's act.
+const CLIENT: &[Grant] = &[Grant::Client];
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
@@ -146,5 +152,24 @@ pub fn routes() -> Vec<Route> {
         // Push.
         route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, Tenant(ADMIN), push::send),
         route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, Tenant(ADMIN_OR_READ), push::report),
+        // Signers, client certificates, the signed SDK config.
+        route!(GET "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ANY), signers::v1_get),
+        route!(POST "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ADMIN), signers::v1_create),
+        route!(POST "/v1/tenants/{tenantId}/signer/reissue", SIGNERS, Tenant(ADMIN), signers::v1_reissue),
+        route!(DELETE "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ADMIN), signers::v1_delete),
+        route!(GET "/v2/tenants/{tenantId}/signers", SIGNERS, Tenant(ADMIN_OR_READ), signers::list),
+        route!(POST "/v2/tenants/{tenantId}/signers", SIGNERS, Tenant(ADMIN), signers::create),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, Tenant(ANY), signers::get),
+        route!(DELETE "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, Tenant(ADMIN), signers::delete),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/chain", SIGNERS, Tenant(ANY), signers::chain),
+        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/renew", SIGNERS, Tenant(ADMIN), signers::renew),
+        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/revoke", SIGNERS, Tenant(ADMIN), signers::revoke),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/crl", SIGNERS, Tenant(ANY), signers::crl),
+        route!(POST "/v1/tenants/{tenantId}/certificates", SIGNERS, Tenant(CLIENT), certificates::submit),
+        route!(GET "/v1/tenants/{tenantId}/certificates", SIGNERS, Tenant(ADMIN_OR_READ), certificates::list),
+        route!(GET "/v1/tenants/{tenantId}/certificates/{certRef}", SIGNERS, Tenant(ANY), certificates::check),
+        route!(POST "/v1/tenants/{tenantId}/certificates/{certRef}/revoke", SIGNERS, Tenant(ADMIN), certificates::revoke),
+        route!(GET "/v1/tenants/{tenantId}/certificates/admin/{signerId}", SIGNERS, Tenant(ADMIN_OR_READ), certificates::by_signer),
+        route!(POST "/v1/tenants/{tenantId}/sdkconfig", SIGNERS, Tenant(ADMIN), sdk_config::create),
     ]
 }

@@ -9,6 +9,7 @@ pub mod nonce;
 pub mod property;
 pub mod push;
 pub mod push_token;
+pub mod signer;
 pub mod tenant;
 pub mod user;
 pub mod validate;

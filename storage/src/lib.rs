@@ -16,6 +16,7 @@ mod store;
 
 pub mod apps;
 pub mod catalogue;
+pub mod certificates;
 pub mod clients;
 pub mod deliveries;
 pub mod identity;
@@ -25,6 +26,7 @@ pub mod properties;
 pub mod provider_tokens;
 pub mod push_tokens;
 pub mod settings;
+pub mod signers;
 pub mod tenants;
 pub mod user_directory;
 pub mod users;

@@ -74,6 +74,10 @@ pub(crate) struct Trees {
     pub(crate) settings: sled::Tree,
     pub(crate) properties: sled::Tree,
     pub(crate) catalogue: sled::Tree,
+    pub(crate) signers: sled::Tree,
+    pub(crate) certificates: sled::Tree,
+    pub(crate) certificates_by_signer: sled::Tree,
+    pub(crate) pki: sled::Tree,
 }
 
 impl Store {
@@ -118,6 +122,10 @@ impl Store {
             settings: db.open_tree("settings")?,
             properties: db.open_tree("properties")?,
             catalogue: db.open_tree("catalogue")?,
+            signers: db.open_tree("signers")?,
+            certificates: db.open_tree("certificates")?,
+            certificates_by_signer: db.open_tree("certificates_by_signer")?,
+            pki: db.open_tree("pki")?,
             versions: db.open_tree("versions")?,
             versions_by_app: db.open_tree("versions_by_app")?,
             policies: db.open_tree("policies")?,
