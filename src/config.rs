@@ -2,14 +2,15 @@
 //! optional TOML file, in that order of precedence, over built-in defaults.
 
 use clap::Args;
+use herald_actors::telemetry::TenantLabel;
 use herald_actors::{Endpoints, PushSettings, WebhookSettings};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every setting of `herald serve`, each optional so sources can be layered.
-#[derive(Args, Debug, Clone, Default, Deserialize)]
+#[derive(Args, Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Address to listen on (HTTP/1.1 and HTTP/2 on one port).
@@ -78,6 +79,9 @@ pub struct Settings {
     /// Deliveries in flight per webhook (1 keeps events in order).
     #[arg(long, env = "HERALD_WEBHOOK_CONCURRENCY")]
     pub webhook_concurrency: Option<usize>,
+    /// The `tenant` label of metrics: `on`, `off`, or `top:N` (the first N tenants seen, the rest as `other`).
+    #[arg(long, env = "HERALD_METRICS_TENANT_LABEL")]
+    pub metrics_tenant_label: Option<String>,
 }
 
 impl Settings {
@@ -106,6 +110,7 @@ impl Settings {
             webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
             webhook_allow_private: self.webhook_allow_private.or(other.webhook_allow_private),
             webhook_concurrency: self.webhook_concurrency.or(other.webhook_concurrency),
+            metrics_tenant_label: self.metrics_tenant_label.or(other.metrics_tenant_label),
         }
     }
 
@@ -133,6 +138,7 @@ pub struct Config {
     pub push: PushSettings,
     pub send_deadline: Duration,
     pub webhooks: WebhookSettings,
+    pub metrics_tenant_label: TenantLabel,
 }
 
 impl Config {
@@ -171,7 +177,12 @@ impl Config {
             allow_private: s.webhook_allow_private.unwrap_or(false),
             concurrency: s.webhook_concurrency.unwrap_or(1).max(1),
         };
+        let metrics_tenant_label = match &s.metrics_tenant_label {
+            Some(text) => text.parse().map_err(|e| format!("metrics_tenant_label: {e}"))?,
+            None => TenantLabel::On,
+        };
         Ok(Config {
+            metrics_tenant_label,
             webhooks,
             push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),

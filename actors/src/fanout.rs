@@ -66,6 +66,8 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
     let settings = d.settings().clone();
     let tenant = job.tenant.clone();
+    let series = crate::telemetry::tenant(&tenant);
+    series.fanout_jobs_started.increment(1);
     for i in 0..job.apps.len() {
         if job.apps[i].done {
             continue;
@@ -97,7 +99,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
                 let mut outcomes = sends.buffer_unordered(settings.fanout_in_flight.max(1));
                 while let Some(o) = outcomes.next().await {
                     report.record(&o);
-                    metrics::counter!("herald_fanout_notifications_total").increment(1);
+                    series.fanout_notifications.increment(1);
                 }
             }
             job.apps[i].cursor = Some(last);
@@ -121,7 +123,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         serde_json::json!({ "notificationId": job.id, "targeted": report.targeted.values().sum::<u64>(), "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
     );
     store.durable().await?;
-    metrics::counter!("herald_fanout_jobs_completed_total").increment(1);
+    series.fanout_jobs_completed.increment(1);
     tracing::info!(tenant = %job.tenant, job = %job.id, sent = report.by_app.values().map(|c| c.sent).sum::<u64>(), "broadcast complete");
     Ok(())
 }
