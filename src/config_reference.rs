@@ -15,13 +15,17 @@ pub struct OptionDoc {
     pub env: String,
     /// The default as a TOML value; None when unset by default.
     pub default: Option<String>,
+    /// The default follows `listen` (so a file should not pin it by accident).
+    pub derived: bool,
     pub help: String,
 }
 
 /// Every option, in declaration order.
 pub fn options() -> Vec<OptionDoc> {
-    let defaults = toml::Table::try_from(Config::resolve(Settings::default()).map(|c| c.to_settings()).ok())
-        .unwrap_or_default();
+    let resolved =
+        |s: Settings| toml::Table::try_from(Config::resolve(s).map(|c| c.to_settings()).ok()).unwrap_or_default();
+    let defaults = resolved(Settings::default());
+    let elsewhere = resolved(Settings { listen: Some(([127, 0, 0, 2], 9).into()), ..Settings::default() });
     Settings::augment_args(Command::new("herald"))
         .get_arguments()
         .map(|arg| {
@@ -30,6 +34,7 @@ pub fn options() -> Vec<OptionDoc> {
                 flag: arg.get_long().map(|l| format!("--{l}")).unwrap_or_default(),
                 env: arg.get_env().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default(),
                 default: defaults.get(&key).map(|v| v.to_string()),
+                derived: key != "listen" && defaults.get(&key) != elsewhere.get(&key),
                 help: arg.get_help().map(|h| h.to_string()).unwrap_or_default(),
                 key,
             }
@@ -47,6 +52,7 @@ pub fn defaults_toml() -> String {
     for o in options() {
         out.push_str(&format!("\n# {}\n# flag {}, env {}\n", o.help, o.flag, o.env));
         match &o.default {
+            Some(v) if o.derived => out.push_str(&format!("# {} = {v} (derived from listen)\n", o.key)),
             Some(v) => out.push_str(&format!("{} = {v}\n", o.key)),
             None => out.push_str(&format!("# {} = (unset by default)\n", o.key)),
         }
@@ -58,7 +64,11 @@ pub fn defaults_toml() -> String {
 pub fn markdown_table() -> String {
     let mut out = String::from("| TOML key | flag | env | default | meaning |\n|---|---|---|---|---|\n");
     for o in options() {
-        let default = o.default.as_deref().map(|d| format!("`{d}`")).unwrap_or_else(|| "unset".into());
+        let default = match (&o.default, o.derived) {
+            (Some(d), true) => format!("`{d}`, derived from `listen`"),
+            (Some(d), false) => format!("`{d}`"),
+            (None, _) => "unset".into(),
+        };
         out.push_str(&format!(
             "| `{}` | `{}` | `{}` | {default} | {} |\n",
             o.key,
@@ -124,5 +134,6 @@ mod tests {
         assert_eq!(toml::Table::try_from(again).unwrap(), toml::Table::try_from(first).unwrap());
         assert!(text.contains("\nlisten = \"127.0.0.1:8080\"\n"), "{text}");
         assert!(text.contains("# operator_token = (unset by default)"), "{text}");
+        assert!(text.contains("# public_url = \"http://127.0.0.1:8080\" (derived from listen)"), "{text}");
     }
 }

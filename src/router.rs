@@ -126,8 +126,9 @@ where
 /// The `tenant` label of a request to an existing tenant (never one an
 /// unauthenticated caller made up, which would grow the label set unboundedly).
 fn tenant_label(engine: &Engine, tenant: &str) -> Option<metrics::Label> {
-    let known = herald_actors::telemetry::known(tenant)
-        .or_else(|| matches!(engine.store.tenants().get(tenant), Ok(Some(_))).then(|| herald_actors::telemetry::tenant(tenant)))?;
+    let known = herald_actors::telemetry::known(tenant).or_else(|| {
+        matches!(engine.store.tenants().get(tenant), Ok(Some(_))).then(|| herald_actors::telemetry::tenant(tenant))
+    })?;
     known.label.clone()
 }
 

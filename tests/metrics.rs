@@ -77,8 +77,24 @@ fn label_values_metric(q: &str) -> String {
     q.strip_prefix("label_values(").and_then(|r| r.split(',').next()).unwrap_or(q).trim().to_string()
 }
 
-const KEYWORDS: &[&str] =
-    &["by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset", "inf", "nan"];
+const KEYWORDS: &[&str] = &[
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "inf",
+    "nan",
+];
+/// Aggregation operators, which may take their `by (..)` clause before the parenthesis.
+const AGGREGATIONS: &[&str] =
+    &["sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk", "quantile"];
 
 /// The metric names a PromQL expression selects: identifiers outside strings,
 /// label matchers `{..}` and ranges `[..]` that are not functions, keywords, or
@@ -127,7 +143,8 @@ fn metric_names(expr: &str) -> Vec<String> {
                     j += 1;
                 }
                 let is_call = j < chars.len() && chars[j] == '(';
-                if !is_call && !KEYWORDS.contains(&word.to_ascii_lowercase().as_str()) {
+                let lower = word.to_ascii_lowercase();
+                if !is_call && !KEYWORDS.contains(&lower.as_str()) && !AGGREGATIONS.contains(&lower.as_str()) {
                     names.push(word.clone());
                 }
                 last_word = word;
@@ -220,6 +237,7 @@ fn the_readme_configuration_table_matches_the_printed_defaults() {
     assert!(herald::config::Config::resolve(parsed).is_ok());
     for o in herald::config_reference::options() {
         let line = match &o.default {
+            Some(d) if o.derived => format!("# {} = {d} (derived from listen)\n", o.key),
             Some(d) => format!("{} = {d}\n", o.key),
             None => format!("# {} = (unset by default)\n", o.key),
         };
@@ -284,7 +302,7 @@ async fn every_documented_series_moves_under_a_workload() {
 
     // A broadcast over a few more APNs clients.
     for i in 0..12 {
-        w.client("demo", &format!("u{i}"), &format!("APN:{}", apns_token(100 + i))).await;
+        w.client("demo", &format!("user{i}"), &format!("APN:{}", apns_token(100 + i))).await;
     }
     let (st, r) = w
         .send(json!({"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"body": "all"}}}))
@@ -366,4 +384,64 @@ async fn every_documented_series_moves_under_a_workload() {
     exported.extend(samples.keys().cloned());
     let strays = dashboard_strays(&exported);
     assert!(strays.is_empty(), "dashboard metrics Herald does not export: {strays:?}");
+}
+
+/// `--metrics-tenant-label=top:1` through the environment, in a child process
+/// (the policy is process-wide): the first tenant keeps its name, the next is `other`.
+#[tokio::test]
+async fn the_tenant_label_is_bounded_by_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut herald = Herald::start(&dir.path().join("data"), &[("HERALD_METRICS_TENANT_LABEL", "top:1".into())]);
+    let http = reqwest::Client::new();
+    for tenant in ["first", "second"] {
+        let r = http
+            .post(format!("{}/v1/tenants", herald.base))
+            .bearer_auth(OPERATOR)
+            .json(&json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let token: Value = http
+            .post(format!("{}/auth/realms/{tenant}/protocol/openid-connect/token", herald.base))
+            .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let r = http
+            .post(format!("{}/v1/tenants/{tenant}/events", herald.base))
+            .bearer_auth(token["access_token"].as_str().unwrap())
+            .json(&json!({"type": "domain", "event": "PING", "data": {}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+    }
+    // A made-up tenant in a path never becomes a label value.
+    let r =
+        http.get(format!("{}/v1/tenants/made-up/webhooks", herald.base)).bearer_auth("nonsense").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let text = http.get(format!("{}/metrics", herald.base)).send().await.unwrap().text().await.unwrap();
+    let _ = herald.child.kill();
+    let _ = herald.child.wait();
+    assert!(text.contains(r#"herald_events_published_total{tenant="first"} 1"#), "{text}");
+    assert!(text.contains(r#"herald_events_published_total{tenant="other"} 1"#), "{text}");
+    assert!(!text.contains(r#"tenant="second""#) && !text.contains(r#"tenant="made-up""#), "{text}");
+    assert!(
+        text.contains(r#"route="/v1/tenants/{tenantId}/events",method="POST",status="202",tenant="first""#),
+        "{text}"
+    );
+
+    // A bad value stops start-up with a message naming the option.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--metrics-tenant-label", "some"])
+        .arg("--data-dir")
+        .arg(dir.path().join("other"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("metrics_tenant_label"), "{out:?}");
 }
