@@ -32,6 +32,17 @@ pub enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// The configuration reference.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Print every option of `herald serve` as commented TOML with its default.
+    Defaults,
 }
 
 #[derive(Subcommand, Debug)]
@@ -61,6 +72,10 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             let config = Config::resolve(settings.or(from_file))?;
             init_logging(config.log_json);
             serve(config, demo).await
+        }
+        Command::Config { command: ConfigCommand::Defaults } => {
+            print!("{}", crate::config_reference::defaults_toml());
+            Ok(())
         }
         Command::Tenant {
             command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file },

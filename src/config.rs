@@ -2,14 +2,15 @@
 //! optional TOML file, in that order of precedence, over built-in defaults.
 
 use clap::Args;
+use herald_actors::telemetry::TenantLabel;
 use herald_actors::{Endpoints, PushSettings, WebhookSettings};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every setting of `herald serve`, each optional so sources can be layered.
-#[derive(Args, Debug, Clone, Default, Deserialize)]
+#[derive(Args, Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Address to listen on (HTTP/1.1 and HTTP/2 on one port).
@@ -87,6 +88,9 @@ pub struct Settings {
     /// Validity of client certificates issued from CSRs, in days.
     #[arg(long, env = "HERALD_CLIENT_CERT_VALIDITY_DAYS")]
     pub client_cert_validity_days: Option<u64>,
+    /// The `tenant` label of metrics: `on`, `off`, or `top:N` (the first N tenants seen, the rest as `other`).
+    #[arg(long, env = "HERALD_METRICS_TENANT_LABEL")]
+    pub metrics_tenant_label: Option<String>,
 }
 
 impl Settings {
@@ -118,6 +122,7 @@ impl Settings {
             ca_cert: self.ca_cert.or(other.ca_cert),
             ca_key: self.ca_key.or(other.ca_key),
             client_cert_validity_days: self.client_cert_validity_days.or(other.client_cert_validity_days),
+            metrics_tenant_label: self.metrics_tenant_label.or(other.metrics_tenant_label),
         }
     }
 
@@ -146,6 +151,7 @@ pub struct Config {
     pub send_deadline: Duration,
     pub webhooks: WebhookSettings,
     pub pki: PkiSettings,
+    pub metrics_tenant_label: TenantLabel,
 }
 
 /// The certificate authority: an operator CA, or a root generated in the data dir.
@@ -202,8 +208,13 @@ impl Config {
             return Err("client_cert_validity_days: must be from 1 to 3650".into());
         }
         let pki = PkiSettings { ca, client_cert_validity: Duration::from_secs(days * 86_400) };
+        let metrics_tenant_label = match &s.metrics_tenant_label {
+            Some(text) => text.parse().map_err(|e| format!("metrics_tenant_label: {e}"))?,
+            None => TenantLabel::On,
+        };
         Ok(Config {
             pki,
+            metrics_tenant_label,
             webhooks,
             push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),

@@ -38,6 +38,7 @@ impl Engine {
             None => random_token()?,
         };
         spawn_nonce_sweeper(store.clone(), config.clock.clone());
+        herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
         let pki =

@@ -9,6 +9,7 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod config_reference;
 pub mod demo;
 pub mod embedding;
 pub mod engine;

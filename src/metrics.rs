@@ -40,12 +40,98 @@ pub fn handle() -> PrometheusHandle {
 
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
-    describe_counter!("herald_http_requests_total", "HTTP requests answered, by route, method and status.");
-    describe_histogram!(
-        "herald_http_request_duration_seconds",
-        Unit::Seconds,
-        "Time to answer an HTTP request, by route."
-    );
-    describe_histogram!("herald_storage_flush_seconds", Unit::Seconds, "Duration of one grouped storage flush.");
-    describe_gauge!("herald_storage_size_bytes", Unit::Bytes, "Size of the database on disk.");
+    for s in SERIES {
+        match s.kind {
+            Kind::Counter => describe_counter!(s.name, s.help),
+            Kind::Gauge if s.name.ends_with("_bytes") => describe_gauge!(s.name, Unit::Bytes, s.help),
+            Kind::Gauge => describe_gauge!(s.name, s.help),
+            Kind::Histogram => describe_histogram!(s.name, Unit::Seconds, s.help),
+        }
+    }
+}
+
+/// The kind of a series, as Prometheus types it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// One documented series.
+#[derive(Clone, Copy, Debug)]
+pub struct Series {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+}
+
+const fn series(name: &'static str, kind: Kind, labels: &'static [&'static str], help: &'static str) -> Series {
+    Series { name, kind, labels, help }
+}
+
+/// Every series Herald exports: the one list the metrics test, the dashboard
+/// test and the README's table are checked against. `tenant` follows
+/// `--metrics-tenant-label` (absent when `off`, `other` beyond `top:N`).
+#[rustfmt::skip]
+pub const SERIES: &[Series] = &[
+    series("herald_http_requests_total", Kind::Counter, &["route", "method", "status", "tenant"],
+        "HTTP requests answered; tenant only on successful requests to a tenant's routes."),
+    series("herald_http_request_duration_seconds", Kind::Histogram, &["route", "method", "status"],
+        "Time to answer an HTTP request."),
+    series("herald_send_duration_seconds", Kind::Histogram, &["recipient"],
+        "Time the send API takes (recipient client, user or topic), provider answers included."),
+    series("herald_notifications_total", Kind::Counter, &["provider", "outcome", "tenant"],
+        "Notifications delivered to a provider, by outcome (sent, invalid, failed)."),
+    series("herald_provider_request_duration_seconds", Kind::Histogram, &["provider"],
+        "Duration of one request to a provider, connection set-up excluded."),
+    series("herald_provider_retries_total", Kind::Counter, &["provider"],
+        "Provider requests retried after a transient answer (429, 5xx, lost connection)."),
+    series("herald_provider_auth_refreshes_total", Kind::Counter, &["provider", "outcome"],
+        "Provider credentials renewed (APNs JWTs signed, FCM and HMS OAuth tokens fetched)."),
+    series("herald_pool_connections", Kind::Gauge, &["provider"],
+        "HTTP/2 connections open to the providers."),
+    series("herald_pool_streams_in_flight", Kind::Gauge, &["provider"],
+        "HTTP/2 streams in flight to the providers."),
+    series("herald_fanout_jobs_started_total", Kind::Counter, &["tenant"],
+        "Broadcast runs started (a resumed broadcast counts again)."),
+    series("herald_fanout_jobs_completed_total", Kind::Counter, &["tenant"],
+        "Broadcasts completed."),
+    series("herald_fanout_targeted_total", Kind::Counter, &["tenant"],
+        "Clients targeted by broadcasts when queued; progress is notifications over targeted."),
+    series("herald_fanout_notifications_total", Kind::Counter, &["tenant"],
+        "Broadcast notifications done (any outcome)."),
+    series("herald_events_published_total", Kind::Counter, &["tenant"],
+        "Events published (the engine's own and POST .../events)."),
+    series("herald_webhook_attempts_total", Kind::Counter, &["outcome", "tenant"],
+        "Webhook delivery attempts, by outcome (success, failure: a non-2xx answer, error: no answer)."),
+    series("herald_webhook_outbox_depth", Kind::Gauge, &["tenant"],
+        "Webhook deliveries waiting in the outboxes (due or scheduled for retry)."),
+    series("herald_webhook_delivery_seconds", Kind::Histogram, &[],
+        "Time from an event's publication to its successful delivery, retries included."),
+    series("herald_actor_restarts_total", Kind::Counter, &["actor"],
+        "Actors restarted by their supervisor after a failure (tenant, fanout, webhook_target)."),
+    series("herald_storage_size_bytes", Kind::Gauge, &[], "Size of the database on disk (measured at scrape)."),
+    series("herald_storage_flush_seconds", Kind::Histogram, &[], "Duration of one grouped storage flush."),
+];
+
+/// The README's metrics table (its test checks the README holds exactly this).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| series | type | labels | meaning |\n|---|---|---|---|\n");
+    for s in SERIES {
+        let labels = s.labels.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ");
+        out.push_str(&format!("| `{}` | {} | {labels} | {} |\n", s.name, s.kind.as_str(), s.help));
+    }
+    out
 }

@@ -93,8 +93,12 @@ where
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let traceparent = req.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let mut tenant = None;
     let (route_label, family, result) = match Router::global().find(&method, &path) {
-        Ok((route, params)) => (route.path, route.family, run(engine, route, params, req).await),
+        Ok((route, params)) => {
+            tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.clone());
+            (route.path, route.family, run(engine.clone(), route, params, req).await)
+        }
         Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
     };
     let response = match result {
@@ -106,11 +110,26 @@ where
     };
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    metrics::counter!("herald_http_requests_total", "route" => route_label, "method" => method.to_string(), "status" => status.to_string()).increment(1);
+    let mut labels = vec![
+        metrics::Label::new("route", route_label),
+        metrics::Label::new("method", method.to_string()),
+        metrics::Label::new("status", status.to_string()),
+    ];
+    labels.extend(tenant.filter(|_| status < 400).and_then(|t| tenant_label(&engine, &t)));
+    metrics::counter!("herald_http_requests_total", labels).increment(1);
     metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string(), "status" => status.to_string())
         .record(elapsed.as_secs_f64());
     tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, traceparent = traceparent.as_deref(), "request");
     response
+}
+
+/// The `tenant` label of a request to an existing tenant (never one an
+/// unauthenticated caller made up, which would grow the label set unboundedly).
+fn tenant_label(engine: &Engine, tenant: &str) -> Option<metrics::Label> {
+    let known = herald_actors::telemetry::known(tenant).or_else(|| {
+        matches!(engine.store.tenants().get(tenant), Ok(Some(_))).then(|| herald_actors::telemetry::tenant(tenant))
+    })?;
+    known.label.clone()
 }
 
 async fn run<B>(

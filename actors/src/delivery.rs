@@ -205,14 +205,17 @@ impl Deliverer {
             return failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON");
         };
         let provider = backend.as_str();
+        let series = crate::telemetry::tenant(tenant);
         let outcome = match self.attempts(ch, prepared, n, backend, &token.token, lane).await {
             Ok(o) => o,
-            Err(e) => return failed(app, provider, e.status, e.message),
+            Err(e) => {
+                series.notification(provider, "failed");
+                return failed(app, provider, e.status, e.message);
+            }
         };
         match outcome {
             Outcome::Sent { .. } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "sent")
-                    .increment(1);
+                series.notification(provider, "sent");
                 ClientOutcome {
                     app: app.to_string(),
                     provider: provider.to_string(),
@@ -222,8 +225,7 @@ impl Deliverer {
                 }
             }
             Outcome::Dead { status, reason } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "invalid")
-                    .increment(1);
+                series.notification(provider, "invalid");
                 match self.store.push_tokens().invalidate(tenant, client_id, &token.token, now_ms()) {
                     Ok(true) => self.events.emit(
                         tenant,
@@ -245,8 +247,7 @@ impl Deliverer {
             Outcome::Retry { status, reason, .. }
             | Outcome::AuthRefused { status, reason }
             | Outcome::Failed { status, reason } => {
-                metrics::counter!("herald_notifications_total", "provider" => provider, "outcome" => "failed")
-                    .increment(1);
+                series.notification(provider, "failed");
                 failed(app, provider, status, reason)
             }
         }

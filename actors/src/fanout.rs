@@ -80,6 +80,8 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         .report(&job.tenant, &job.id)?
         .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
     let tenant = job.tenant.clone();
+    let series = crate::telemetry::tenant(&tenant);
+    series.fanout_jobs_started.increment(1);
     for i in 0..job.apps.len() {
         if job.apps[i].done {
             continue;
@@ -107,7 +109,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         serde_json::json!({ "notificationId": job.id, "targeted": report.targeted.values().sum::<u64>(), "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
     );
     store.durable().await?;
-    metrics::counter!("herald_fanout_jobs_completed_total").increment(1);
+    series.fanout_jobs_completed.increment(1);
     tracing::info!(tenant = %job.tenant, job = %job.id, sent = report.by_app.values().map(|c| c.sent).sum::<u64>(), "broadcast complete");
     Ok(())
 }
@@ -179,7 +181,7 @@ async fn send_app(
             job.apps[i].cursor = Some(done.last_client);
             store.deliveries().commit_batch(job, report, &done.undelivered)?;
             let sent: u64 = done.counts.by_app.values().map(|c| c.total()).sum();
-            metrics::counter!("herald_fanout_notifications_total").increment(sent);
+            crate::telemetry::tenant(&job.tenant).fanout_notifications.increment(sent);
         }
     }
     Ok(())

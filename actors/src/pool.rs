@@ -50,6 +50,10 @@ pub struct Pool {
     freed_interactive: Notify,
     freed_bulk: Notify,
     waiting_interactive: AtomicUsize,
+    /// Metric handles, registered once: the hot path only adds.
+    streams_gauge: metrics::Gauge,
+    connections_gauge: metrics::Gauge,
+    request_seconds: metrics::Histogram,
 }
 
 /// A stream slot on one connection, given back on drop.
@@ -61,12 +65,20 @@ struct Lease<'a> {
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
-        metrics::gauge!("herald_pool_streams_in_flight", "provider" => self.pool.provider).decrement(1.0);
+        self.pool.streams_gauge.decrement(1.0);
         if self.pool.waiting_interactive.load(Ordering::Acquire) > 0 {
             self.pool.freed_interactive.notify_one();
         } else {
             self.pool.freed_bulk.notify_one();
         }
+    }
+}
+
+impl Drop for Pool {
+    /// A replaced pool (new credentials) takes its connections out of the gauge.
+    fn drop(&mut self) {
+        let open = self.conns.get_mut().map(|c| c.len()).unwrap_or(0);
+        self.connections_gauge.decrement(open as f64);
     }
 }
 
@@ -81,6 +93,9 @@ impl Pool {
             freed_interactive: Notify::new(),
             freed_bulk: Notify::new(),
             waiting_interactive: AtomicUsize::new(0),
+            streams_gauge: metrics::gauge!("herald_pool_streams_in_flight", "provider" => provider),
+            connections_gauge: metrics::gauge!("herald_pool_connections", "provider" => provider),
+            request_seconds: metrics::histogram!("herald_provider_request_duration_seconds", "provider" => provider),
         }
     }
 
@@ -89,8 +104,7 @@ impl Pool {
         let lease = self.acquire(lane).await?;
         let started = std::time::Instant::now();
         let result = lease.conn.post(req, self.limits.request_timeout).await;
-        metrics::histogram!("herald_provider_request_duration_seconds", "provider" => self.provider)
-            .record(started.elapsed().as_secs_f64());
+        self.request_seconds.record(started.elapsed().as_secs_f64());
         result
     }
 
@@ -113,8 +127,7 @@ impl Pool {
                 let before = conns.len();
                 conns.retain(|c| c.is_alive());
                 if conns.len() != before {
-                    metrics::gauge!("herald_pool_connections", "provider" => self.provider)
-                        .decrement((before - conns.len()) as f64);
+                    self.connections_gauge.decrement((before - conns.len()) as f64);
                 }
                 if let Some(conn) = self.free_stream(&conns, lane) {
                     return Ok(Lease { pool: self, conn });
@@ -128,7 +141,7 @@ impl Pool {
                         self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
                     match conn {
                         Ok(c) => {
-                            metrics::gauge!("herald_pool_connections", "provider" => self.provider).increment(1.0);
+                            self.connections_gauge.increment(1.0);
                             conns.push(c);
                             continue;
                         }
@@ -167,7 +180,7 @@ impl Pool {
         }
         let (conn, _) = best?;
         conn.in_flight.fetch_add(1, Ordering::AcqRel);
-        metrics::gauge!("herald_pool_streams_in_flight", "provider" => self.provider).increment(1.0);
+        self.streams_gauge.increment(1.0);
         Some(conn.clone())
     }
 }

@@ -62,7 +62,9 @@ impl Actor for Tenant {
                 let d = state.deliverer.clone();
                 tokio::spawn(async move {
                     let answer = send::execute(&d, *req).await;
-                    if let Ok(SendAnswer::Broadcast { job, .. }) = &answer {
+                    if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
+                        let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
+                        crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
                         let _ = myself.cast(TenantMsg::Broadcast((**job).clone()));
                     }
                     let _ = reply.send(answer);

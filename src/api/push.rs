@@ -28,8 +28,16 @@ pub async fn send_event(
     let tenant = tenant.to_string();
     let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
+    let kind = match &recipient {
+        Recipient::Client { .. } => "client",
+        Recipient::User { .. } => "user",
+        Recipient::Topic { .. } => "topic",
+    };
     let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
-    let answer = engine.push.send(req, engine.config.send_deadline).await.map_err(|e| match e {
+    let started = std::time::Instant::now();
+    let answer = engine.push.send(req, engine.config.send_deadline).await;
+    metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
+    let answer = answer.map_err(|e| match e {
         SendError::NotFound(m) => ApiError::not_found(m),
         SendError::Internal(m) => ApiError::internal(m),
     })?;

@@ -359,7 +359,7 @@ impl ApnsJwt {
 }
 
 fn count_refresh() {
-    metrics::counter!("herald_provider_auth_refreshes_total", "provider" => "apns").increment(1);
+    metrics::counter!("herald_provider_auth_refreshes_total", "provider" => "apns", "outcome" => "ok").increment(1);
 }
 
 /// The DER of a PKCS#8 key given as PEM (`PRIVATE KEY`) or as DER.

@@ -174,12 +174,15 @@ impl TokenCache {
                 let token: Arc<str> = token.into();
                 let cached = Cached { token: token.clone(), refresh_at: Instant::now() + usable_for(expires_in) };
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(cached);
-                metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider).increment(1);
+                metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "ok")
+                    .increment(1);
                 tracing::debug!(provider = self.provider, expires_in, "provider access token refreshed");
                 Ok(token)
             }
             Err(error) => {
                 tracing::warn!(provider = self.provider, %error, "provider access token refresh failed");
+                metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "error")
+                    .increment(1);
                 *self.last_failure.write().unwrap_or_else(|e| e.into_inner()) =
                     Some(Failure { at: Instant::now(), error: error.clone() });
                 Err(error)

@@ -58,6 +58,7 @@ impl EventBus {
     /// Queues the event for every active webhook of its tenant whose filter
     /// matches; returns how many. The caller makes it durable before answering.
     pub fn publish(&self, event: &Event) -> Result<usize, herald_storage::Error> {
+        crate::telemetry::tenant(&event.tenant).events_published.increment(1);
         let now = now_ms();
         let body = event.to_json(now);
         let lookup = event_lookup(&body);
@@ -81,7 +82,6 @@ impl EventBus {
             next_attempt_ms: now,
         };
         self.store.webhooks().enqueue(&event.tenant, &matching, &entry)?;
-        metrics::counter!("herald_events_published_total", "type" => event.kind.clone()).increment(1);
         for id in &matching {
             self.wake(&event.tenant, id);
         }

@@ -29,6 +29,8 @@ pub struct TargetState {
     args: TargetArgs,
     /// When the next scheduled wake fires, so a burst of events schedules one.
     next_wake_ms: Option<u64>,
+    /// This outbox's share of its tenant's `herald_webhook_outbox_depth`.
+    reported_depth: u64,
 }
 
 impl Actor for Target {
@@ -42,7 +44,13 @@ impl Actor for Target {
         args: TargetArgs,
     ) -> Result<TargetState, ActorProcessingErr> {
         myself.cast(TargetMsg::Wake)?;
-        Ok(TargetState { args, next_wake_ms: None })
+        Ok(TargetState { args, next_wake_ms: None, reported_depth: 0 })
+    }
+
+    async fn post_stop(&self, _myself: ActorRef<TargetMsg>, state: &mut TargetState) -> Result<(), ActorProcessingErr> {
+        let gauge = &crate::telemetry::tenant(&state.args.tenant).webhook_outbox_depth;
+        gauge.decrement(state.reported_depth as f64);
+        Ok(())
     }
 
     async fn handle(
@@ -56,7 +64,9 @@ impl Actor for Target {
                 state.next_wake_ms = None;
             }
         }
-        if let Some(delay) = deliver_due(&state.args).await? {
+        let due = deliver_due(&state.args).await;
+        report_depth(state);
+        if let Some(delay) = due? {
             let at = now_ms() + delay.as_millis() as u64;
             if state.next_wake_ms.is_none_or(|w| w > at) {
                 state.next_wake_ms = Some(at);
@@ -67,6 +77,15 @@ impl Actor for Target {
     }
 }
 
+/// Moves the tenant's outbox depth gauge by this outbox's change since last time.
+fn report_depth(state: &mut TargetState) {
+    let a = &state.args;
+    let depth = a.store.webhooks().outbox_depth(&a.tenant, &a.id) as u64;
+    let gauge = &crate::telemetry::tenant(&a.tenant).webhook_outbox_depth;
+    gauge.increment(depth as f64 - state.reported_depth as f64);
+    state.reported_depth = depth;
+}
+
 /// Delivers every due entry, in order; answers how long until the next is due.
 async fn deliver_due(a: &TargetArgs) -> Result<Option<Duration>, ActorProcessingErr> {
     loop {
@@ -75,8 +94,6 @@ async fn deliver_due(a: &TargetArgs) -> Result<Option<Duration>, ActorProcessing
             return Ok(None);
         }
         let batch = a.store.webhooks().pending(&a.tenant, &a.id, a.settings.concurrency.max(1))?;
-        metrics::gauge!("herald_webhook_outbox_depth", "tenant" => a.tenant.clone(), "webhook" => a.id.clone())
-            .set(a.store.webhooks().outbox_depth(&a.tenant, &a.id) as f64);
         let now = now_ms();
         // Only the due prefix goes out, so order is kept.
         let due: Vec<_> = batch.into_iter().take_while(|(_, e)| e.next_attempt_ms <= now).collect();
@@ -145,7 +162,9 @@ async fn attempt(
     } else {
         "failure"
     };
-    metrics::counter!("herald_webhook_attempts_total", "outcome" => outcome).increment(1);
+    let series = crate::telemetry::tenant(&a.tenant);
+    let index = crate::telemetry::WEBHOOK_OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(2);
+    series.webhook_attempts[index].increment(1);
     let next = if success {
         metrics::histogram!("herald_webhook_delivery_seconds")
             .record(now_ms().saturating_sub(entry.created_ms) as f64 / 1000.0);
