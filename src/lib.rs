@@ -16,6 +16,7 @@ pub mod http;
 pub mod list_filter;
 pub mod metrics;
 pub mod models;
+pub mod openapi;
 pub mod paging;
 pub mod router;
 pub mod server;
