@@ -4,15 +4,16 @@
 #  2. schemathesis (PyPI) runs every operation of that document against the server with real
 #     tokens (operator token; tenant admin token from the password grant) and fails on any 5xx
 #     or any answer that violates the document (status, content type, body schema).
-# Bounded: HERALD_FUZZ_EXAMPLES cases per operation (default 25), HERALD_FUZZ_SECONDS overall.
-# Skips (exit 0) only when PyPI is unreachable.
+# Bounded: HERALD_FUZZ_EXAMPLES cases per operation and phase (default 20); the fuzzing phase repeats
+# until HERALD_FUZZ_SECONDS (default 180) are spent.
+# Skips (exit 0) only when PyPI is unreachable. HERALD_FUZZ_KEEP=<dir> keeps the server log and events.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TARGET=${CARGO_TARGET_DIR:-target}
 VENV=${HERALD_CI_VENV:-$TARGET/ci-venv}
-EXAMPLES=${HERALD_FUZZ_EXAMPLES:-25}
-SECONDS_BUDGET=${HERALD_FUZZ_SECONDS:-600}
+EXAMPLES=${HERALD_FUZZ_EXAMPLES:-20}
+SECONDS_BUDGET=${HERALD_FUZZ_SECONDS:-180}
 SEED=${HERALD_FUZZ_SEED:-20261122}
 
 if [ ! -x "$VENV/bin/schemathesis" ] || [ ! -x "$VENV/bin/openapi-spec-validator" ]; then
@@ -40,6 +41,9 @@ HERALD_PID=$!
 cleanup() {
     kill "$HERALD_PID" 2>/dev/null || true
     wait "$HERALD_PID" 2>/dev/null || true
+    if [ -n "${HERALD_FUZZ_KEEP:-}" ]; then
+        mkdir -p "$HERALD_FUZZ_KEEP" && cp -r "$WORK"/herald.log "$WORK"/events.ndjson "$WORK"/openapi.json "$HERALD_FUZZ_KEEP"/ 2>/dev/null || true
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -55,6 +59,20 @@ ADMIN_TOKEN=$(curl -fsS "$URL/auth/realms/demo/protocol/openid-connect/token" \
 [ -n "$ADMIN_TOKEN" ] || { echo "no demo admin token; server log:" >&2; tail -50 "$WORK/herald.log" >&2; exit 1; }
 export HERALD_ADMIN_TOKEN=$ADMIN_TOKEN
 
+# The demo's client ids, as a schemathesis dictionary (path and query `astClientId`).
+CLIENTS=$(python3 - "$URL" "$ADMIN_TOKEN" <<'PY'
+import json, sys, urllib.request
+ids = []
+for user in ("alice", "bob"):
+    req = urllib.request.Request(f"{sys.argv[1]}/v1/tenants/demo/users/{user}/clients",
+                                 headers={"authorization": "Bearer " + sys.argv[2]})
+    ids += [c["astClientId"] for c in json.load(urllib.request.urlopen(req, timeout=10))]
+print(json.dumps(ids))
+PY
+)
+cp .ci/schemathesis.toml "$WORK/schemathesis.toml"
+printf '\n[dictionaries.clients]\nvalues = %s\n' "$CLIENTS" >>"$WORK/schemathesis.toml"
+
 echo "== openapi-spec-validator $URL/openapi.json"
 curl -fsS "$URL/openapi.json" -o "$WORK/openapi.json"
 "$VENV/bin/openapi-spec-validator" "$WORK/openapi.json"
@@ -63,7 +81,7 @@ echo "document valid: $OPS operations"
 
 echo "== schemathesis: $OPS operations, up to $EXAMPLES examples each, seed $SEED, budget ${SECONDS_BUDGET}s"
 status=0
-timeout $((SECONDS_BUDGET + 60)) "$VENV/bin/schemathesis" --config-file .ci/schemathesis.toml run "$URL/openapi.json" \
+timeout $((SECONDS_BUDGET + 60)) "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$URL/openapi.json" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
     --max-examples "$EXAMPLES" --seed "$SEED" --max-time "$SECONDS_BUDGET" \
     --phases examples,coverage,fuzzing --no-color --output-truncate false \

@@ -352,8 +352,8 @@ pub fn operations() -> Vec<Op> {
         // Catalogue.
         Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services", "List catalogue services")
             .paged("page_size")
-            .query(&["onlySearchable", "MinResourceVersion"])
-            .json(200, object),
+            .query(&["onlySearchable", "hideType", "MinResourceVersion"])
+            .json(200, many::<CatalogueService>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", "Get a catalogue service")
             .query(&["MinResourceVersion"])
             .json(200, one::<CatalogueService>),
