@@ -176,7 +176,7 @@ pub fn operations() -> Vec<Op> {
         )
         .body(one::<TokenRequest>)
         .form()
-        .json(200, object),
+        .json(200, one::<crate::auth::tokens::TokenPair>),
         Op::new(M::GET, "/auth/realms/{tenantId}/.well-known/openid-configuration", "OpenID discovery")
             .json(200, object),
         Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/certs", "JWKS of the realm").json(200, object),
