@@ -44,6 +44,42 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// The error body of `/v1` and `/v2` routes.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct AdminErrorBody {
+    pub message: String,
+    /// The HTTP status.
+    pub code: u16,
+    /// 516 push, 517 client-version, 518 signers, 519 tenant administration, 521 webhooks, 522 authentication.
+    pub subsystem: u16,
+}
+
+/// The Keycloak-style error envelope of `/auth/realms` routes.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RealmErrorBody {
+    pub message: String,
+    /// A status word: `BAD_REQUEST`, `USER_NOT_FOUND`, ...
+    pub status: String,
+    /// 5 users and addresses, 9 LDAP.
+    pub sub_system: u16,
+}
+
+/// The OAuth 2.0 error of the token endpoint.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct OAuthErrorBody {
+    /// `invalid_request`, `invalid_grant`, `unauthorized_client`, ...
+    pub error: String,
+    pub error_description: String,
+}
+
+/// The error body of operational routes.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct OpsErrorBody {
+    pub message: String,
+    pub code: u16,
+}
+
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self { status, message: message.into(), oauth: None, word: None }
@@ -78,22 +114,28 @@ impl ApiError {
         self
     }
 
-    /// The JSON body of this error on a route of `family`.
+    /// The JSON body of this error on a route of `family` (one of the `*ErrorBody` types,
+    /// which also give the OpenAPI document its error schemas).
     pub fn body(&self, family: Family) -> serde_json::Value {
         let code = self.status.as_u16();
-        match family {
-            Family::Admin { subsystem } => json!({ "message": self.message, "code": code, "subsystem": subsystem }),
-            Family::Realm { subsystem } => json!({
-                "message": self.message,
-                "status": self.word.unwrap_or_else(|| status_word(self.status)),
-                "subSystem": subsystem,
+        let message = self.message.clone();
+        let v = match family {
+            Family::Admin { subsystem } => serde_json::to_value(AdminErrorBody { message, code, subsystem }),
+            Family::Realm { subsystem } => serde_json::to_value(RealmErrorBody {
+                message,
+                status: self.word.unwrap_or_else(|| status_word(self.status)).to_string(),
+                sub_system: subsystem,
             }),
-            Family::OAuth => json!({
-                "error": self.oauth.unwrap_or(if code == 401 { "unauthorized_client" } else { "invalid_request" }),
-                "error_description": self.message,
+            Family::OAuth => serde_json::to_value(OAuthErrorBody {
+                error: self
+                    .oauth
+                    .unwrap_or(if code == 401 { "unauthorized_client" } else { "invalid_request" })
+                    .to_string(),
+                error_description: message,
             }),
-            Family::Ops => json!({ "message": self.message, "code": code }),
-        }
+            Family::Ops => serde_json::to_value(OpsErrorBody { message, code }),
+        };
+        v.unwrap_or_else(|_| json!({ "message": self.message }))
     }
 }
 

@@ -18,6 +18,7 @@ pub mod http;
 pub mod list_filter;
 pub mod metrics;
 pub mod models;
+pub mod openapi;
 pub mod paging;
 pub mod pki;
 pub mod router;

@@ -46,6 +46,7 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/healthz", OPS, Public, ops::healthz),
         route!(GET "/readyz", OPS, Public, ops::readyz),
         route!(GET "/metrics", OPS, Public, ops::metrics),
+        route!(GET "/openapi.json", OPS, Public, crate::openapi::serve),
         route!(POST "/v1/tenants", OPS, Operator, tenants::create),
         // Identity: the realm's OIDC endpoints.
         route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token", Family::OAuth, Public, oidc::token),

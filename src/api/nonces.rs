@@ -112,15 +112,15 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct LoginConfigBody {
+pub struct LoginConfigBody {
     risks: Risks,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Risks {
+pub struct Risks {
     enable_inference: bool,
 }
 

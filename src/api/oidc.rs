@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 /// Token request parameters, form-encoded or JSON. Unknown parameters are
 /// ignored, as OAuth 2.0 requires of the token endpoint.
-#[derive(Debug, Default, Deserialize)]
-struct TokenRequest {
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct TokenRequest {
     grant_type: Option<String>,
     username: Option<String>,
     password: Option<String>,

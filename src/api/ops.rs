@@ -3,16 +3,22 @@
 use crate::error::ApiResult;
 use crate::http::{json, with_body, Cx, Response};
 use http::StatusCode;
-use serde_json::json;
+
+/// The answer of the probes.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Status {
+    /// `ok` (liveness) or `ready` (readiness).
+    pub status: &'static str,
+}
 
 pub async fn healthz(_cx: Cx) -> ApiResult<Response> {
-    json(StatusCode::OK, &json!({ "status": "ok" }))
+    json(StatusCode::OK, &Status { status: "ok" })
 }
 
 /// Ready when storage answers a read.
 pub async fn readyz(cx: Cx) -> ApiResult<Response> {
     cx.engine.store.tenants().get("readyz-probe")?;
-    json(StatusCode::OK, &json!({ "status": "ready" }))
+    json(StatusCode::OK, &Status { status: "ready" })
 }
 
 pub async fn metrics(cx: Cx) -> ApiResult<Response> {

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
 fn ldap_envelope(message: &str, data: Value) -> ApiResult<Response> {
-    json(StatusCode::OK, &json!({ "message": message, "status": "OK", "subSystem": 9, "data": data }))
+    super::users::envelope_of(message, 9, Some(data))
 }
 
 fn not_found() -> ApiError {

@@ -9,7 +9,13 @@ use herald_storage::tenants::Tenant;
 use herald_storage::users::{Credential, User};
 use herald_storage::{now_ms, Store};
 use http::StatusCode;
-use serde_json::json;
+
+/// The answer of tenant creation.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantCreated {
+    pub tenant_id: String,
+}
 
 pub async fn create(cx: Cx) -> ApiResult<Response> {
     let body: CreateTenant = cx.json()?;
@@ -19,7 +25,7 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
         .await
         .map_err(|_| ApiError::internal("tenant creation failed"))??;
     cx.engine.store.durable().await?;
-    json(StatusCode::CREATED, &json!({ "tenantId": id }))
+    json(StatusCode::CREATED, &TenantCreated { tenant_id: id })
 }
 
 /// Creates the tenant, its token-signing key and its first admin user.

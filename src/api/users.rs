@@ -13,12 +13,26 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 /// The success envelope of realm routes.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RealmEnvelope {
+    pub message: String,
+    /// Always `OK`.
+    pub status: String,
+    /// 5 users and addresses, 9 LDAP.
+    pub sub_system: u16,
+    /// The answer, when the operation has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// The success envelope of realm routes.
 pub fn envelope(message: &str, data: Option<Value>) -> ApiResult<Response> {
-    let mut body = json!({ "message": message, "status": "OK", "subSystem": 5 });
-    if let Some(d) = data {
-        body["data"] = d;
-    }
-    json(StatusCode::OK, &body)
+    envelope_of(message, 5, data)
+}
+
+pub fn envelope_of(message: &str, sub_system: u16, data: Option<Value>) -> ApiResult<Response> {
+    json(StatusCode::OK, &RealmEnvelope { message: message.to_string(), status: "OK".into(), sub_system, data })
 }
 
 pub fn user_not_found() -> ApiError {

@@ -41,7 +41,7 @@ pub struct AccessClaims {
 }
 
 /// The token endpoint's answer (spec 001 "Token response").
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenPair {
     pub access_token: String,
     pub expires_in: u64,

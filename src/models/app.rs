@@ -12,7 +12,7 @@ pub const CATEGORIES: [&str; 3] = ["chat", "payment", "tms"];
 pub const MASK: &str = "***";
 
 /// Body of save and update.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AppBody {
     /// Optional; when given it must equal the path's app name.
@@ -32,7 +32,7 @@ pub struct AppBody {
 }
 
 /// The fields of a Google service-account file Herald needs.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 pub struct ServiceAccount {
     pub client_email: String,
     pub private_key: String,
@@ -169,7 +169,7 @@ impl AppBody {
 }
 
 /// The stored app as read: `{ tenantId, appName, pushNotificationConfig }`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppView {
     pub tenant_id: String,
@@ -177,7 +177,7 @@ pub struct AppView {
     pub push_notification_config: PushConfigView,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigView {
     pub categories: Vec<String>,

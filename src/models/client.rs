@@ -5,7 +5,7 @@ use crate::error::ApiResult;
 use serde::{Deserialize, Serialize};
 
 /// `POST /v1/tenants/{t}/clients`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegisterClient {
     pub app_name: String,
@@ -40,7 +40,7 @@ impl RegisterClient {
 }
 
 /// The answer of a registration: the secret is shown this once.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Registered {
     pub ast_client_id: String,
@@ -48,7 +48,7 @@ pub struct Registered {
 }
 
 /// `PUT /v1/tenants/{t}/users/{userId}/clients/{astClientId}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
     #[serde(rename = "mLoA")]
@@ -56,7 +56,7 @@ pub struct LinkBody {
 }
 
 /// A client link as read by a user's client list (spec 002 "Client link").
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LinkView {
     pub user_id: String,
@@ -70,7 +70,7 @@ pub struct LinkView {
 }
 
 /// Spec 002 `riskAnalysis`, checked for shape and kept as given.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RiskAnalysis {
     pub platform: Option<String>,
@@ -79,7 +79,7 @@ pub struct RiskAnalysis {
     pub details: Option<RiskDetails>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RiskDetails {
     #[serde(default)]
@@ -88,7 +88,7 @@ pub struct RiskDetails {
     pub itemized_risks: Vec<ItemizedRisk>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scoring {
     pub value: i64,
@@ -96,7 +96,7 @@ pub struct Scoring {
     pub kind: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemizedRisk {
     pub name: String,
@@ -105,7 +105,7 @@ pub struct ItemizedRisk {
 }
 
 /// `PUT /v1/tenants/{t}/clients/{astClientId}` (ext): what a client reports of itself.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateClient {
     pub app_version: Option<String>,
@@ -148,7 +148,7 @@ pub fn validate_locales(locales: &[String]) -> ApiResult<()> {
 }
 
 /// `POST /v1/tenants/{t}/clients/lock`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LockBody {
     pub ast_client_id: String,
@@ -156,7 +156,7 @@ pub struct LockBody {
 }
 
 /// `POST /v1/tenants/{t}/unlink` (deprecated).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UnlinkOne {
     pub user_id: String,
@@ -164,7 +164,7 @@ pub struct UnlinkOne {
 }
 
 /// Which of a user's clients a disconnect or unlink applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Selection {
     AllClients,
@@ -173,7 +173,7 @@ pub enum Selection {
 }
 
 /// Body of disconnect (`disconnectType`) and unlink (`unlinkType`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SelectClients {
     pub disconnect_type: Option<Selection>,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 /// What a stored `bindCredential` reads as.
 pub const MASK: &str = "**********";
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LdapBody {
     pub id: Option<String>,

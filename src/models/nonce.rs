@@ -4,7 +4,7 @@ use super::validate;
 use crate::error::{ApiError, ApiResult};
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Action {
     LoginNonce,
@@ -20,14 +20,14 @@ impl Action {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NonceCredential {
     pub user: String,
     pub secret: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NoncePayload {
     pub portal_session_id: Option<String>,
@@ -38,7 +38,7 @@ pub struct NoncePayload {
 }
 
 /// `POST /v1/tenants/{t}/nonces?type=default|short`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateNonce {
     pub action: Action,
@@ -66,7 +66,7 @@ impl CreateNonce {
 }
 
 /// `PUT /v1/tenants/{t}/clients/events`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LoginEvent {
     pub nonce: String,

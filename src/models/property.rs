@@ -9,7 +9,7 @@ pub const TYPES: [&str; 5] = ["OCTETSTRING", "INTEGER", "BOOLEAN", "UTF8STRING",
 pub const VISIBILITY: [&str; 3] = ["CLIENT", "INTERNAL", "EXTERNAL"];
 pub const FIELDS: [&str; 8] = ["name", "type", "encryption", "readOnly", "notify", "inKeystorage", "cpFlags", "value"];
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PropertyBody {
     pub name: String,

@@ -7,7 +7,7 @@ use herald_actors::send::Recipient as Target;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
     Chat,
@@ -25,7 +25,7 @@ impl Category {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushNotificationEvent {
     pub category: Category,
@@ -36,7 +36,7 @@ pub struct PushNotificationEvent {
     pub silent: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Recipient {
     pub tenant_id: Option<String>,
@@ -45,7 +45,7 @@ pub struct Recipient {
     pub topic: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Payload {
     pub message: Message,
@@ -53,7 +53,7 @@ pub struct Payload {
 }
 
 /// A string or an array of strings (spec: `*LocArgs`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum LocArgs {
     One(String),
@@ -69,7 +69,7 @@ impl LocArgs {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum MessagePriority {
     High,
@@ -78,7 +78,7 @@ pub enum MessagePriority {
 }
 
 /// Additional properties are allowed by the spec and ignored.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub title: Option<String>,
@@ -94,7 +94,7 @@ pub struct Message {
     pub priority: Option<MessagePriority>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Sender {
     pub tenant_id: String,
@@ -172,21 +172,21 @@ impl PushNotificationEvent {
 }
 
 /// Spec 000 "Error" inside a result.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ResultError {
     pub message: String,
     pub code: u16,
     pub subsystem: u16,
 }
 
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum ResultValue {
     Text(String),
     Error(ResultError),
 }
 
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationResult {
     pub result: ResultValue,
@@ -194,7 +194,7 @@ pub struct NotificationResult {
     pub ast_client_id: Option<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationResponse {
     pub tenant_id: String,

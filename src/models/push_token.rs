@@ -5,7 +5,7 @@ use herald_storage::push_tokens::PushProvider;
 use serde::{Deserialize, Serialize};
 
 /// `PUT /v1/tenants/{t}/clients/{astClientId}/pushtoken`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PutPushToken {
     pub app_name: String,
@@ -15,7 +15,7 @@ pub struct PutPushToken {
 }
 
 /// The read form; `pushToken` only for administrators.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushTokenView {
     pub app_name: String,

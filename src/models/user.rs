@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub const UPDATE_PASSWORD: &str = "UPDATE_PASSWORD";
 
 /// An attribute value: one string or an array of strings (Keycloak sends arrays).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum AttrValue {
     One(String),
@@ -27,7 +27,7 @@ impl AttrValue {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialWrite {
     #[serde(default)]
@@ -38,7 +38,7 @@ pub struct CredentialWrite {
 }
 
 /// The user write body of Create User and Update User.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UserWrite {
     pub attributes: Option<BTreeMap<String, AttrValue>>,
@@ -56,7 +56,7 @@ pub struct UserWrite {
 }
 
 /// Update profile User.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProfileWrite {
     pub first_name: Option<String>,
@@ -66,7 +66,7 @@ pub struct ProfileWrite {
 }
 
 /// Revoke Roles.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RevokeRoles {
     #[serde(default)]
@@ -76,7 +76,7 @@ pub struct RevokeRoles {
 }
 
 /// Revoke Required Actions.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RevokeActions {
     pub required_actions: Vec<String>,
@@ -174,7 +174,7 @@ pub fn add_unique(list: &mut Vec<String>, item: &str) {
 }
 
 /// The user record of lists and `data` (spec 001 "User record").
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserView {
     pub id: String,

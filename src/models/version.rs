@@ -35,7 +35,7 @@ pub fn parse_version_str(field: &str, s: &str) -> ApiResult<(String, u64)> {
 }
 
 /// Body of create and update.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VersionBody {
     pub app_name: String,
@@ -69,13 +69,13 @@ impl VersionBody {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LockBody {
     pub version_lock: bool,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchView {
     pub version_id: String,
@@ -95,7 +95,7 @@ impl ArchView {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionView {
     pub id: String,
@@ -131,14 +131,14 @@ impl VersionView {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyParameters {
     pub quorum_size: u32,
     pub max_votes: u32,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyBody {
     pub name: String,
@@ -170,7 +170,7 @@ pub fn policy_view(p: &Policy) -> Value {
 }
 
 /// `POST .../versions/{id}/votes`; an admin names the client it votes for.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteBody {
     pub architecture_name: String,

@@ -7,7 +7,7 @@ use herald_storage::webhooks::Webhook;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
     pub username: String,
@@ -15,7 +15,7 @@ pub struct Credentials {
 }
 
 /// Body of create and update.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookBody {
     pub filter: String,
@@ -54,7 +54,7 @@ impl WebhookBody {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CredentialsView {
     pub username: String,
@@ -62,7 +62,7 @@ pub struct CredentialsView {
 }
 
 /// The read form; the signing secret appears only in the create answer.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookView {
     pub id: String,
@@ -133,7 +133,7 @@ impl WebhookView {
 }
 
 /// `POST /v1/tenants/{t}/events`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DomainEvent {
     #[serde(rename = "type")]

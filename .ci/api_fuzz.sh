@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The served OpenAPI document, checked from outside:
+#  1. openapi-spec-validator (PyPI) validates GET /openapi.json of a running `herald serve --demo`;
+#  2. schemathesis (PyPI) runs every operation of that document against the server with real
+#     tokens (operator token; tenant admin token from the password grant) and fails on any 5xx
+#     or any answer that violates the document (status, content type, body schema).
+# Bounded: HERALD_FUZZ_EXAMPLES cases per operation and phase (default 20); the fuzzing phase repeats
+# until HERALD_FUZZ_SECONDS (default 180) are spent.
+# Skips (exit 0) only when PyPI is unreachable. HERALD_FUZZ_KEEP=<dir> keeps the server log and events.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET=${CARGO_TARGET_DIR:-target}
+VENV=${HERALD_CI_VENV:-$TARGET/ci-venv}
+EXAMPLES=${HERALD_FUZZ_EXAMPLES:-20}
+SECONDS_BUDGET=${HERALD_FUZZ_SECONDS:-180}
+SEED=${HERALD_FUZZ_SEED:-20261122}
+
+if [ ! -x "$VENV/bin/schemathesis" ] || [ ! -x "$VENV/bin/openapi-spec-validator" ]; then
+    python3 -m venv "$VENV"
+    if ! timeout 600 "$VENV/bin/pip" install -q --disable-pip-version-check \
+        "openapi-spec-validator>=0.7,<1" "schemathesis>=4.0,<5"; then
+        if ! timeout 20 "$VENV/bin/pip" download -q --no-deps -d "$(mktemp -d)" six >/dev/null 2>&1; then
+            echo "SKIP api_fuzz: PyPI is unreachable (openapi-spec-validator and schemathesis not installed)"
+            exit 0
+        fi
+        echo "pip install failed" >&2
+        exit 1
+    fi
+fi
+
+cargo build -q -p herald --bin herald
+BIN=$TARGET/debug/herald
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+URL=http://127.0.0.1:$PORT
+export HERALD_OPERATOR_TOKEN=ci-operator-$RANDOM$RANDOM
+HERALD_LISTEN=127.0.0.1:$PORT HERALD_DATA_DIR=$WORK/data HERALD_PUBLIC_URL=$URL HERALD_ACCESS_TOKEN_TTL=7200 \
+    HERALD_LOG_FORMAT=json "$BIN" serve --demo >"$WORK/herald.log" 2>&1 &
+HERALD_PID=$!
+cleanup() {
+    kill "$HERALD_PID" 2>/dev/null || true
+    wait "$HERALD_PID" 2>/dev/null || true
+    if [ -n "${HERALD_FUZZ_KEEP:-}" ]; then
+        mkdir -p "$HERALD_FUZZ_KEEP" && cp -r "$WORK"/herald.log "$WORK"/events.ndjson "$WORK"/openapi.json "$HERALD_FUZZ_KEEP"/ 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 300); do
+    # The demo tenant is seeded before the server listens.
+    curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+ADMIN_TOKEN=$(curl -fsS "$URL/auth/realms/demo/protocol/openid-connect/token" \
+    -d grant_type=password -d username=admin -d password=demo-password 2>/dev/null \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])' 2>/dev/null || true)
+[ -n "$ADMIN_TOKEN" ] || { echo "no demo admin token; server log:" >&2; tail -50 "$WORK/herald.log" >&2; exit 1; }
+export HERALD_ADMIN_TOKEN=$ADMIN_TOKEN
+
+# The demo's client ids, as a schemathesis dictionary (path and query `astClientId`).
+CLIENTS=$(python3 - "$URL" "$ADMIN_TOKEN" <<'PY'
+import json, sys, urllib.request
+ids = []
+for user in ("alice", "bob"):
+    req = urllib.request.Request(f"{sys.argv[1]}/v1/tenants/demo/users/{user}/clients",
+                                 headers={"authorization": "Bearer " + sys.argv[2]})
+    ids += [c["astClientId"] for c in json.load(urllib.request.urlopen(req, timeout=10))]
+print(json.dumps(ids))
+PY
+)
+cp .ci/schemathesis.toml "$WORK/schemathesis.toml"
+printf '\n[dictionaries.clients]\nvalues = %s\n' "$CLIENTS" >>"$WORK/schemathesis.toml"
+
+echo "== openapi-spec-validator $URL/openapi.json"
+curl -fsS "$URL/openapi.json" -o "$WORK/openapi.json"
+"$VENV/bin/openapi-spec-validator" "$WORK/openapi.json"
+OPS=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(len(v) for v in d["paths"].values()))' "$WORK/openapi.json")
+echo "document valid: $OPS operations"
+
+echo "== schemathesis: $OPS operations, up to $EXAMPLES examples each, seed $SEED, budget ${SECONDS_BUDGET}s"
+status=0
+timeout $((SECONDS_BUDGET + 60)) "$VENV/bin/schemathesis" --config-file "$WORK/schemathesis.toml" run "$URL/openapi.json" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+    --max-examples "$EXAMPLES" --seed "$SEED" --max-time "$SECONDS_BUDGET" \
+    --phases examples,coverage,fuzzing --no-color --output-truncate false \
+    --report ndjson --report-ndjson-path "$WORK/events.ndjson" || status=$?
+if [ -f "$WORK/events.ndjson" ]; then
+    python3 - "$WORK/events.ndjson" <<'PY' || true
+import json, sys
+cases = 0
+for line in open(sys.argv[1]):
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        continue
+    for key in ("ScenarioFinished",):
+        if key in ev:
+            rec = ev[key].get("recorder", {})
+            cases += len(rec.get("cases", {}))
+print(f"schemathesis cases run: {cases}")
+PY
+fi
+if grep -q '"level":"ERROR"' "$WORK/herald.log"; then
+    echo "server errors logged during the run:"
+    grep '"level":"ERROR"' "$WORK/herald.log" | head -20
+fi
+exit $status

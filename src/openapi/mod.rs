@@ -1,0 +1,181 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, assembled at start-up from
+//! the router's own table (paths, methods, access, error family) and the request and response
+//! types of [`operations`] (schemas derived with utoipa), so it cannot drift from the code.
+
+pub mod operations;
+
+use crate::auth::Access;
+use crate::error::{ApiResult, Family};
+use crate::http::{with_body, Cx, Response};
+use crate::router::{Route, Router};
+use http::StatusCode;
+use operations::{Op, SchemaFn};
+use serde_json::{json, Map, Value};
+use std::sync::OnceLock;
+use utoipa::openapi::{RefOr, Schema};
+
+/// Registered component schemas, by name.
+pub type Components = Vec<(String, RefOr<Schema>)>;
+
+/// Serves the document, built once.
+pub async fn serve(_cx: Cx) -> ApiResult<Response> {
+    static DOC: OnceLock<bytes::Bytes> = OnceLock::new();
+    let body = DOC.get_or_init(|| serde_json::to_vec(&document(Router::global())).unwrap_or_default().into());
+    Ok(with_body(StatusCode::OK, "application/json", body.clone()))
+}
+
+/// The document of `router`: every route of the router, described by its entry in [`operations`].
+pub fn document(router: &Router) -> Value {
+    let ops = operations::operations();
+    let mut components: Components = Vec::new();
+    let mut paths: Map<String, Value> = Map::new();
+    for route in router.routes() {
+        let op = ops.iter().find(|o| o.method == route.method && o.path == route.path);
+        let item = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
+        item[route.method.as_str().to_lowercase()] = operation(route, op, &mut components);
+    }
+    for body in [
+        operations::one::<crate::error::AdminErrorBody> as SchemaFn,
+        operations::one::<crate::error::RealmErrorBody>,
+        operations::one::<crate::error::OAuthErrorBody>,
+        operations::one::<crate::error::OpsErrorBody>,
+    ] {
+        body(&mut components);
+    }
+    let mut schemas = Map::new();
+    for (name, schema) in components {
+        schemas.entry(name).or_insert_with(|| serde_json::to_value(schema).unwrap_or(Value::Null));
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Herald",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Push and delivery engine: push, identity (Keycloak-style realms) and tenant administration.",
+            "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearerJwt": {
+                    "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                    "description": "An ES256 access token of the path's tenant (password or client_credentials grant).",
+                },
+                "operatorToken": {
+                    "type": "http", "scheme": "bearer",
+                    "description": "The platform operator token configured at start-up.",
+                },
+            },
+        },
+    })
+}
+
+/// The error body schema of a family.
+fn error_schema(family: Family) -> &'static str {
+    match family {
+        Family::Admin { .. } => "AdminErrorBody",
+        Family::Realm { .. } => "RealmErrorBody",
+        Family::OAuth => "OAuthErrorBody",
+        Family::Ops => "OpsErrorBody",
+    }
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn operation(route: &Route, op: Option<&Op>, components: &mut Components) -> Value {
+    let mut parameters: Vec<Value> = path_params(route.path)
+        .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string", "minLength": 1 } }))
+        .collect();
+    let mut responses = Map::new();
+    let mut out = Map::new();
+    let method = route.method.as_str().to_lowercase();
+    out.insert("operationId".into(), json!(operation_id(&method, route.path)));
+    if let Some(op) = op {
+        out.insert("summary".into(), json!(op.summary));
+        for q in &op.query {
+            parameters.push(json!({ "name": q.name, "in": "query", "required": q.required, "schema": q.schema() }));
+        }
+        if let Some(body) = op.body {
+            let schema = body(components);
+            let mut content = Map::new();
+            for media in op.media {
+                content.insert(media.to_string(), json!({ "schema": schema }));
+            }
+            out.insert("requestBody".into(), json!({ "required": !op.body_optional, "content": content }));
+        }
+        for (status, schema) in &op.responses {
+            let mut r = json!({ "description": StatusCode::from_u16(*status).ok().and_then(|s| s.canonical_reason()).unwrap_or("answer") });
+            match schema {
+                operations::Answer::Json(f) => {
+                    r["content"] = json!({ "application/json": { "schema": f(components) } })
+                }
+                operations::Answer::Text(media) => r["content"] = json!({ *media: { "schema": { "type": "string" } } }),
+                operations::Answer::Empty => {}
+            }
+            responses.insert(status.to_string(), r);
+        }
+    }
+    let error = json!({
+        "description": "An error, in the body shape of the route's family",
+        "content": { "application/json": { "schema": schema_ref(error_schema(route.family)) } },
+    });
+    let mut codes = vec!["400", "404"];
+    match route.access {
+        Access::Public => {
+            out.insert("security".into(), json!([]));
+        }
+        Access::Operator => {
+            out.insert("security".into(), json!([{ "operatorToken": [] }]));
+            codes.push("401");
+        }
+        Access::Tenant(_) => {
+            out.insert("security".into(), json!([{ "bearerJwt": [] }]));
+            codes.extend(["401", "403"]);
+        }
+    }
+    for code in codes {
+        responses.entry(code.to_string()).or_insert_with(|| error.clone());
+    }
+    responses.insert("default".into(), error);
+    out.insert("parameters".into(), Value::Array(parameters));
+    out.insert("responses".into(), Value::Object(responses));
+    out.insert("tags".into(), json!([tag(route.path)]));
+    Value::Object(out)
+}
+
+/// The `{name}` parameters of a path pattern.
+pub fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+fn operation_id(method: &str, path: &str) -> String {
+    let mut id = method.to_string();
+    for part in path.split('/').filter(|s| !s.is_empty()) {
+        let part = part.trim_start_matches('{').trim_end_matches('}');
+        let mut up = true;
+        for c in part.chars() {
+            if c.is_ascii_alphanumeric() {
+                id.push(if up { c.to_ascii_uppercase() } else { c });
+                up = false;
+            } else {
+                up = true;
+            }
+        }
+    }
+    id
+}
+
+fn tag(path: &str) -> &'static str {
+    if path.starts_with("/auth/realms") {
+        "identity"
+    } else if path.contains("/push_notification") || path.ends_with("/pushtoken") {
+        "push"
+    } else if path.starts_with("/v1/tenants/") || path.starts_with("/v2/tenants/") {
+        "tenant administration"
+    } else {
+        "operations"
+    }
+}

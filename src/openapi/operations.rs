@@ -1,0 +1,439 @@
+//! What the router does not know of a route: its request body, answers and query parameters,
+//! as Rust types whose schemas utoipa derives. Keyed by method and path; `tests/openapi.rs`
+//! fails when this table and the router's disagree.
+
+use super::Components;
+use crate::models::{
+    address::AddressWrite, app::AppBody, app::AppView, catalogue::CatalogueService, client::LinkBody, client::LinkView,
+    client::LockBody, client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne,
+    client::UpdateClient, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent, property::PropertyBody,
+    push::NotificationResponse, push::PushNotificationEvent, push_token::PushTokenView, push_token::PutPushToken,
+    tenant::CreateTenant, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserWrite,
+    version::ArchView, version::LockBody as VersionLock, version::PolicyBody, version::VersionBody,
+    version::VersionView, version::VoteBody, webhook::DomainEvent, webhook::WebhookBody, webhook::WebhookView,
+};
+use http::Method;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+/// Registers a schema (and what it refers to) and answers how to refer to it.
+pub type SchemaFn = fn(&mut Components) -> Value;
+
+/// `T`, by reference to its component schema.
+pub fn one<T: ToSchema>(c: &mut Components) -> Value {
+    let name = T::name().to_string();
+    if !c.iter().any(|(n, _)| *n == name) {
+        c.push((name.clone(), T::schema()));
+        T::schemas(c);
+    }
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// An array of `T`.
+pub fn many<T: ToSchema>(c: &mut Components) -> Value {
+    json!({ "type": "array", "items": one::<T>(c) })
+}
+
+/// A JSON object whose members the handler assembles (documented in the spec, not typed here).
+pub fn object(_: &mut Components) -> Value {
+    json!({ "type": "object" })
+}
+
+/// An array of such objects.
+pub fn objects(_: &mut Components) -> Value {
+    json!({ "type": "array", "items": { "type": "object" } })
+}
+
+/// One answer of an operation.
+pub enum Answer {
+    Json(SchemaFn),
+    Text(&'static str),
+    Empty,
+}
+
+/// A query parameter.
+pub struct Query {
+    pub name: &'static str,
+    pub required: bool,
+    /// A 1-based integer (`page`, page sizes) rather than free text.
+    pub integer: bool,
+}
+
+impl Query {
+    pub fn schema(&self) -> Value {
+        if self.integer {
+            json!({ "type": "integer", "minimum": 1 })
+        } else {
+            json!({ "type": "string" })
+        }
+    }
+}
+
+/// One operation: a route of the router (same method and path) and its types.
+pub struct Op {
+    pub method: Method,
+    pub path: &'static str,
+    pub summary: &'static str,
+    pub body: Option<SchemaFn>,
+    pub body_optional: bool,
+    pub media: &'static [&'static str],
+    pub responses: Vec<(u16, Answer)>,
+    pub query: Vec<Query>,
+}
+
+impl Op {
+    pub fn new(method: Method, path: &'static str, summary: &'static str) -> Op {
+        Op {
+            method,
+            path,
+            summary,
+            body: None,
+            body_optional: false,
+            media: &["application/json"],
+            responses: Vec::new(),
+            query: Vec::new(),
+        }
+    }
+    /// A required JSON body.
+    pub fn body(mut self, f: SchemaFn) -> Op {
+        self.body = Some(f);
+        self
+    }
+    /// A JSON body that may be left out.
+    pub fn optional_body(mut self, f: SchemaFn) -> Op {
+        self.body_optional = true;
+        self.body(f)
+    }
+    /// Also (or only) accepted form-encoded.
+    pub fn form(mut self) -> Op {
+        self.media = &["application/x-www-form-urlencoded", "application/json"];
+        self
+    }
+    pub fn json(mut self, status: u16, f: SchemaFn) -> Op {
+        self.responses.push((status, Answer::Json(f)));
+        self
+    }
+    pub fn text(mut self, status: u16, media: &'static str) -> Op {
+        self.responses.push((status, Answer::Text(media)));
+        self
+    }
+    pub fn empty(mut self, status: u16) -> Op {
+        self.responses.push((status, Answer::Empty));
+        self
+    }
+    pub fn query(mut self, names: &[&'static str]) -> Op {
+        self.query.extend(names.iter().map(|&name| Query { name, required: false, integer: false }));
+        self
+    }
+    pub fn required(mut self, names: &[&'static str]) -> Op {
+        self.query.extend(names.iter().map(|&name| Query { name, required: true, integer: false }));
+        self
+    }
+    /// `page` and the route's page-size parameter.
+    pub fn paged(mut self, size: &'static str) -> Op {
+        for name in ["page", size] {
+            self.query.push(Query { name, required: false, integer: true });
+        }
+        self
+    }
+}
+
+/// Every operation of the route table.
+pub fn operations() -> Vec<Op> {
+    use crate::api::{nonces::LoginConfigBody, oidc::TokenRequest, users::RealmEnvelope};
+    use crate::api::{ops::Status, tenants::TenantCreated};
+    use Method as M;
+    /// The list query of user lists (`user_lists::ListQuery`).
+    const USER_LIST: [&str; 13] = [
+        "limit",
+        "offset",
+        "isUserEnabled",
+        "isEmailVerified",
+        "firstName",
+        "lastName",
+        "email",
+        "username",
+        "genericSearchVal",
+        "from",
+        "to",
+        "orderByKey",
+        "orderBy",
+    ];
+    vec![
+        // Operations.
+        Op::new(M::GET, "/healthz", "Liveness").json(200, one::<Status>),
+        Op::new(M::GET, "/readyz", "Readiness: storage answers").json(200, one::<Status>),
+        Op::new(M::GET, "/metrics", "Prometheus metrics").text(200, "text/plain"),
+        Op::new(M::GET, "/openapi.json", "This document").json(200, object),
+        Op::new(M::POST, "/v1/tenants", "Create a tenant (operator)")
+            .body(one::<CreateTenant>)
+            .json(201, one::<TenantCreated>),
+        // Identity: OIDC.
+        Op::new(
+            M::POST,
+            "/auth/realms/{tenantId}/protocol/openid-connect/token",
+            "Access token (password, refresh_token, client_credentials grants)",
+        )
+        .body(one::<TokenRequest>)
+        .form()
+        .json(200, one::<crate::auth::tokens::TokenPair>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/.well-known/openid-configuration", "OpenID discovery")
+            .json(200, object),
+        Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/certs", "JWKS of the realm").json(200, object),
+        // Identity: users.
+        Op::new(M::POST, "/auth/realms/{tenantId}/users", "Create user")
+            .body(one::<UserWrite>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users", "Search users")
+            .query(&["key"])
+            .query(&USER_LIST)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/by-attribute", "Search users by attribute")
+            .required(&["key", "value"])
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/id/{id}", "Get user by UUID (bare object)").json(200, object),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/{userId}", "Get user info").json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/users/{userId}", "Update user")
+            .body(one::<UserWrite>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/users/{userId}/profile", "Update profile")
+            .body(one::<ProfileWrite>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/users/{userId}/enable", "Enable user").json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/users/{userId}/disable", "Disable user")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/users/{userId}/admin", "Promote user to admin")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::DELETE, "/auth/realms/{tenantId}/users/{userId}/admin", "Revoke admin access")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/users/{userId}/revoke-roles", "Revoke roles")
+            .body(one::<RevokeRoles>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/users/{userId}/revoke-required-actions", "Revoke required actions")
+            .body(one::<RevokeActions>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/{userId}/credentials", "Get credentials").json(200, objects),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/{userId}/tenants", "User tenant list")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/admins", "List admin users").json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/roles/{role}/users", "Users with a role")
+            .query(&USER_LIST)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(
+            M::GET,
+            "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users",
+            "Users with a client role",
+        )
+        .query(&USER_LIST)
+        .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/groups/{groupID}/users", "Users of a group")
+            .query(&USER_LIST)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/address/{userName}/add", "Add an address")
+            .body(one::<AddressWrite>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/address/{userName}", "Addresses of a user")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/address/{userName}/edit", "Edit an address")
+            .body(one::<AddressWrite>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/users/{userId}/otp/resend", "Count an OTP resend")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/users/{userId}/otp-lock", "OTP resend lock status")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::DELETE, "/auth/realms/{tenantId}/users/{userId}/otp-lock", "Unlock a user's OTP resend")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::DELETE, "/auth/realms/{tenantId}/otp-lock", "Unlock all users").json(200, one::<RealmEnvelope>),
+        // Identity: realm configuration.
+        Op::new(M::POST, "/auth/realms/{tenantId}/v3_ldap/components", "Create the LDAP component")
+            .body(one::<LdapBody>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", "Get the LDAP component")
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", "Update the LDAP component")
+            .body(one::<LdapBody>)
+            .json(200, one::<RealmEnvelope>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/v4_realm/appsettings", "App settings").json(200, object),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/v4_realm/appsettings", "Update app settings")
+            .body(object)
+            .json(200, object),
+        Op::new(M::PUT, "/auth/realms/{tenantId}/core/v1/migrate/affiliations", "Migrate affiliations").empty(204),
+        // Apps.
+        Op::new(M::GET, "/v1/tenants/{tenantId}/apps", "List apps")
+            .paged("pageSize")
+            .query(&["appName"])
+            .json(200, many::<AppView>),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/apps/{appName}", "Save app configuration")
+            .body(one::<AppBody>)
+            .json(201, one::<AppView>),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/apps/{appName}", "Update app configuration")
+            .body(one::<AppBody>)
+            .json(200, one::<AppView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/apps/{appName}", "Get app configuration").json(200, one::<AppView>),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/apps/{appName}", "Delete app and its versions").empty(204),
+        // Versions, policies, votes.
+        Op::new(M::GET, "/v1/tenants/{tenantId}/apps-latest", "Apps with their latest version")
+            .paged("pageSize")
+            .query(&["appName", "platform", "category", "credential", "isTextSearch", "textSearch"])
+            .json(200, object),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/versions", "Create a version")
+            .body(one::<VersionBody>)
+            .json(201, one::<VersionView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/versions", "Distinct version numbers")
+            .paged("pageSize")
+            .query(&["appName", "platform", "versionLock", "isCheckIntegrity", "versionStr", "orderByVersion"])
+            .json(200, object),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}", "Get a version").json(200, one::<VersionView>),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/versions/{versionId}", "Update a version")
+            .body(one::<VersionBody>)
+            .json(200, one::<VersionView>),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/versions/{versionId}", "Delete a version").empty(204),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/versions/{versionId}/lock", "Lock or unlock a version")
+            .body(one::<VersionLock>)
+            .json(200, one::<VersionView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}/architectures", "Registered architectures")
+            .json(200, many::<ArchView>),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/versions/{versionId}/registration", "Delete an app registration")
+            .required(&["architectureName"])
+            .empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/versions/{versionId}/votes", "Cast an integrity vote")
+            .body(one::<VoteBody>)
+            .json(200, one::<ArchView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}/votes", "Votes of a version")
+            .paged("pageSize")
+            .required(&["architectureName"])
+            .query(&["integrityCheckId"])
+            .json(200, object),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/versions/{versionId}/votes", "Reset voting")
+            .query(&["architectureName"])
+            .empty(204),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}/votes/summary", "Vote summary")
+            .required(&["architectureName"])
+            .json(200, object),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/policies", "Create a registration policy")
+            .body(one::<PolicyBody>)
+            .json(201, object),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/policies", "List registration policies").json(200, objects),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/policies/{policyId}", "Get a registration policy").json(200, object),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/policies/{policyId}", "Delete a registration policy").empty(204),
+        // Clients and links.
+        Op::new(M::POST, "/v1/tenants/{tenantId}/clients", "Register a client")
+            .body(one::<RegisterClient>)
+            .json(201, one::<Registered>),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}", "Link a user to a client")
+            .optional_body(one::<LinkBody>)
+            .json(200, one::<LinkView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/users/{userId}/clients", "Clients linked to a user")
+            .json(200, many::<LinkView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/clients/overview", "Overview of a user's linked clients")
+            .required(&["userId"])
+            .query(&["filter"])
+            .json(200, objects),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/clients/{astClientId}", "Client detail").json(200, object),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/clients/{astClientId}", "Update a client's device data")
+            .body(one::<UpdateClient>)
+            .json(200, object),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/clients/{astClientId}", "Delete a client").empty(204),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/users", "Users linked to a client")
+            .required(&["astClientId"])
+            .json(200, objects),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/clients/lock", "Lock a client").body(one::<LockBody>).empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/clients/{astClientId}/unlock", "Unlock a client").empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/unlink", "Unlink a user from a client (deprecated)")
+            .body(one::<UnlinkOne>)
+            .empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/unlink", "Unlink a user's clients")
+            .optional_body(one::<SelectClients>)
+            .empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/disconnect", "Force disconnect a user's clients")
+            .optional_body(one::<SelectClients>)
+            .empty(204),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/users/{userId}", "Delete user data").empty(204),
+        // Catalogue.
+        Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services", "List catalogue services")
+            .paged("page_size")
+            .query(&["onlySearchable", "hideType", "MinResourceVersion"])
+            .json(200, many::<CatalogueService>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", "Get a catalogue service")
+            .query(&["MinResourceVersion"])
+            .json(200, one::<CatalogueService>),
+        Op::new(
+            M::PUT,
+            "/v1/tenants/{tenantId}/catalogue/services/{serviceId}",
+            "Create or replace a catalogue service",
+        )
+        .body(one::<CatalogueService>)
+        .json(200, one::<CatalogueService>),
+        // Properties.
+        Op::new(M::GET, "/v1/tenants/{tenantId}/users/{userId}/properties", "Properties without a client")
+            .paged("page_size")
+            .query(&["filter"])
+            .json(200, objects),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/properties", "Create a property without a client")
+            .body(one::<PropertyBody>)
+            .json(201, object),
+        Op::new(
+            M::GET,
+            "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties",
+            "Properties of a user and client",
+        )
+        .paged("page_size")
+        .query(&["filter"])
+        .json(200, objects),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties", "Create a property")
+            .body(one::<PropertyBody>)
+            .json(201, object),
+        // Nonces and login.
+        Op::new(M::POST, "/v1/tenants/{tenantId}/nonces", "Create a nonce")
+            .query(&["type"])
+            .body(one::<CreateNonce>)
+            .json(201, object),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/clients/events", "Login event")
+            .body(one::<LoginEvent>)
+            .json(200, object),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/config/login", "Login runtime configuration").json(200, object),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/config/login", "Update login runtime configuration")
+            .body(one::<LoginConfigBody>)
+            .json(200, object),
+        // Push tokens.
+        Op::new(
+            M::PUT,
+            "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken",
+            "Register or remove a client's push token",
+        )
+        .body(one::<PutPushToken>)
+        .json(200, one::<PushTokenView>)
+        .empty(204),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", "A client's push token")
+            .json(200, one::<PushTokenView>),
+        // Webhooks and events.
+        Op::new(M::POST, "/v1/tenants/{tenantId}/webhooks", "Create a webhook")
+            .body(one::<WebhookBody>)
+            .json(201, one::<WebhookView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks", "List webhooks")
+            .paged("page_size")
+            .query(&["filter"])
+            .json(200, many::<WebhookView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks/{webhookId}", "Get a webhook").json(200, one::<WebhookView>),
+        Op::new(M::PUT, "/v1/tenants/{tenantId}/webhooks/{webhookId}", "Update a webhook")
+            .body(one::<WebhookBody>)
+            .json(200, one::<WebhookView>),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/webhooks/{webhookId}", "Delete a webhook").empty(204),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks/{webhookId}/attempts", "Delivery attempts of a webhook")
+            .paged("page_size")
+            .json(200, objects),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay", "Requeue deliveries since a time")
+            .required(&["since"])
+            .json(202, object),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/events", "Publish a domain event")
+            .body(one::<DomainEvent>)
+            .json(202, object),
+        // Push.
+        Op::new(M::POST, "/v1/tenants/{tenantId}/push_notification/send", "Send a push notification")
+            .body(one::<PushNotificationEvent>)
+            .json(202, many::<NotificationResponse>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/push_notification/{notificationId}", "Delivery report")
+            .paged("page_size")
+            .json(200, object),
+    ]
+}
