@@ -9,7 +9,7 @@ use herald_storage::signers::Signer;
 use serde::{Deserialize, Serialize};
 
 /// `POST /v2/.../signers`: an optional name.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSigner {
     pub name: Option<String>,
@@ -25,14 +25,14 @@ impl CreateSigner {
 }
 
 /// `POST /v1/.../signer`: the name is required.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSignerV1 {
     pub name: String,
 }
 
 /// Renew and reissue: `ignoreNotIssued` (default false).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Renew {
     #[serde(default)]
@@ -40,7 +40,7 @@ pub struct Renew {
 }
 
 /// The Signer resource; `status` and `failureReason` (ext) show the certificate's progress.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignerView {
     pub id: String,
@@ -86,7 +86,7 @@ impl SignerView {
 }
 
 /// Certificate info; once issued it also carries the PEM and its chain (ext).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CertView {
     pub cert_ref: String,
@@ -144,7 +144,7 @@ impl CertView {
 }
 
 /// `POST /v1/.../certificates` (ext): a PKCS#10 request in PEM.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsrBody {
     pub csr: String,
@@ -157,14 +157,14 @@ impl CsrBody {
 }
 
 /// One entry of `services` in the SDK config.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceEntry {
     pub name: String,
     pub url: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SdkConfigRequest {
     pub tls_bundle: Vec<String>,

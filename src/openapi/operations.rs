@@ -8,9 +8,11 @@ use crate::models::{
     client::LockBody, client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne,
     client::UpdateClient, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent, property::PropertyBody,
     push::NotificationResponse, push::PushNotificationEvent, push_token::PushTokenView, push_token::PutPushToken,
-    tenant::CreateTenant, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserWrite,
-    version::ArchView, version::LockBody as VersionLock, version::PolicyBody, version::VersionBody,
-    version::VersionView, version::VoteBody, webhook::DomainEvent, webhook::WebhookBody, webhook::WebhookView,
+    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew,
+    signer::SdkConfigRequest, signer::SignerView, tenant::CreateTenant, user::ProfileWrite, user::RevokeActions,
+    user::RevokeRoles, user::UserWrite, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
+    version::VersionBody, version::VersionView, version::VoteBody, webhook::DomainEvent, webhook::WebhookBody,
+    webhook::WebhookView,
 };
 use http::Method;
 use serde_json::{json, Value};
@@ -434,6 +436,53 @@ pub fn operations() -> Vec<Op> {
             .json(202, many::<NotificationResponse>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/push_notification/{notificationId}", "Delivery report")
             .paged("page_size")
+            .json(200, object),
+        // Signers and certificates.
+        Op::new(M::GET, "/v2/tenants/{tenantId}/signers", "List signers")
+            .paged("page_size")
+            .query(&["filter"])
+            .json(200, many::<SignerView>),
+        Op::new(M::POST, "/v2/tenants/{tenantId}/signers", "Create a signer (issued asynchronously)")
+            .optional_body(one::<CreateSigner>)
+            .json(202, one::<SignerView>),
+        Op::new(M::GET, "/v2/tenants/{tenantId}/signers/{signerSpec}", "A signer with its certificate")
+            .json(200, object),
+        Op::new(M::DELETE, "/v2/tenants/{tenantId}/signers/{signerSpec}", "Delete a signer that issued nothing")
+            .empty(204),
+        Op::new(M::GET, "/v2/tenants/{tenantId}/signers/{signerSpec}/chain", "A signer's chain, leaf to root")
+            .json(200, object),
+        Op::new(M::POST, "/v2/tenants/{tenantId}/signers/{signerSpec}/renew", "Renew a signer's certificate")
+            .optional_body(one::<Renew>)
+            .json(202, one::<SignerView>),
+        Op::new(M::POST, "/v2/tenants/{tenantId}/signers/{signerSpec}/revoke", "Revoke a signer")
+            .json(200, one::<SignerView>),
+        Op::new(M::GET, "/v2/tenants/{tenantId}/signers/{signerSpec}/crl", "A signer's CRL (DER)")
+            .text(200, "application/pkix-crl"),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/signer", "The current signer (deprecated)").json(200, object),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/signer", "Create the signer (deprecated)")
+            .body(one::<CreateSignerV1>)
+            .json(202, one::<SignerView>),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/signer/reissue", "Reissue the current signer (deprecated)")
+            .optional_body(one::<Renew>)
+            .json(202, one::<SignerView>),
+        Op::new(M::DELETE, "/v1/tenants/{tenantId}/signer", "Delete the current signer (deprecated)").empty(204),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/certificates", "Request a client certificate from a CSR")
+            .body(one::<CsrBody>)
+            .json(202, one::<CertView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/certificates", "List certificate requests")
+            .paged("page_size")
+            .query(&["filter"])
+            .json(200, many::<CertView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/certificates/{certRef}", "Check a certificate request")
+            .json(200, one::<CertView>),
+        Op::new(M::GET, "/v1/tenants/{tenantId}/certificates/admin/{signerId}", "Certificates issued by a signer")
+            .paged("page_size")
+            .query(&["filter"])
+            .json(200, many::<CertView>),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/certificates/{certRef}/revoke", "Revoke a client certificate")
+            .json(200, one::<CertView>),
+        Op::new(M::POST, "/v1/tenants/{tenantId}/sdkconfig", "Create a signed SDK configuration")
+            .body(one::<SdkConfigRequest>)
             .json(200, object),
     ]
 }
