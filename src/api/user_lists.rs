@@ -167,16 +167,34 @@ impl ListQuery {
             })?;
             return Ok((page, total));
         }
-        let mut rows = users.select(cx.tenant(), source, keep)?;
-        if self.order_key != OrderKey::Username {
-            // Stable: ties stay in username order.
-            rows.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
-        }
-        if self.desc {
-            rows.reverse();
-        }
+        let rows = users.select(cx.tenant(), source, keep)?;
         let total = rows.len();
-        Ok((rows.into_iter().skip(self.offset).take(self.limit).collect(), total))
+        let end = (self.offset + self.limit).min(total);
+        if self.offset >= end {
+            return Ok((Vec::new(), total));
+        }
+        if self.order_key == OrderKey::Username {
+            // Descending: the page counted from the end.
+            return Ok(((total - end..total - self.offset).rev().map(|i| rows[i].clone()).collect(), total));
+        }
+        // Only the first `end` places of the order matter: partition around
+        // place `end` (linear), then sort those. Ties stay in username order
+        // (the rows' order), reversed with the rest when descending.
+        let order = |a: &u32, b: &u32| {
+            let o = self.sort_key(&rows[*a as usize]).cmp(self.sort_key(&rows[*b as usize])).then(a.cmp(b));
+            if self.desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        let mut places: Vec<u32> = (0..total as u32).collect();
+        if end < total {
+            places.select_nth_unstable_by(end, order);
+            places.truncate(end);
+        }
+        places.sort_unstable_by(order);
+        Ok((places[self.offset..].iter().map(|i| rows[*i as usize].clone()).collect(), total))
     }
 
     /// The paged answer over the users of `source` matching the query (and
