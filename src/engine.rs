@@ -16,6 +16,8 @@ pub struct Engine {
     pub metrics: PrometheusHandle,
     /// The push engine's supervisor tree.
     pub push: Push,
+    /// Rate limits of the send API and the token endpoint.
+    pub limits: crate::rate_limit::Limits,
 }
 
 impl Engine {
@@ -34,6 +36,7 @@ impl Engine {
         spawn_nonce_sweeper(store.clone(), config.clock.clone());
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         Ok(Arc::new(Engine {
+            limits: crate::rate_limit::Limits::from_config(&config),
             config,
             store,
             keys: KeyCache::default(),

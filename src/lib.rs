@@ -17,5 +17,6 @@ pub mod list_filter;
 pub mod metrics;
 pub mod models;
 pub mod paging;
+pub mod rate_limit;
 pub mod router;
 pub mod server;

@@ -14,6 +14,7 @@ const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 
 pub async fn send(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant().to_string();
+    cx.engine.limits.send.check(&tenant)?;
     let event: PushNotificationEvent = cx.json()?;
     let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
