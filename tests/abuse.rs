@@ -235,13 +235,9 @@ async fn no_secret_reaches_the_logs() {
     let sa = app["fcmServiceAccountJSON"].as_str().unwrap().to_string();
     let (st, b) = call(Method::POST, "/v1/tenants/acme/apps/shop", &access, app).await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
-    let (st, b) = call(
-        Method::POST,
-        "/v1/tenants/acme/clients",
-        &access,
-        json!({"appName": "shop", "platform": "android"}),
-    )
-    .await;
+    let (st, b) =
+        call(Method::POST, "/v1/tenants/acme/clients", &access, json!({"appName": "shop", "platform": "android"}))
+            .await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
     let client_id = b["astClientId"].as_str().unwrap().to_string();
     let client_secret = b["clientSecret"].as_str().unwrap().to_string();
@@ -286,7 +282,13 @@ async fn no_secret_reaches_the_logs() {
     )
     .await;
     assert!(st.as_u16() < 500, "{st}");
-    let (st, b) = call(Method::POST, "/v1/tenants/acme/events", &access, json!({"type": "domain", "event": "LOG_SCAN", "data": {}})).await;
+    let (st, b) = call(
+        Method::POST,
+        "/v1/tenants/acme/events",
+        &access,
+        json!({"type": "domain", "event": "LOG_SCAN", "data": {}}),
+    )
+    .await;
     assert!(st.is_success(), "{st} {b}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let logs = h.stop();
@@ -314,6 +316,11 @@ async fn no_secret_reaches_the_logs() {
             found.push(*name);
         }
     }
-    println!("log scan: {} bytes of debug logs, {} secrets looked for, {} found", logs.len(), secrets.len(), found.len());
+    println!(
+        "log scan: {} bytes of debug logs, {} secrets looked for, {} found",
+        logs.len(),
+        secrets.len(),
+        found.len()
+    );
     assert!(found.is_empty(), "secrets in the logs: {found:?}");
 }

@@ -156,7 +156,8 @@ async fn no_tenant_reaches_another_and_every_role_stays_in_its_lane() {
     let mut parts: Vec<String> = foreign.split('.').map(str::to_string).collect();
     parts[0] = acme.split('.').next().unwrap().to_string();
     let foreign_with_acme_kid = parts.join(".");
-    let header = |alg: &str| URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"JWT","kid":"{}"}}"#, acme_key.kid));
+    let header =
+        |alg: &str| URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"JWT","kid":"{}"}}"#, acme_key.kid));
     let payload = acme.split('.').nth(1).unwrap();
     let none = format!("{}.{payload}.", header("none"));
     // HS256 with the public key as the HMAC secret (the key-confusion attack), in each form a verifier might use.

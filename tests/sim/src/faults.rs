@@ -342,7 +342,8 @@ mod tests {
 
     #[test]
     fn jitter_is_seeded_and_bounded() {
-        let spec = ProviderFaults { latency_ms: Some(5), latency_jitter_ms: Some(10), seed: Some(7), ..Default::default() };
+        let spec =
+            ProviderFaults { latency_ms: Some(5), latency_jitter_ms: Some(10), seed: Some(7), ..Default::default() };
         let (a, b) = (ActiveFaults::new(&spec), ActiveFaults::new(&spec));
         let da: Vec<u64> = (0..100).map(|_| a.delay_ms().unwrap()).collect();
         let db: Vec<u64> = (0..100).map(|_| b.delay_ms().unwrap()).collect();
