@@ -176,13 +176,27 @@ impl LoggedHerald {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
         let _ = self.child.wait();
+        let log = self.log.clone();
+        drop(self);
+        Self::read_logs(&log)
+    }
+
+    fn read_logs(log: &std::path::Path) -> String {
         let mut text = String::new();
-        std::fs::File::open(&self.log).unwrap().read_to_string(&mut text).unwrap();
+        std::fs::File::open(log).unwrap().read_to_string(&mut text).unwrap();
         let mut out = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.log.with_file_name("stdout.log")) {
+        if let Ok(mut f) = std::fs::File::open(log.with_file_name("stdout.log")) {
             f.read_to_string(&mut out).unwrap();
         }
         text + &out
+    }
+}
+
+/// A failing test must not leave the server running.
+impl Drop for LoggedHerald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
