@@ -91,6 +91,33 @@ pub struct Settings {
     /// The `tenant` label of metrics: `on`, `off`, or `top:N` (the first N tenants seen, the rest as `other`).
     #[arg(long, env = "HERALD_METRICS_TENANT_LABEL")]
     pub metrics_tenant_label: Option<String>,
+    /// Milliseconds a client has to send a request's headers (slowloris).
+    #[arg(long, env = "HERALD_HEADER_READ_TIMEOUT_MS")]
+    pub header_read_timeout_ms: Option<u64>,
+    /// Largest accepted request head (headers) in bytes (431 beyond; at least 8192).
+    #[arg(long, env = "HERALD_HEADER_LIMIT")]
+    pub header_limit: Option<usize>,
+    /// Connections served at once; further ones wait to be accepted (0: no limit).
+    #[arg(long, env = "HERALD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Sends a second per tenant on the send API (0: no limit).
+    #[arg(long, env = "HERALD_SEND_RATE")]
+    pub send_rate: Option<u32>,
+    /// Burst of the per-tenant send limit.
+    #[arg(long, env = "HERALD_SEND_BURST")]
+    pub send_burst: Option<u32>,
+    /// Token requests a second per user or client id of a realm (0: no limit).
+    #[arg(long, env = "HERALD_TOKEN_RATE_PER_USER")]
+    pub token_rate_per_user: Option<u32>,
+    /// Burst of the per-user token limit.
+    #[arg(long, env = "HERALD_TOKEN_BURST_PER_USER")]
+    pub token_burst_per_user: Option<u32>,
+    /// Token requests a second per client IP address (0: no limit).
+    #[arg(long, env = "HERALD_TOKEN_RATE_PER_IP")]
+    pub token_rate_per_ip: Option<u32>,
+    /// Burst of the per-IP token limit.
+    #[arg(long, env = "HERALD_TOKEN_BURST_PER_IP")]
+    pub token_burst_per_ip: Option<u32>,
 }
 
 impl Settings {
@@ -123,6 +150,15 @@ impl Settings {
             ca_key: self.ca_key.or(other.ca_key),
             client_cert_validity_days: self.client_cert_validity_days.or(other.client_cert_validity_days),
             metrics_tenant_label: self.metrics_tenant_label.or(other.metrics_tenant_label),
+            header_read_timeout_ms: self.header_read_timeout_ms.or(other.header_read_timeout_ms),
+            header_limit: self.header_limit.or(other.header_limit),
+            max_connections: self.max_connections.or(other.max_connections),
+            send_rate: self.send_rate.or(other.send_rate),
+            send_burst: self.send_burst.or(other.send_burst),
+            token_rate_per_user: self.token_rate_per_user.or(other.token_rate_per_user),
+            token_burst_per_user: self.token_burst_per_user.or(other.token_burst_per_user),
+            token_rate_per_ip: self.token_rate_per_ip.or(other.token_rate_per_ip),
+            token_burst_per_ip: self.token_burst_per_ip.or(other.token_burst_per_ip),
         }
     }
 
@@ -152,6 +188,7 @@ pub struct Config {
     pub webhooks: WebhookSettings,
     pub pki: PkiSettings,
     pub metrics_tenant_label: TenantLabel,
+    pub limits: AbuseLimits,
 }
 
 /// The certificate authority: an operator CA, or a root generated in the data dir.
@@ -162,8 +199,43 @@ pub struct PkiSettings {
     pub client_cert_validity: Duration,
 }
 
+/// Limits against abusive clients (slowloris, floods, credential stuffing); 0 disables a rate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbuseLimits {
+    pub header_read_timeout: Duration,
+    pub header_limit: usize,
+    pub max_connections: usize,
+    pub send_rate: u32,
+    pub send_burst: u32,
+    pub token_rate_per_user: u32,
+    pub token_burst_per_user: u32,
+    pub token_rate_per_ip: u32,
+    pub token_burst_per_ip: u32,
+}
+
+impl AbuseLimits {
+    fn resolve(s: &Settings) -> AbuseLimits {
+        let rate = |v: Option<u32>, default: u32| v.unwrap_or(default);
+        let send_rate = rate(s.send_rate, 10_000);
+        let token_rate_per_user = rate(s.token_rate_per_user, 20);
+        let token_rate_per_ip = rate(s.token_rate_per_ip, 500);
+        AbuseLimits {
+            header_read_timeout: Duration::from_millis(s.header_read_timeout_ms.unwrap_or(10_000).max(1)),
+            header_limit: s.header_limit.unwrap_or(64 * 1024).max(8192),
+            max_connections: s.max_connections.unwrap_or(10_000),
+            send_rate,
+            send_burst: s.send_burst.unwrap_or(send_rate.saturating_mul(2)),
+            token_rate_per_user,
+            token_burst_per_user: s.token_burst_per_user.unwrap_or(token_rate_per_user.saturating_mul(5)),
+            token_rate_per_ip,
+            token_burst_per_ip: s.token_burst_per_ip.unwrap_or(token_rate_per_ip.saturating_mul(2)),
+        }
+    }
+}
+
 impl Config {
     pub fn resolve(s: Settings) -> Result<Config, String> {
+        let limits = AbuseLimits::resolve(&s);
         let listen = s.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
         let tls = match (s.tls_cert, s.tls_key) {
             (Some(c), Some(k)) => Some((c, k)),
@@ -215,6 +287,7 @@ impl Config {
         Ok(Config {
             pki,
             metrics_tenant_label,
+            limits,
             webhooks,
             push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
@@ -252,5 +325,10 @@ mod tests {
         assert_eq!(c.body_limit, 20);
         assert_eq!(c.public_url, "http://127.0.0.1:9000");
         assert!(toml::from_str::<Settings>("nonsense = 1").is_err());
+        assert_eq!(c.limits.send_rate, 10_000, "generous defaults");
+        let file: Settings = toml::from_str("send_rate = 0\ntoken_rate_per_ip = 7\nheader_limit = 10").unwrap();
+        let c = Config::resolve(file).unwrap();
+        assert_eq!((c.limits.send_rate, c.limits.token_rate_per_ip, c.limits.token_burst_per_ip), (0, 7, 14));
+        assert_eq!(c.limits.header_limit, 8192, "hyper's minimum");
     }
 }

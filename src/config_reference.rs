@@ -115,6 +115,15 @@ impl Config {
             ca_cert: self.pki.ca.as_ref().map(|(c, _)| c.clone()),
             ca_key: self.pki.ca.as_ref().map(|(_, k)| k.clone()),
             client_cert_validity_days: Some(self.pki.client_cert_validity.as_secs() / 86_400),
+            header_read_timeout_ms: Some(self.limits.header_read_timeout.as_millis() as u64),
+            header_limit: Some(self.limits.header_limit),
+            max_connections: Some(self.limits.max_connections),
+            send_rate: Some(self.limits.send_rate),
+            send_burst: Some(self.limits.send_burst),
+            token_rate_per_user: Some(self.limits.token_rate_per_user),
+            token_burst_per_user: Some(self.limits.token_burst_per_user),
+            token_rate_per_ip: Some(self.limits.token_rate_per_ip),
+            token_burst_per_ip: Some(self.limits.token_burst_per_ip),
         }
     }
 }

@@ -22,6 +22,8 @@ pub struct Engine {
     pub(crate) in_flight: tokio_util::task::TaskTracker,
     /// The root CA and the tenants' signers.
     pub pki: Arc<crate::pki::Authority>,
+    /// Rate limits of the send API and the token endpoint.
+    pub limits: crate::rate_limit::Limits,
 }
 
 impl Engine {
@@ -46,6 +48,7 @@ impl Engine {
         pki.recover()?;
         Ok(Arc::new(Engine {
             pki,
+            limits: crate::rate_limit::Limits::from_config(&config),
             config,
             store,
             keys: KeyCache::default(),

@@ -40,6 +40,8 @@ pub struct ApiError {
     pub oauth: Option<&'static str>,
     /// The Keycloak status word (`USER_NOT_FOUND`, ...) on realm routes.
     pub word: Option<&'static str>,
+    /// Seconds for the `Retry-After` header of a 429.
+    pub retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -82,7 +84,7 @@ pub struct OpsErrorBody {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), oauth: None, word: None }
+        Self { status, message: message.into(), oauth: None, word: None, retry_after: None }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
@@ -108,6 +110,10 @@ impl ApiError {
     }
     pub fn oauth(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
         Self { oauth: Some(error), ..Self::new(status, description) }
+    }
+    /// 429 with `Retry-After: secs`.
+    pub fn too_many_requests(message: impl Into<String>, secs: u64) -> Self {
+        Self { retry_after: Some(secs), ..Self::new(StatusCode::TOO_MANY_REQUESTS, message) }
     }
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);

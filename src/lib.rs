@@ -21,6 +21,7 @@ pub mod models;
 pub mod openapi;
 pub mod paging;
 pub mod pki;
+pub mod rate_limit;
 pub mod router;
 pub mod server;
 

@@ -42,6 +42,10 @@ macro_rules! route {
     };
 }
 
+/// The client address of a connection, put in each request's extensions by the server.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 pub struct Router {
     routes: Vec<Route>,
     by_method: HashMap<Method, matchit::Router<usize>>,
@@ -105,7 +109,11 @@ where
         Ok(r) => r,
         Err(e) => {
             let body = e.body(family);
-            json(e.status, &body).unwrap_or_else(|_| crate::http::empty(e.status))
+            let mut r = json(e.status, &body).unwrap_or_else(|_| crate::http::empty(e.status));
+            if let Some(secs) = e.retry_after {
+                r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
+            }
+            r
         }
     };
     let status = response.status().as_u16();
@@ -151,6 +159,7 @@ where
         method: parts.method,
         params,
         query: parts.uri.query().map(str::to_string),
+        peer: parts.extensions.get::<PeerAddr>().map(|p| p.0.ip()),
         headers: parts.headers,
         body,
         principal,

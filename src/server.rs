@@ -3,7 +3,7 @@
 
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::router::dispatch;
+use crate::router::{dispatch, PeerAddr};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 /// How long in-flight requests get to finish after a shutdown signal.
@@ -70,12 +71,35 @@ pub async fn serve(
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let limits = engine.config.limits.clone();
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
-    builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.header_limit)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(1024)
+        .max_header_list_size(u32::try_from(limits.header_limit).unwrap_or(u32::MAX));
+    // Connections beyond the limit wait in the listen backlog until one closes.
+    let slots = Arc::new(Semaphore::new(if limits.max_connections == 0 {
+        Semaphore::MAX_PERMITS
+    } else {
+        limits.max_connections
+    }));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+            _ = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -89,8 +113,9 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let engine = engine.clone();
-        let service = service_fn(move |req| {
+        let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             let engine = engine.clone();
+            req.extensions_mut().insert(PeerAddr(peer));
             async move { Ok::<_, Infallible>(dispatch(engine, req).await) }
         });
         match &tls {
@@ -98,6 +123,7 @@ pub async fn serve(
                 let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
+                    let _slot = slot;
                     if let Err(e) = conn.await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
                     }
@@ -108,6 +134,7 @@ pub async fn serve(
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
                         Ok(Ok(s)) => s,
                         _ => return,

@@ -59,7 +59,15 @@ pub async fn token(cx: Cx) -> ApiResult<Response> {
         .keys
         .get(&cx.engine.store, &tenant)?
         .ok_or_else(|| ApiError::oauth(StatusCode::NOT_FOUND, "invalid_request", "Realm does not exist"))?;
+    if let Some(ip) = cx.peer {
+        cx.engine.limits.token_ip.check(&ip.to_string())?;
+    }
     let req = parse_request(&cx)?;
+    // Per user (password grant) or client (client credentials); a refresh grant
+    // names neither before its token is verified, and falls under the address limit only.
+    if let Some(who) = req.username.as_deref().or(req.client_id.as_deref()) {
+        cx.engine.limits.token_user.check(&format!("{tenant}\0{}", who.to_lowercase()))?;
+    }
     let pair = match req.grant_type.as_deref() {
         Some("password") => password_grant(&cx.engine, &tenant, &key, req).await?,
         Some("refresh_token") => refresh_grant(&cx.engine, &tenant, &key, req).await?,

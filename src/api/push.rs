@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 
 pub async fn send(cx: Cx) -> ApiResult<Response> {
+    cx.engine.limits.send.check(cx.tenant())?;
     let event: PushNotificationEvent = cx.json()?;
     let responses = send_event(&cx.engine, cx.tenant(), event).await?;
     json(StatusCode::ACCEPTED, &responses)

@@ -21,6 +21,8 @@ pub struct Cx {
     pub body: Bytes,
     /// The verified caller, on every route that needs a token.
     pub principal: Option<Principal>,
+    /// The client's IP address (absent when dispatched in-process).
+    pub peer: Option<std::net::IpAddr>,
 }
 
 impl Cx {

@@ -33,6 +33,7 @@ pub mod users;
 pub mod versions;
 pub mod webhooks;
 
+pub use codec::round_trip_every_record;
 pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};
 pub use store::{now_ms, Store, StoreOptions};

@@ -76,6 +76,12 @@ pub struct ProviderFaults {
     /// after the fault is set are valid.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expire_access_tokens: bool,
+    /// A further delay drawn uniformly from 0 to this many milliseconds per answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_jitter_ms: Option<u64>,
+    /// Seed of the connection-reset and latency-jitter draws; random when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl ProviderFaults {
@@ -162,12 +168,15 @@ fn draw(seed: u64, n: u64, rate: f64) -> bool {
     if rate <= 0.0 || rate.is_nan() {
         return false;
     }
-    // SplitMix64.
+    ((splitmix(seed, n) >> 11) as f64 / (1u64 << 53) as f64) < rate
+}
+
+/// The `n`th value of SplitMix64 from `seed`.
+fn splitmix(seed: u64, n: u64) -> u64 {
     let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    ((z >> 11) as f64 / (1u64 << 53) as f64) < rate
+    z ^ (z >> 31)
 }
 
 impl ActiveRule {
@@ -217,6 +226,8 @@ pub(crate) struct ActiveFaults {
     reset_rate: Option<f64>,
     reset_draws: AtomicU64,
     reset_seed: u64,
+    jitter_ms: Option<u64>,
+    jitter_draws: AtomicU64,
 }
 
 impl ActiveFaults {
@@ -229,7 +240,9 @@ impl ActiveFaults {
             max_concurrent_streams: spec.max_concurrent_streams,
             reset_rate: spec.reset_connection_rate.filter(|r| *r > 0.0),
             reset_draws: AtomicU64::new(0),
-            reset_seed: rand::random(),
+            reset_seed: spec.seed.unwrap_or_else(rand::random),
+            jitter_ms: spec.latency_jitter_ms.filter(|ms| *ms > 0),
+            jitter_draws: AtomicU64::new(0),
         }
     }
 
@@ -245,6 +258,18 @@ impl ActiveFaults {
         tokens: impl Iterator<Item = &'a str> + Clone,
     ) -> Option<FiredFault> {
         self.rules.iter().filter(|r| r.applies_to(endpoint) && r.matches(tokens.clone())).find_map(ActiveRule::fire)
+    }
+
+    /// The delay before this answer: the fixed latency plus a seeded draw of the jitter.
+    pub(crate) fn delay_ms(&self) -> Option<u64> {
+        let jitter = self.jitter_ms.map(|max| {
+            let n = self.jitter_draws.fetch_add(1, Ordering::Relaxed);
+            splitmix(self.reset_seed ^ 0x6A09_E667_F3BC_C908, n) % (max + 1)
+        });
+        match (self.latency_ms, jitter) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        }
     }
 
     /// Whether this request should drop its connection.
@@ -314,6 +339,19 @@ impl FaultState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jitter_is_seeded_and_bounded() {
+        let spec =
+            ProviderFaults { latency_ms: Some(5), latency_jitter_ms: Some(10), seed: Some(7), ..Default::default() };
+        let (a, b) = (ActiveFaults::new(&spec), ActiveFaults::new(&spec));
+        let da: Vec<u64> = (0..100).map(|_| a.delay_ms().unwrap()).collect();
+        let db: Vec<u64> = (0..100).map(|_| b.delay_ms().unwrap()).collect();
+        assert_eq!(da, db, "one seed, one sequence");
+        assert!(da.iter().all(|d| (5..=15).contains(d)));
+        assert!(da.iter().collect::<HashSet<_>>().len() > 5, "the delays vary");
+        assert_eq!(ActiveFaults::new(&ProviderFaults::default()).delay_ms(), None);
+    }
 
     #[test]
     fn count_rule_fires_n_times() {

@@ -233,7 +233,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
         if f.should_reset() {
             return reset_connection(state, ctx, req, received_ms).await;
         }
-        if let Some(ms) = f.latency_ms {
+        if let Some(ms) = f.delay_ms() {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
     }
