@@ -102,7 +102,7 @@ impl TenantSeries {
     }
 }
 
-/// Tenant → series under one policy; the process has one ([`GLOBAL`]).
+/// Tenant → series under one policy; the process has one (`GLOBAL`).
 #[derive(Default)]
 pub struct Registry {
     mode: RwLock<TenantLabel>,

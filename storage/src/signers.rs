@@ -1,7 +1,7 @@
 //! Tenant signers (intermediate CAs under the engine root) and the engine root CA.
 //!
 //! Trees: `signers` ([tenant, id] → [`Signer`]) and `pki` (the root CA record
-//! under [`ROOT_KEY`], and per tenant its generation counter and the root's CRL
+//! under `ROOT_KEY`, and per tenant its generation counter and the root's CRL
 //! of the tenant's revoked signers). Signer transitions are decided by one
 //! serialized owner per tenant (the engine's PKI authority), so the scans here
 //! never race with another transition of the same tenant; the records a
