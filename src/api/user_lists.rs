@@ -68,19 +68,6 @@ fn lower(cx: &Cx, name: &str) -> Option<String> {
     cx.query_param(name).filter(|v| !v.is_empty()).map(|v| v.to_lowercase())
 }
 
-/// A lower-case key searched for in a user's username, first and last name and
-/// e-mail at once.
-pub struct KeySearch(memchr::memmem::Finder<'static>);
-
-impl KeySearch {
-    pub fn new(key: &str) -> KeySearch {
-        KeySearch(memchr::memmem::Finder::new(key.as_bytes()).into_owned())
-    }
-    pub fn matches(&self, row: &UserRow) -> bool {
-        self.0.find(row.all_fields().as_bytes()).is_some()
-    }
-}
-
 impl ListQuery {
     pub fn from_cx(cx: &Cx) -> ApiResult<ListQuery> {
         let order_key = match cx.query_param("orderByKey").filter(|v| !v.is_empty()).as_deref() {

@@ -70,7 +70,38 @@ impl UserRow {
 }
 
 /// One tenant's rows by username; `None` until first used.
-type Rows = Option<BTreeMap<String, Arc<UserRow>>>;
+type Rows = Option<Dir>;
+
+struct Dir {
+    rows: BTreeMap<String, Arc<UserRow>>,
+    /// Every row's text in one buffer, for substring searches; rebuilt on the
+    /// first search after a write.
+    flat: Option<Flat>,
+}
+
+struct Flat {
+    /// Row texts in username order, each followed by a newline.
+    text: String,
+    starts: Vec<usize>,
+    order: Vec<Arc<UserRow>>,
+}
+
+impl Flat {
+    fn of(rows: &BTreeMap<String, Arc<UserRow>>) -> Flat {
+        let mut flat = Flat {
+            text: String::with_capacity(rows.values().map(|r| r.text.len() + 1).sum()),
+            starts: Vec::with_capacity(rows.len()),
+            order: Vec::with_capacity(rows.len()),
+        };
+        for r in rows.values() {
+            flat.starts.push(flat.text.len());
+            flat.text.push_str(&r.text.replace('\n', " "));
+            flat.text.push('\n');
+            flat.order.push(r.clone());
+        }
+        flat
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Directories(DashMap<String, Arc<RwLock<Rows>>>);
@@ -94,7 +125,9 @@ impl Directories {
     ) -> Result<()> {
         let dir = self.of(tenant);
         let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
-        let Some(rows) = guard.as_mut() else { return Ok(()) };
+        let Some(dir) = guard.as_mut() else { return Ok(()) };
+        dir.flat = None;
+        let rows = &mut dir.rows;
         if let Some(old) = old_username {
             rows.remove(old);
         }
@@ -113,16 +146,42 @@ impl Directories {
         mut visit: impl FnMut(&Arc<UserRow>),
     ) -> Result<()> {
         let dir = self.of(tenant);
-        if dir.read().unwrap_or_else(|p| p.into_inner()).is_none() {
+        let needs_flat = matches!(source, Source::Containing(_));
+        let ready = |d: &Rows| d.as_ref().is_some_and(|d| !needs_flat || d.flat.is_some());
+        if !ready(&dir.read().unwrap_or_else(|p| p.into_inner())) {
             let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
             if guard.is_none() {
-                *guard = Some(load(store, tenant)?);
+                *guard = Some(Dir { rows: load(store, tenant)?, flat: None });
+            }
+            if let Some(d) = guard.as_mut().filter(|d| needs_flat && d.flat.is_none()) {
+                d.flat = Some(Flat::of(&d.rows));
             }
         }
         let guard = dir.read().unwrap_or_else(|p| p.into_inner());
-        let Some(rows) = guard.as_ref() else { return Ok(()) };
+        let Some(Dir { rows, flat }) = guard.as_ref() else { return Ok(()) };
         match source {
             Source::All => rows.values().for_each(visit),
+            Source::Containing(needle) => {
+                // A write between the two locks may have dropped the buffer:
+                // then fall back to row by row.
+                let finder = memchr::memmem::Finder::new(needle.as_bytes());
+                if needle.contains(['\n', SEP]) {
+                    return Ok(());
+                }
+                match flat {
+                    Some(f) => {
+                        let mut last = usize::MAX;
+                        for at in finder.find_iter(f.text.as_bytes()) {
+                            let i = f.starts.partition_point(|s| *s <= at) - 1;
+                            if i != last {
+                                last = i;
+                                visit(&f.order[i]);
+                            }
+                        }
+                    }
+                    None => rows.values().filter(|r| finder.find(r.text.as_bytes()).is_some()).for_each(visit),
+                }
+            }
             Source::Index(lookup) => {
                 // Index keys end with the username, so no value or record is read.
                 for kv in store.trees().user_index.scan_prefix(lookup.prefix(tenant)) {
@@ -143,6 +202,9 @@ impl Directories {
 pub enum Source<'a> {
     All,
     Index(Index<'a>),
+    /// Users whose username, first or last name or e-mail contains this
+    /// (lower-case) text: one scan of the tenant's search buffer.
+    Containing(&'a str),
 }
 
 fn load(store: &crate::Store, tenant: &str) -> Result<BTreeMap<String, Arc<UserRow>>> {

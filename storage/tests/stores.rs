@@ -125,6 +125,16 @@ fn user_directory_follows_every_write_even_concurrent_ones() {
     assert!(all.contains(&"renamed".to_string()) && !all.contains(&"user3".to_string()), "{all:?}");
     let zoe = s.users().select("acme", Source::All, |r| r.first_name() == "zoe").unwrap();
     assert_eq!(zoe.len(), 1);
+    // Substring search over the search buffer, rebuilt after each write.
+    assert_eq!(names(Source::Containing("ann")).len(), 9);
+    assert_eq!(names(Source::Containing("renamed")), ["renamed"]);
+    let mut u = user(4, "Annabel");
+    u.username = "zed".into();
+    s.users().update("acme", &u).unwrap();
+    assert_eq!(names(Source::Containing("zed")), ["zed"]);
+    assert_eq!(names(Source::Containing("user4")), Vec::<String>::new());
+    assert_eq!(names(Source::Containing("ann")).len(), 9, "one hit per user, not per match");
+    assert_eq!(names(Source::Containing("user1\nuser2")), Vec::<String>::new(), "never across rows");
     assert_eq!(names(Source::Index(Index::Role("member"))).len(), 10);
 
     // Concurrent updates of one user: the row ends as the last committed record.
