@@ -4,9 +4,7 @@
 mod common;
 use common::*;
 use herald_sim::{Faults, Provider, ProviderFaults};
-use herald_storage::clients::Client;
-use herald_storage::push_tokens::{PushProvider, PushToken};
-use herald_storage::{Store, StoreOptions};
+use herald_storage::push_tokens::PushProvider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -68,37 +66,8 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
 
 /// Seeds `n` APNs clients of app `demo` straight into a stopped Herald's storage.
 fn seed(data_dir: &std::path::Path, n: u64) -> Vec<String> {
-    let store = Store::open(&StoreOptions::new(data_dir)).unwrap();
-    let mut tokens = Vec::new();
-    for i in 0..n {
-        let id = ulid::Ulid::generate().to_string();
-        let client = Client {
-            id: id.clone(),
-            app_name: "demo".into(),
-            platform: "ios".into(),
-            lock_state: "NONE".into(),
-            ..Client::default()
-        };
-        store.clients().create("acme", &client).unwrap();
-        let token = apns_token(1_000_000 + i);
-        store
-            .push_tokens()
-            .set(
-                "acme",
-                &id,
-                &PushToken {
-                    app_name: "demo".into(),
-                    provider: PushProvider::Apns,
-                    token: token.clone(),
-                    is_valid: true,
-                    updated_ms: 1,
-                },
-            )
-            .unwrap();
-        tokens.push(token);
-    }
-    store.flush_now().unwrap();
-    tokens
+    let tokens = seed_clients(data_dir, n, |i| (PushProvider::Apns, apns_token(1_000_000 + i)));
+    tokens.into_iter().map(|(_, token)| token).collect()
 }
 
 async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Value {

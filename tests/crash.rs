@@ -14,9 +14,7 @@
 mod common;
 use common::{Herald, OPERATOR, PASSWORD};
 use herald_sim::{Faults, Provider, ProviderFaults};
-use herald_storage::clients::Client;
-use herald_storage::push_tokens::{PushProvider, PushToken};
-use herald_storage::{Store, StoreOptions};
+use herald_storage::push_tokens::PushProvider;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -328,31 +326,9 @@ async fn verify(http: &reqwest::Client, base: &str, token: &str, l: &Ledger) -> 
 
 /// Seeds the broadcast's APNs clients straight into a stopped Herald's storage.
 fn seed(data: &std::path::Path) -> Vec<String> {
-    let store = Store::open(&StoreOptions::new(data)).unwrap();
-    let mut tokens = Vec::new();
-    for i in 0..BROADCAST_TOKENS {
-        let id = ulid::Ulid::generate().to_string();
-        let client = Client {
-            id: id.clone(),
-            app_name: "demo".into(),
-            platform: "ios".into(),
-            lock_state: "NONE".into(),
-            ..Client::default()
-        };
-        store.clients().create("acme", &client).unwrap();
-        let token = common::apns_token(5_000_000 + i);
-        let record = PushToken {
-            app_name: "demo".into(),
-            provider: PushProvider::Apns,
-            token: token.clone(),
-            is_valid: true,
-            updated_ms: 1,
-        };
-        store.push_tokens().set("acme", &id, &record).unwrap();
-        tokens.push(token);
-    }
-    store.flush_now().unwrap();
-    tokens
+    let tokens =
+        common::seed_clients(data, BROADCAST_TOKENS, |i| (PushProvider::Apns, common::apns_token(5_000_000 + i)));
+    tokens.into_iter().map(|(_, token)| token).collect()
 }
 
 #[tokio::test]

@@ -10,8 +10,7 @@
 mod common;
 use common::{apns_token, Herald, OPERATOR, PASSWORD};
 use herald_sim::{Faults, Provider, ProviderFaults, StatusFault};
-use herald_storage::clients::Client;
-use herald_storage::push_tokens::{PushProvider, PushToken};
+use herald_storage::push_tokens::PushProvider;
 use herald_storage::{Store, StoreOptions};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -55,25 +54,7 @@ fn token_of(i: u64) -> (PushProvider, String) {
 }
 
 fn seed_tokens(data: &std::path::Path, n: u64) -> Vec<String> {
-    let store = Store::open(&StoreOptions::new(data)).unwrap();
-    let mut ids = Vec::new();
-    for i in 0..n {
-        let id = ulid::Ulid::generate().to_string();
-        let client = Client {
-            id: id.clone(),
-            app_name: "demo".into(),
-            platform: "android".into(),
-            lock_state: "NONE".into(),
-            ..Client::default()
-        };
-        store.clients().create("acme", &client).unwrap();
-        let (provider, token) = token_of(i);
-        let record = PushToken { app_name: "demo".into(), provider, token, is_valid: true, updated_ms: 1 };
-        store.push_tokens().set("acme", &id, &record).unwrap();
-        ids.push(id);
-    }
-    store.flush_now().unwrap();
-    ids
+    common::seed_clients(data, n, token_of).into_iter().map(|(id, _)| id).collect()
 }
 
 fn rss_kb(pid: u32) -> Option<u64> {

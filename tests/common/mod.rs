@@ -293,3 +293,35 @@ impl Herald {
         let _ = self.child.wait();
     }
 }
+
+/// Seeds `n` clients of app `demo` of tenant `acme`, each with the push token
+/// `token_of(i)`, straight into a stopped Herald's storage; answers the
+/// clients' ids and tokens.
+pub fn seed_clients(
+    data: &Path,
+    n: u64,
+    token_of: impl Fn(u64) -> (herald_storage::push_tokens::PushProvider, String),
+) -> Vec<(String, String)> {
+    use herald_storage::clients::Client;
+    use herald_storage::push_tokens::PushToken;
+    let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(data)).unwrap();
+    let mut seeded = Vec::new();
+    for i in 0..n {
+        let id = ulid::Ulid::generate().to_string();
+        let client = Client {
+            id: id.clone(),
+            app_name: "demo".into(),
+            platform: "ios".into(),
+            lock_state: "NONE".into(),
+            ..Client::default()
+        };
+        store.clients().create("acme", &client).unwrap();
+        let (provider, token) = token_of(i);
+        let record =
+            PushToken { app_name: "demo".into(), provider, token: token.clone(), is_valid: true, updated_ms: 1 };
+        store.push_tokens().set("acme", &id, &record).unwrap();
+        seeded.push((id, token));
+    }
+    store.flush_now().unwrap();
+    seeded
+}
