@@ -81,32 +81,13 @@ async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Va
         .unwrap()
 }
 
-async fn login(http: &reqwest::Client, h: &Herald) -> String {
-    let r = http
-        .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
-        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn a_broadcast_killed_mid_way_completes_after_restart() {
     const N: u64 = 20_000;
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, sims.ca_pem()).unwrap();
-    let env = vec![
-        ("HERALD_APNS_URL", sims.apns_url()),
-        ("HERALD_APNS_SANDBOX_URL", sims.apns_url()),
-        ("HERALD_FCM_URL", sims.fcm_url()),
-        ("HERALD_HMS_URL", sims.hms_url()),
-        ("HERALD_HMS_TOKEN_URL", sims.hms_token_url()),
-        ("HERALD_EXTRA_CA_FILE", ca.display().to_string()),
-    ];
+    let env = sim_env(&sims, dir.path());
     let data = dir.path().join("data");
     let http = reqwest::Client::new();
 
@@ -120,7 +101,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
-    let token = login(&http, &h).await;
+    let token = h.admin_token(&http).await;
     let r = http
         .post(format!("{}/v1/tenants/acme/apps/demo", h.base))
         .bearer_auth(&token)
@@ -138,7 +119,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
         ..Default::default()
     });
     let h = Herald::start(&data, &env);
-    let token = login(&http, &h).await;
+    let token = h.admin_token(&http).await;
     let r = http
         .post(format!("{}/v1/tenants/acme/push_notification/send", h.base))
         .bearer_auth(&token)
@@ -163,7 +144,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
 
     sims.set_faults(Faults::default());
     let h = Herald::start(&data, &env);
-    let token = login(&http, &h).await;
+    let token = h.admin_token(&http).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let done = loop {
         let r = report(&http, &h, &token, &id).await;

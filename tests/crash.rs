@@ -92,18 +92,6 @@ struct World {
 }
 
 impl World {
-    async fn login(&self, h: &Herald) -> String {
-        let r = self
-            .http
-            .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
-            .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::OK, "login after restart");
-        r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
-    }
-
     /// Starts Herald and checks the database opened cleanly.
     async fn start(&self) -> Herald {
         let h = Herald::start(&self.data, &self.env);
@@ -344,23 +332,11 @@ async fn acknowledged_work_survives_random_sigkills() {
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, sims.ca_pem()).unwrap();
     let (hook_url, received) = slow_receiver(Duration::from_millis(20)).await;
-    let world = World {
-        http: reqwest::Client::new(),
-        env: vec![
-            ("HERALD_APNS_URL", sims.apns_url()),
-            ("HERALD_APNS_SANDBOX_URL", sims.apns_url()),
-            ("HERALD_FCM_URL", sims.fcm_url()),
-            ("HERALD_HMS_URL", sims.hms_url()),
-            ("HERALD_HMS_TOKEN_URL", sims.hms_token_url()),
-            ("HERALD_EXTRA_CA_FILE", ca.display().to_string()),
-            ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".into()),
-            ("HERALD_WEBHOOK_RETRY_SCHEDULE", "0,1,1,1,1,1,1,1,1,1,1,1".into()),
-        ],
-        data: dir.path().join("data"),
-    };
+    let mut env = common::sim_env(&sims, dir.path());
+    env.push(("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".into()));
+    env.push(("HERALD_WEBHOOK_RETRY_SCHEDULE", "0,1,1,1,1,1,1,1,1,1,1,1".into()));
+    let world = World { http: reqwest::Client::new(), env, data: dir.path().join("data") };
     let http = world.http.clone();
 
     // Tenant, app, webhook and bob's FCM client through the API; broadcast clients into storage.
@@ -373,7 +349,7 @@ async fn acknowledged_work_survives_random_sigkills() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
-    let token = world.login(&h).await;
+    let token = h.admin_token(&world.http).await;
     use reqwest::Method as M;
     let base = h.base.clone();
     let (st, b) =
@@ -427,7 +403,7 @@ async fn acknowledged_work_survives_random_sigkills() {
     let mut verified_up_to = Ledger::default();
     for round in 0..kills {
         let h = world.start().await;
-        let token = world.login(&h).await;
+        let token = h.admin_token(&world.http).await;
         let snapshot = ledger.lock().unwrap().clone();
         let sample = to_check(&snapshot, &verified_up_to, 400, &mut rng);
         checked += verify(&http, &h.base, &token, &sample).await;
@@ -472,7 +448,7 @@ async fn acknowledged_work_survives_random_sigkills() {
     // The last restart: everything is there, broadcasts complete, events drain.
     sims.set_faults(Faults::default());
     let h = world.start().await;
-    let token = world.login(&h).await;
+    let token = h.admin_token(&world.http).await;
     let l = std::mem::take(&mut *ledger.lock().unwrap());
     let found = verify(&http, &h.base, &token, &l).await;
     checked += found;

@@ -13,17 +13,6 @@ async fn post(http: &Client, url: String, token: &str, body: Value) -> (StatusCo
     (r.status(), r.json().await.unwrap_or(Value::Null))
 }
 
-async fn admin_token(http: &Client, base: &str) -> String {
-    let r = http
-        .post(format!("{base}/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,7 +26,7 @@ async fn acknowledged_writes_survive_sigkill() {
     )
     .await;
     assert_eq!(st, StatusCode::CREATED);
-    let token = admin_token(&http, &h.base).await;
+    let token = h.admin_token(&http).await;
     let (st, _) = post(&http, format!("{}/v1/tenants/acme/apps/shop", h.base), &token, fcm_app_body()).await;
     assert_eq!(st, StatusCode::CREATED);
 
@@ -74,7 +63,7 @@ async fn acknowledged_writes_survive_sigkill() {
     h.kill9();
 
     let h = Herald::start(dir.path(), &[]);
-    let token = admin_token(&http, &h.base).await;
+    let token = h.admin_token(&http).await;
     let mut found = 0;
     for (id, push_token) in &acknowledged {
         let r = http
@@ -109,7 +98,7 @@ async fn offline_tenant_creation_is_served() {
     assert!(!again.status.success(), "a second create of the same tenant fails");
     let h = Herald::start(dir.path(), &[]);
     let http = Client::new();
-    admin_token(&http, &h.base).await;
+    h.admin_token(&http).await;
     let r = http.get(format!("{}/readyz", h.base)).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     h.kill9();

@@ -85,17 +85,6 @@ async fn post(http: &reqwest::Client, url: String, token: &str, body: Value) -> 
     (st, r.json().await.unwrap_or(Value::Null))
 }
 
-async fn login(http: &reqwest::Client, base: &str) -> String {
-    let r = http
-        .post(format!("{base}/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn faults_lose_nothing_and_invalidate_nothing() {
     let n = env_or("HERALD_SOAK_TOKENS", 6_000);
@@ -105,16 +94,7 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, sims.ca_pem()).unwrap();
-    let env = vec![
-        ("HERALD_APNS_URL", sims.apns_url()),
-        ("HERALD_APNS_SANDBOX_URL", sims.apns_url()),
-        ("HERALD_FCM_URL", sims.fcm_url()),
-        ("HERALD_HMS_URL", sims.hms_url()),
-        ("HERALD_HMS_TOKEN_URL", sims.hms_token_url()),
-        ("HERALD_EXTRA_CA_FILE", ca.display().to_string()),
-    ];
+    let env = common::sim_env(&sims, dir.path());
     let data = dir.path().join("data");
     let http = reqwest::Client::new();
 
@@ -129,7 +109,7 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     )
     .await;
     assert_eq!(st, StatusCode::CREATED);
-    let token = login(&http, &base).await;
+    let token = h.admin_token(&http).await;
     let (st, b) = post(&http, format!("{base}/v1/tenants/acme/apps/demo"), &token, creds.app_json.clone()).await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
     let mut interactive: HashMap<String, (Provider, String)> = HashMap::new();
@@ -165,7 +145,7 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     let h = Herald::start(&data, &env);
     let pid = h.child.id();
     let base = h.base.clone();
-    let token = login(&http, &base).await;
+    let token = h.admin_token(&http).await;
     sims.reset();
     sims.set_faults(Faults { apns: faults(seed), fcm: faults(seed + 100), hms: faults(seed + 200) });
     let started = Instant::now();

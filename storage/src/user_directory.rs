@@ -162,12 +162,11 @@ impl Directories {
         match source {
             Source::All => rows.values().for_each(visit),
             Source::Containing(needle) => {
-                // A write between the two locks may have dropped the buffer:
-                // then fall back to row by row.
-                let finder = memchr::memmem::Finder::new(needle.as_bytes());
+                // No field holds either separator, so such a needle matches nothing.
                 if needle.contains(['\n', SEP]) {
                     return Ok(());
                 }
+                let finder = memchr::memmem::Finder::new(needle.as_bytes());
                 match flat {
                     Some(f) => {
                         let mut last = usize::MAX;
@@ -179,6 +178,7 @@ impl Directories {
                             }
                         }
                     }
+                    // A write between the two locks dropped the buffer: row by row.
                     None => rows.values().filter(|r| finder.find(r.text.as_bytes()).is_some()).for_each(visit),
                 }
             }

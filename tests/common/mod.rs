@@ -286,12 +286,39 @@ impl Herald {
         Herald { child, base }
     }
 
+    /// An access token of tenant `acme`'s admin (the password grant).
+    pub async fn admin_token(&self, http: &Client) -> String {
+        let r = http
+            .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", self.base))
+            .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "admin login");
+        r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
+    }
+
     pub fn kill9(mut self) {
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGKILL);
         }
         let _ = self.child.wait();
     }
+}
+
+/// The environment pointing a child `herald serve` at the simulators (their CA
+/// written into `dir`).
+pub fn sim_env(sims: &herald_sim::Simulators, dir: &Path) -> Vec<(&'static str, String)> {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, sims.ca_pem()).unwrap();
+    vec![
+        ("HERALD_APNS_URL", sims.apns_url()),
+        ("HERALD_APNS_SANDBOX_URL", sims.apns_url()),
+        ("HERALD_FCM_URL", sims.fcm_url()),
+        ("HERALD_HMS_URL", sims.hms_url()),
+        ("HERALD_HMS_TOKEN_URL", sims.hms_token_url()),
+        ("HERALD_EXTRA_CA_FILE", ca.display().to_string()),
+    ]
 }
 
 /// Seeds `n` clients of app `demo` of tenant `acme`, each with the push token
