@@ -4,7 +4,7 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::{Cx, Response};
 use crate::models::user::UserView;
-use herald_storage::users::{Source, UserRow};
+use herald_storage::users::{Field, Source, UserRow};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -12,14 +12,6 @@ use std::sync::Arc;
 pub const DEFAULT_LIMIT: usize = 100;
 /// Largest accepted `limit`.
 pub const MAX_LIMIT: usize = 1000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OrderKey {
-    Username,
-    FirstName,
-    LastName,
-    Email,
-}
 
 #[derive(Debug, Clone)]
 pub struct ListQuery {
@@ -33,7 +25,7 @@ pub struct ListQuery {
     pub username: Option<String>,
     pub generic: Option<String>,
     pub desc: bool,
-    pub order_key: OrderKey,
+    pub order_key: Field,
     pub from: Option<u64>,
     pub to: Option<u64>,
 }
@@ -71,10 +63,10 @@ fn lower(cx: &Cx, name: &str) -> Option<String> {
 impl ListQuery {
     pub fn from_cx(cx: &Cx) -> ApiResult<ListQuery> {
         let order_key = match cx.query_param("orderByKey").filter(|v| !v.is_empty()).as_deref() {
-            None | Some("username") => OrderKey::Username,
-            Some("firstName") => OrderKey::FirstName,
-            Some("lastName") => OrderKey::LastName,
-            Some("email") => OrderKey::Email,
+            None | Some("username") => Field::Username,
+            Some("firstName") => Field::FirstName,
+            Some("lastName") => Field::LastName,
+            Some("email") => Field::Email,
             Some(_) => return Err(ApiError::field("orderByKey", "must be firstName, lastName, email or username")),
         };
         let desc = match cx.query_param("orderBy").filter(|v| !v.is_empty()).map(|v| v.to_lowercase()).as_deref() {
@@ -122,18 +114,10 @@ impl ListQuery {
             && self.username.as_deref().is_none_or(|f| u.username().contains(f))
     }
 
-    fn sort_key<'r>(&self, u: &'r UserRow) -> &'r str {
-        match self.order_key {
-            OrderKey::Username => u.username(),
-            OrderKey::FirstName => u.first_name(),
-            OrderKey::LastName => u.last_name(),
-            OrderKey::Email => u.email(),
-        }
-    }
-
     /// The page of the users of `source` matching the query and `extra`, and
-    /// the number of matches. In username order the rows are only counted and
-    /// the page's kept; other orders sort the matches.
+    /// the number of matches. Where the rows come in the asked order (username
+    /// order ascending, or a whole tenant in a kept order) they are only counted
+    /// and the page's kept; otherwise the matches are sorted.
     fn page(
         &self,
         cx: &Cx,
@@ -142,16 +126,21 @@ impl ListQuery {
     ) -> ApiResult<(Vec<Arc<UserRow>>, usize)> {
         let users = cx.engine.store.users();
         let keep = |r: &UserRow| extra(r) && self.matches(r);
-        if self.order_key == OrderKey::Username && !self.desc {
-            let (mut total, mut page) = (0, Vec::new());
-            users.visit(cx.tenant(), source, |r| {
-                if keep(r) {
-                    if total >= self.offset && page.len() < self.limit {
-                        page.push(r.clone());
-                    }
-                    total += 1;
+        let (mut total, mut page) = (0, Vec::new());
+        let mut count = |r: &Arc<UserRow>| {
+            if keep(r) {
+                if total >= self.offset && page.len() < self.limit {
+                    page.push(r.clone());
                 }
-            })?;
+                total += 1;
+            }
+        };
+        if matches!(source, Source::All) {
+            users.visit_all_by(cx.tenant(), self.order_key, self.desc, &mut count)?;
+            return Ok((page, total));
+        }
+        if self.order_key == Field::Username && !self.desc {
+            users.visit(cx.tenant(), source, &mut count)?;
             return Ok((page, total));
         }
         let rows = users.select(cx.tenant(), source, keep)?;
@@ -160,7 +149,7 @@ impl ListQuery {
         if self.offset >= end {
             return Ok((Vec::new(), total));
         }
-        if self.order_key == OrderKey::Username {
+        if self.order_key == Field::Username {
             // Descending: the page counted from the end.
             return Ok(((total - end..total - self.offset).rev().map(|i| rows[i].clone()).collect(), total));
         }
@@ -168,7 +157,7 @@ impl ListQuery {
         // place `end` (linear), then sort those. Ties stay in username order
         // (the rows' order), reversed with the rest when descending.
         let order = |a: &u32, b: &u32| {
-            let o = self.sort_key(&rows[*a as usize]).cmp(self.sort_key(&rows[*b as usize])).then(a.cmp(b));
+            let o = rows[*a as usize].field(self.order_key).cmp(rows[*b as usize].field(self.order_key)).then(a.cmp(b));
             if self.desc {
                 o.reverse()
             } else {

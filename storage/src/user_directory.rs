@@ -67,6 +67,35 @@ impl UserRow {
     pub fn all_fields(&self) -> &str {
         &self.text
     }
+    pub fn field(&self, field: Field) -> &str {
+        match field {
+            Field::Username => self.username(),
+            Field::FirstName => self.first_name(),
+            Field::LastName => self.last_name(),
+            Field::Email => self.email(),
+        }
+    }
+}
+
+/// A field user lists order by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Username,
+    FirstName,
+    LastName,
+    Email,
+}
+
+impl Field {
+    /// Slot of the field in [`Dir::sorted`]; username order is the map's own.
+    fn slot(self) -> Option<usize> {
+        match self {
+            Field::Username => None,
+            Field::FirstName => Some(0),
+            Field::LastName => Some(1),
+            Field::Email => Some(2),
+        }
+    }
 }
 
 /// One tenant's rows by username; `None` until first used.
@@ -77,6 +106,29 @@ struct Dir {
     /// Every row's text in one buffer, for substring searches; rebuilt on the
     /// first search after a write.
     flat: Option<Flat>,
+    /// Rows by first name, last name and e-mail (ties by username), so that a
+    /// page of a whole tenant in those orders is a walk, not a sort; each is
+    /// rebuilt on the first list in its order after a write.
+    sorted: [Option<Arc<Vec<Arc<UserRow>>>>; 3],
+}
+
+impl Dir {
+    fn new(rows: BTreeMap<String, Arc<UserRow>>) -> Dir {
+        Dir { rows, flat: None, sorted: Default::default() }
+    }
+
+    /// The rows in `order` (a field other than username), built if missing.
+    fn sorted(&mut self, slot: usize, order: Field) -> Arc<Vec<Arc<UserRow>>> {
+        let rows = &self.rows;
+        self.sorted[slot]
+            .get_or_insert_with(|| {
+                let mut sorted: Vec<_> = rows.values().cloned().collect();
+                // Stable: rows come in username order, which breaks ties.
+                sorted.sort_by(|a, b| a.field(order).cmp(b.field(order)));
+                Arc::new(sorted)
+            })
+            .clone()
+    }
 }
 
 struct Flat {
@@ -127,6 +179,7 @@ impl Directories {
         let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
         let Some(dir) = guard.as_mut() else { return Ok(()) };
         dir.flat = None;
+        dir.sorted = Default::default();
         let rows = &mut dir.rows;
         if let Some(old) = old_username {
             rows.remove(old);
@@ -143,22 +196,75 @@ impl Directories {
         store: &crate::Store,
         tenant: &str,
         source: Source<'_>,
-        mut visit: impl FnMut(&Arc<UserRow>),
+        visit: impl FnMut(&Arc<UserRow>),
     ) -> Result<()> {
-        let dir = self.of(tenant);
         let needs_flat = matches!(source, Source::Containing(_));
+        self.read(store, tenant, needs_flat, |d| d.visit(store, tenant, source, visit))?
+    }
+
+    /// Runs `f` on the tenant's directory under its read lock, once it is
+    /// loaded (with its search buffer built when `needs_flat`).
+    fn read<T>(&self, store: &crate::Store, tenant: &str, needs_flat: bool, f: impl FnOnce(&Dir) -> T) -> Result<T> {
+        let dir = self.of(tenant);
         let ready = |d: &Rows| d.as_ref().is_some_and(|d| !needs_flat || d.flat.is_some());
         if !ready(&dir.read().unwrap_or_else(|p| p.into_inner())) {
             let mut guard = dir.write().unwrap_or_else(|p| p.into_inner());
-            if guard.is_none() {
-                *guard = Some(Dir { rows: load(store, tenant)?, flat: None });
-            }
-            if let Some(d) = guard.as_mut().filter(|d| needs_flat && d.flat.is_none()) {
+            let d = loaded(&mut guard, store, tenant)?;
+            if needs_flat && d.flat.is_none() {
                 d.flat = Some(Flat::of(&d.rows));
             }
         }
         let guard = dir.read().unwrap_or_else(|p| p.into_inner());
-        let Some(Dir { rows, flat }) = guard.as_ref() else { return Ok(()) };
+        Ok(f(guard.as_ref().unwrap_or(&Dir::new(BTreeMap::new()))))
+    }
+
+    /// Calls `visit` with every row of the tenant in `order` (ties in username
+    /// order), reversed when `desc`.
+    pub(crate) fn visit_all_by(
+        &self,
+        store: &crate::Store,
+        tenant: &str,
+        order: Field,
+        desc: bool,
+        visit: impl FnMut(&Arc<UserRow>),
+    ) -> Result<()> {
+        let Some(slot) = order.slot() else {
+            return self.read(store, tenant, false, |d| match desc {
+                true => d.rows.values().rev().for_each(visit),
+                false => d.rows.values().for_each(visit),
+            });
+        };
+        let dir = self.of(tenant);
+        let kept = dir.read().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|d| d.sorted[slot].clone());
+        let sorted = match kept {
+            Some(sorted) => sorted,
+            None => loaded(&mut dir.write().unwrap_or_else(|p| p.into_inner()), store, tenant)?.sorted(slot, order),
+        };
+        match desc {
+            true => sorted.iter().rev().for_each(visit),
+            false => sorted.iter().for_each(visit),
+        }
+        Ok(())
+    }
+}
+
+/// The tenant's directory, loaded from its records on first use.
+fn loaded<'d>(rows: &'d mut Rows, store: &crate::Store, tenant: &str) -> Result<&'d mut Dir> {
+    if rows.is_none() {
+        *rows = Some(Dir::new(load(store, tenant)?));
+    }
+    Ok(rows.get_or_insert_with(|| Dir::new(BTreeMap::new())))
+}
+
+impl Dir {
+    fn visit(
+        &self,
+        store: &crate::Store,
+        tenant: &str,
+        source: Source<'_>,
+        mut visit: impl FnMut(&Arc<UserRow>),
+    ) -> Result<()> {
+        let Dir { rows, flat, .. } = self;
         match source {
             Source::All => rows.values().for_each(visit),
             Source::Containing(needle) => {

@@ -9,7 +9,7 @@ use sled::Transactional;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use crate::user_directory::{Source, UserRow};
+pub use crate::user_directory::{Field, Source, UserRow};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct User {
@@ -194,6 +194,12 @@ impl Users<'_> {
     /// without copying any: the cheapest way to count and page a large list.
     pub fn visit(&self, tenant: &str, source: Source<'_>, visit: impl FnMut(&Arc<UserRow>)) -> Result<()> {
         self.0.inner.directories.visit(self.0, tenant, source, visit)
+    }
+
+    /// Calls `visit` with every directory row of the tenant in `order` (ties
+    /// in username order), reversed when `desc`: a walk of a kept order.
+    pub fn visit_all_by(&self, tenant: &str, order: Field, desc: bool, visit: impl FnMut(&Arc<UserRow>)) -> Result<()> {
+        self.0.inner.directories.visit_all_by(self.0, tenant, order, desc, visit)
     }
 
     pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
