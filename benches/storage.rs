@@ -1,9 +1,15 @@
 //! Durable writes per second: grouped flushes (what the API does) against one
 //! flush per write, with 64 concurrent writers. Both run in the same process and
 //! on the same disk, so their ratio is what to read.
+//!
+//! And the report write of one interactive send without compression and at zstd
+//! levels 1 and 5 (sled's default, Herald's): sled compresses every write on its
+//! own, with a new zstd context each time, so compression is paid per send. The
+//! bytes on disk per report of each are printed.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use herald_storage::clients::Client;
+use herald_storage::deliveries::{ClientOutcome, Report, State};
 use herald_storage::{Store, StoreOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,5 +61,58 @@ fn durable_creates(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, durable_creates);
+fn send_report(n: u64) -> (Report, Vec<(String, ClientOutcome)>) {
+    let outcome =
+        ClientOutcome { app: "shop".into(), provider: "apns".into(), state: State::Sent, code: 200, message: None };
+    let mut report = Report {
+        id: ulid::Ulid::generate().to_string(),
+        kind: "client".into(),
+        recipient: format!("user{n}/{n:026}"),
+        created_ms: herald_storage::now_ms(),
+        completed_ms: Some(herald_storage::now_ms()),
+        ..Report::default()
+    };
+    report.targeted.insert("shop".into(), 1);
+    report.record(&outcome);
+    (report, vec![(format!("{n:026}"), outcome)])
+}
+
+fn report_writes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("send_report_write");
+    group.throughput(Throughput::Elements(1));
+    for level in [0, 1, 5] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let opts = StoreOptions { compression_level: level, ..StoreOptions::new(dir.path().to_path_buf()) };
+        let store = Store::open(&opts).expect("store");
+        let mut n = 0;
+        group.bench_function(BenchmarkId::new("zstd_level", level), |b| {
+            b.iter(|| {
+                n += 1;
+                let (report, outcomes) = send_report(n);
+                store.deliveries().finish_send("bench", &report, &outcomes).expect("report");
+            })
+        });
+
+        store.flush_now().expect("flush");
+        let bytes: u64 = walk(dir.path());
+        println!("zstd level {level}: {n} reports, {:.0} bytes on disk per report", bytes as f64 / n.max(1) as f64);
+    }
+    group.finish();
+}
+
+/// Bytes of the files under `dir`.
+fn walk(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => walk(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+criterion_group!(benches, durable_creates, report_writes);
 criterion_main!(benches);
