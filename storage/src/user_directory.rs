@@ -129,6 +129,51 @@ impl Dir {
             })
             .clone()
     }
+
+    fn visit(
+        &self,
+        store: &crate::Store,
+        tenant: &str,
+        source: Source<'_>,
+        mut visit: impl FnMut(&Arc<UserRow>),
+    ) -> Result<()> {
+        let Dir { rows, flat, .. } = self;
+        match source {
+            Source::All => rows.values().for_each(visit),
+            Source::Containing(needle) => {
+                // No field holds either separator, so such a needle matches nothing.
+                if needle.contains(['\n', SEP]) {
+                    return Ok(());
+                }
+                let finder = memchr::memmem::Finder::new(needle.as_bytes());
+                match flat {
+                    Some(f) => {
+                        let mut last = usize::MAX;
+                        for at in finder.find_iter(f.text.as_bytes()) {
+                            let i = f.starts.partition_point(|s| *s <= at) - 1;
+                            if i != last {
+                                last = i;
+                                visit(&f.order[i]);
+                            }
+                        }
+                    }
+                    // A write between the two locks dropped the buffer: row by row.
+                    None => rows.values().filter(|r| finder.find(r.text.as_bytes()).is_some()).for_each(visit),
+                }
+            }
+            Source::Index(lookup) => {
+                // Index keys end with the username, so no value or record is read.
+                for kv in store.trees().user_index.scan_prefix(lookup.prefix(tenant)) {
+                    let (k, _) = kv?;
+                    let name = k.rsplit(|b| *b == 0).next().unwrap_or_default();
+                    if let Some(row) = std::str::from_utf8(name).ok().and_then(|n| rows.get(n)) {
+                        visit(row);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 struct Flat {
@@ -254,53 +299,6 @@ fn loaded<'d>(rows: &'d mut Rows, store: &crate::Store, tenant: &str) -> Result<
         *rows = Some(Dir::new(load(store, tenant)?));
     }
     Ok(rows.get_or_insert_with(|| Dir::new(BTreeMap::new())))
-}
-
-impl Dir {
-    fn visit(
-        &self,
-        store: &crate::Store,
-        tenant: &str,
-        source: Source<'_>,
-        mut visit: impl FnMut(&Arc<UserRow>),
-    ) -> Result<()> {
-        let Dir { rows, flat, .. } = self;
-        match source {
-            Source::All => rows.values().for_each(visit),
-            Source::Containing(needle) => {
-                // No field holds either separator, so such a needle matches nothing.
-                if needle.contains(['\n', SEP]) {
-                    return Ok(());
-                }
-                let finder = memchr::memmem::Finder::new(needle.as_bytes());
-                match flat {
-                    Some(f) => {
-                        let mut last = usize::MAX;
-                        for at in finder.find_iter(f.text.as_bytes()) {
-                            let i = f.starts.partition_point(|s| *s <= at) - 1;
-                            if i != last {
-                                last = i;
-                                visit(&f.order[i]);
-                            }
-                        }
-                    }
-                    // A write between the two locks dropped the buffer: row by row.
-                    None => rows.values().filter(|r| finder.find(r.text.as_bytes()).is_some()).for_each(visit),
-                }
-            }
-            Source::Index(lookup) => {
-                // Index keys end with the username, so no value or record is read.
-                for kv in store.trees().user_index.scan_prefix(lookup.prefix(tenant)) {
-                    let (k, _) = kv?;
-                    let name = k.rsplit(|b| *b == 0).next().unwrap_or_default();
-                    if let Some(row) = std::str::from_utf8(name).ok().and_then(|n| rows.get(n)) {
-                        visit(row);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Where a user list draws its candidates from.
