@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use herald_sim::{Faults, Provider, ProviderFaults};
+use herald_sim::{Faults, Provider, ProviderFaults, StatusFault};
 use herald_storage::push_tokens::PushProvider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -162,4 +162,24 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     assert_eq!(missing, 0, "every token delivered at least once: {done}");
     assert_eq!(done["counts"]["sent"], N, "every client counted exactly once: {done}");
     assert_eq!(done["counts"]["targeted"], N);
+}
+
+/// A broadcast token outlasts a fault streak longer than an interactive send's
+/// five tries (the long fault soak lost 4 of 200 000 tokens to such streaks).
+#[tokio::test]
+async fn a_broadcast_token_outlasts_a_long_fault_streak() {
+    let w = PushWorld::start().await;
+    w.client("demo", "kim", "FCM:fcm-streak").await;
+    let streak = ProviderFaults {
+        status: vec![StatusFault { status: 503, count: Some(7), retry_after: Some(0), ..Default::default() }],
+        ..Default::default()
+    };
+    w.sims.set_faults(Faults { fcm: streak, ..Default::default() });
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let id = r[0]["notificationId"].as_str().unwrap();
+    let report = w.wait_report(id, 30).await;
+    assert_eq!(report["counts"]["sent"], 1, "{report}");
+    let s = w.sims.stats();
+    assert_eq!((s.fcm.rejected, s.fcm.accepted), (7, 1));
 }

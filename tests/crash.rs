@@ -203,16 +203,18 @@ async fn writer(
                 }
             }
             2 => {
-                let name = format!("pr{round}n{i}");
+                // Spread over users: a read-back filters one user's list, which the
+                // long form would otherwise make quadratic (tens of thousands on bob).
+                let (user, name) = (format!("prop{round}u{}", i % 32), format!("pr{round}n{i}"));
                 let body = json!({"name": name, "type": "UTF8STRING", "value": "v"});
                 let Some((st, b)) =
-                    call(&http, M::POST, format!("{base}/v1/tenants/acme/users/bob/properties"), &token, Some(body))
+                    call(&http, M::POST, format!("{base}/v1/tenants/acme/users/{user}/properties"), &token, Some(body))
                         .await
                 else {
                     return;
                 };
                 assert!(st.is_success(), "{st} {b}");
-                ledger.lock().unwrap().properties.push(name);
+                ledger.lock().unwrap().properties.push(format!("{user}/{name}"));
             }
             3 => {
                 let marker = format!("crash-event-{round}-{i}");
@@ -296,8 +298,9 @@ async fn verify(http: &reqwest::Client, base: &str, token: &str, l: &Ledger) -> 
         assert_eq!(st, StatusCode::NOT_FOUND, "acknowledged delete of {id} undone: {b}");
         checked += 1;
     }
-    for name in &l.properties {
-        let url = format!("{base}/v1/tenants/acme/users/bob/properties?filter=name={name}");
+    for property in &l.properties {
+        let (user, name) = property.split_once('/').unwrap();
+        let url = format!("{base}/v1/tenants/acme/users/{user}/properties?filter=name={name}");
         let (st, b) = call(http, M::GET, url, token, None).await.unwrap();
         assert_eq!(st, StatusCode::OK, "{b}");
         assert_eq!(b.as_array().map(Vec::len), Some(1), "acknowledged property {name} lost: {b}");

@@ -103,3 +103,15 @@ async fn offline_tenant_creation_is_served() {
     assert_eq!(r.status(), StatusCode::OK);
     h.kill9();
 }
+
+/// A test that fails while holding a child Herald must not leak it: the drop kills
+/// and reaps the process (a leaked or unreaped one would still answer `kill(pid, 0)`).
+#[test]
+fn dropping_a_child_herald_kills_and_reaps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Herald::start(dir.path(), &[]);
+    let pid = h.child.id() as i32;
+    assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "herald serve runs");
+    drop(h);
+    assert_eq!(unsafe { libc::kill(pid, 0) }, -1, "herald serve {pid} is gone after the drop");
+}

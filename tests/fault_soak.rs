@@ -94,7 +94,9 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let env = common::sim_env(&sims, dir.path());
+    let mut env = common::sim_env(&sims, dir.path());
+    // One admin token serves the whole soak: the long form outlives the default 300 s.
+    env.push(("HERALD_ACCESS_TOKEN_TTL", (secs + 1200).to_string()));
     let data = dir.path().join("data");
     let http = reqwest::Client::new();
 

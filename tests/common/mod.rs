@@ -306,6 +306,15 @@ impl Herald {
     }
 }
 
+/// A test that fails (panics) while holding a `Herald` must not leak a `herald serve`:
+/// dropping it kills and reaps the child (a no-op after `kill9`).
+impl Drop for Herald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The environment pointing a child `herald serve` at the simulators (their CA
 /// written into `dir`).
 pub fn sim_env(sims: &herald_sim::Simulators, dir: &Path) -> Vec<(&'static str, String)> {
