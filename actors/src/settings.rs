@@ -32,7 +32,8 @@ pub struct PushSettings {
     /// PEM CA certificates trusted besides the web PKI roots (the simulators' CA).
     pub extra_ca_pem: Vec<u8>,
     pub limits: PoolLimits,
-    /// Attempts per token for transient failures (429, 5xx, lost connections).
+    /// Attempts per token for transient failures (429, 5xx, lost connections);
+    /// broadcast tokens get twice as many.
     pub max_attempts: u32,
     /// First retry delay; doubled per attempt unless the provider says when.
     pub retry_base: Duration,
