@@ -591,15 +591,13 @@ async fn openssl_verifies_a_client_certificate_and_its_revocation() {
     s.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_signer_not_yet_issued_has_no_chain_and_renews_only_when_told() {
-    let (s, t) = server().await;
-    // A signer left REQUESTED (as after a crash before issuance), written straight into storage.
-    let engine = &s.running.as_ref().unwrap().engine;
+/// An ACTIVE signer left REQUESTED (as after a crash before issuance), written
+/// straight into storage; answers its id.
+fn requested_signer(engine: &herald::Engine, name: &str) -> String {
     let id = ulid::Ulid::generate().to_string();
     let pending = herald_storage::signers::Signer {
         id: id.clone(),
-        name: "pending".into(),
+        name: name.into(),
         generation: engine.store.signers().next_generation("acme").unwrap(),
         state: "ACTIVE".into(),
         status: "REQUESTED".into(),
@@ -614,6 +612,14 @@ async fn a_signer_not_yet_issued_has_no_chain_and_renews_only_when_told() {
         updated_ms: 1,
     };
     engine.store.signers().activate("acme", &pending, 1).unwrap();
+    id
+}
+
+#[tokio::test]
+async fn a_signer_not_yet_issued_has_no_chain_and_renews_only_when_told() {
+    let (s, t) = server().await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let id = requested_signer(engine, "pending");
     let (st, b) = s.call(Method::GET, &format!("/v2/tenants/acme/signers/{id}/chain"), Some(&t), None).await;
     assert_eq!(st, StatusCode::PRECONDITION_FAILED, "{b}");
     let (st, b) = s.call(Method::POST, "/v1/tenants/acme/sdkconfig", Some(&t), Some(json!({"tlsBundle": [STANDARD.encode(rcgen::generate_simple_self_signed(vec!["x.example".to_string()]).unwrap().cert.der())]}))).await;
@@ -634,24 +640,7 @@ async fn a_signer_not_yet_issued_has_no_chain_and_renews_only_when_told() {
 async fn issuance_left_requested_resumes_on_recovery() {
     let (s, t) = server().await;
     let engine = &s.running.as_ref().unwrap().engine;
-    let id = ulid::Ulid::generate().to_string();
-    let pending = herald_storage::signers::Signer {
-        id: id.clone(),
-        name: "interrupted".into(),
-        generation: engine.store.signers().next_generation("acme").unwrap(),
-        state: "ACTIVE".into(),
-        status: "REQUESTED".into(),
-        failure: None,
-        key: None,
-        cert_pem: None,
-        serials: vec![],
-        issued: 0,
-        crl_der: None,
-        crl_number: 0,
-        created_ms: 1,
-        updated_ms: 1,
-    };
-    engine.store.signers().activate("acme", &pending, 1).unwrap();
+    let id = requested_signer(engine, "interrupted");
     // What the engine does at start-up.
     engine.pki.recover().unwrap();
     let got = poll(&s, &t, &format!("/v2/tenants/acme/signers/{id}"), "/info/status", "ISSUED").await;
