@@ -93,15 +93,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
 
     // Tenant and app through the API, then 20 000 clients straight into storage.
     let h = Herald::start(&data, &env);
-    let r = http
-        .post(format!("{}/v1/tenants", h.base))
-        .bearer_auth(OPERATOR)
-        .json(&json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let token = h.admin_token(&http).await;
+    let token = h.create_tenant(&http, "acme").await;
     let r = http
         .post(format!("{}/v1/tenants/acme/apps/demo", h.base))
         .bearer_auth(&token)

@@ -12,7 +12,7 @@
 //! `HERALD_CRASH_SEED` replays a run.
 
 mod common;
-use common::{Herald, OPERATOR, PASSWORD};
+use common::Herald;
 use herald_sim::{Faults, Provider, ProviderFaults};
 use herald_storage::push_tokens::PushProvider;
 use reqwest::StatusCode;
@@ -344,15 +344,7 @@ async fn acknowledged_work_survives_random_sigkills() {
 
     // Tenant, app, webhook and bob's FCM client through the API; broadcast clients into storage.
     let h = world.start().await;
-    let r = http
-        .post(format!("{}/v1/tenants", h.base))
-        .bearer_auth(OPERATOR)
-        .json(&json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let token = h.admin_token(&world.http).await;
+    let token = h.create_tenant(&world.http, "acme").await;
     use reqwest::Method as M;
     let base = h.base.clone();
     let (st, b) =

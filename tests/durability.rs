@@ -3,7 +3,7 @@
 //! every acknowledged record is read back.
 
 mod common;
-use common::{fcm_app_body, Herald, OPERATOR, PASSWORD};
+use common::{fcm_app_body, Herald, PASSWORD};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use std::process::Command;
@@ -18,15 +18,7 @@ async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let http = Client::new();
     let h = Herald::start(dir.path(), &[]);
-    let (st, _) = post(
-        &http,
-        format!("{}/v1/tenants", h.base),
-        OPERATOR,
-        json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}),
-    )
-    .await;
-    assert_eq!(st, StatusCode::CREATED);
-    let token = h.admin_token(&http).await;
+    let token = h.create_tenant(&http, "acme").await;
     let (st, _) = post(&http, format!("{}/v1/tenants/acme/apps/shop", h.base), &token, fcm_app_body()).await;
     assert_eq!(st, StatusCode::CREATED);
 

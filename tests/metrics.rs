@@ -394,26 +394,10 @@ async fn the_tenant_label_is_bounded_by_configuration() {
     let mut herald = Herald::start(&dir.path().join("data"), &[("HERALD_METRICS_TENANT_LABEL", "top:1".into())]);
     let http = reqwest::Client::new();
     for tenant in ["first", "second"] {
-        let r = http
-            .post(format!("{}/v1/tenants", herald.base))
-            .bearer_auth(OPERATOR)
-            .json(&json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::CREATED);
-        let token: Value = http
-            .post(format!("{}/auth/realms/{tenant}/protocol/openid-connect/token", herald.base))
-            .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let token = herald.create_tenant(&http, tenant).await;
         let r = http
             .post(format!("{}/v1/tenants/{tenant}/events", herald.base))
-            .bearer_auth(token["access_token"].as_str().unwrap())
+            .bearer_auth(&token)
             .json(&json!({"type": "domain", "event": "PING", "data": {}}))
             .send()
             .await

@@ -282,24 +282,7 @@ async fn outboxes_survive_sigkill() {
     let env = vec![("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string()), ("HERALD_WEBHOOK_RETRY_SCHEDULE", schedule)];
     let http = reqwest::Client::new();
     let h = Herald::start(dir.path(), &env);
-    let r = http
-        .post(format!("{}/v1/tenants", h.base))
-        .bearer_auth(OPERATOR)
-        .json(&json!({"tenantId": "acme", "adminUsername": "admin", "adminPassword": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    let token: Value = http
-        .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
-        .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = token["access_token"].as_str().unwrap().to_string();
+    let token = h.create_tenant(&http, "acme").await;
     let r = http
         .post(format!("{}/v1/tenants/acme/webhooks", h.base))
         .bearer_auth(&token)

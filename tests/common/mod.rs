@@ -288,8 +288,27 @@ impl Herald {
 
     /// An access token of tenant `acme`'s admin (the password grant).
     pub async fn admin_token(&self, http: &Client) -> String {
+        self.login(http, "acme").await
+    }
+
+    /// Creates `tenant` (admin `admin`, password [`PASSWORD`]) through the
+    /// operator API; answers its admin's access token.
+    pub async fn create_tenant(&self, http: &Client, tenant: &str) -> String {
         let r = http
-            .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", self.base))
+            .post(format!("{}/v1/tenants", self.base))
+            .bearer_auth(OPERATOR)
+            .json(&json!({"tenantId": tenant, "adminUsername": "admin", "adminPassword": PASSWORD}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "creating tenant {tenant}");
+        self.login(http, tenant).await
+    }
+
+    /// An access token of `tenant`'s admin (the password grant).
+    pub async fn login(&self, http: &Client, tenant: &str) -> String {
+        let r = http
+            .post(format!("{}/auth/realms/{tenant}/protocol/openid-connect/token", self.base))
             .form(&[("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)])
             .send()
             .await
