@@ -106,14 +106,7 @@ async fn client_tokens_cannot_administer() {
     let s = TestServer::start().await;
     let admin = s.tenant_with_app("acme", "shop").await;
     let (id, secret) = s.register_client("acme", &admin, "shop").await;
-    let resp = s
-        .http
-        .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
-        .send()
-        .await
-        .unwrap();
-    let client = resp.json::<serde_json::Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
+    let client = s.client_token("acme", &id, &secret).await;
     for (method, path) in [
         (Method::GET, format!("/v1/tenants/acme/clients/{id}/pushtoken")),
         (Method::GET, "/v1/tenants/acme/apps".to_string()),

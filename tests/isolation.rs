@@ -61,18 +61,6 @@ fn leaks(body: &Value) -> Option<&'static str> {
     MARKERS.iter().copied().find(|m| text.contains(m))
 }
 
-async fn client_token(s: &TestServer, tenant: &str, id: &str, secret: &str) -> String {
-    let resp = s
-        .http
-        .post(s.url(&format!("/auth/realms/{tenant}/protocol/openid-connect/token")))
-        .form(&[("grant_type", "client_credentials"), ("client_id", id), ("client_secret", secret)])
-        .send()
-        .await
-        .expect("token request");
-    assert_eq!(resp.status(), StatusCode::OK);
-    resp.json::<Value>().await.expect("token json")["access_token"].as_str().expect("access_token").to_string()
-}
-
 /// Seeds recognisable data in `acme`; returns its identifiers by parameter name.
 async fn seed_acme(s: &TestServer, admin: &str) -> Vec<(&'static str, String)> {
     let (st, b) = s.call(Method::POST, "/v1/tenants/acme/apps/shop", Some(admin), Some(fcm_app_body())).await;
@@ -138,9 +126,9 @@ async fn no_tenant_reaches_another_and_every_role_stays_in_its_lane() {
     let (st, _) = s.call(Method::POST, "/v1/tenants/other/apps/shop", Some(&other), Some(fcm_app_body())).await;
     assert_eq!(st, StatusCode::CREATED);
     let (oid, osecret) = s.register_client("other", &other, "shop").await;
-    let other_client = client_token(&s, "other", &oid, &osecret).await;
+    let other_client = s.client_token("other", &oid, &osecret).await;
     let (aid, asecret) = s.register_client("acme", &acme, "shop").await;
-    let acme_client = client_token(&s, "acme", &aid, &asecret).await;
+    let acme_client = s.client_token("acme", &aid, &asecret).await;
 
     // Tokens forged from acme's admin claims.
     let engine = &s.running.as_ref().expect("running").engine;

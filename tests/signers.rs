@@ -26,14 +26,7 @@ async fn device(s: &TestServer, admin: &str) -> (String, String) {
         assert_eq!(st, StatusCode::CREATED, "{b}");
     }
     let (id, secret) = s.register_client("acme", admin, "shop").await;
-    let resp = s
-        .http
-        .post(s.url("/auth/realms/acme/protocol/openid-connect/token"))
-        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
-        .send()
-        .await
-        .unwrap();
-    let token = resp.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
+    let token = s.client_token("acme", &id, &secret).await;
     (id, token)
 }
 

@@ -14,15 +14,7 @@ const D: &str = "DDDDDDDDDDDDDDDDDDDDDD";
 /// A client of `app` and its `client_credentials` access token.
 async fn client_token(s: &TestServer, tenant: &str, admin: &str, app: &str) -> (String, String) {
     let (id, secret) = s.register_client(tenant, admin, app).await;
-    let resp = s
-        .http
-        .post(s.url(&format!("/auth/realms/{tenant}/protocol/openid-connect/token")))
-        .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let token = resp.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
+    let token = s.client_token(tenant, &id, &secret).await;
     (id, token)
 }
 

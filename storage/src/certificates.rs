@@ -6,7 +6,7 @@
 
 use crate::keys::{key, last_part, prefix};
 use crate::signers::Signer;
-use crate::store::{get, Store};
+use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Result};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
@@ -89,15 +89,7 @@ impl Certificates<'_> {
 
     /// Every request still waiting for issuance, as (tenant, record): restart recovery.
     pub fn pending(&self) -> Result<Vec<(String, CertRecord)>> {
-        let mut out = Vec::new();
-        for kv in self.0.trees().certificates.iter() {
-            let (k, v) = kv?;
-            let c: CertRecord = codec::decode(&v)?;
-            if c.status == crate::signers::REQUESTED {
-                let tenant = k.split(|b| *b == 0).next().map(|t| String::from_utf8_lossy(t).into_owned());
-                out.push((tenant.unwrap_or_default(), c));
-            }
-        }
-        Ok(out)
+        let all = all_with_tenant::<CertRecord>(&self.0.trees().certificates)?;
+        Ok(all.into_iter().filter(|(_, c)| c.status == crate::signers::REQUESTED).collect())
     }
 }

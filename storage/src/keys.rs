@@ -22,6 +22,12 @@ pub(crate) fn prefix(parts: &[&str]) -> Vec<u8> {
     k
 }
 
+/// The first part of a key (the tenant), as text.
+pub(crate) fn first_part(k: &[u8]) -> String {
+    let end = k.iter().position(|b| *b == 0).unwrap_or(k.len());
+    String::from_utf8_lossy(&k[..end]).into_owned()
+}
+
 /// The last part of a key, as text.
 pub(crate) fn last_part(k: &[u8]) -> String {
     let start = k.iter().rposition(|b| *b == 0).map_or(0, |i| i + 1);

@@ -8,7 +8,7 @@
 //! transition touches are still written in one transaction.
 
 use crate::keys::{key, prefix};
-use crate::store::{get, put, Store};
+use crate::store::{all_with_tenant, get, put, Store};
 use crate::{codec, Error, Result, Secret};
 use serde::{Deserialize, Serialize};
 
@@ -129,17 +129,7 @@ impl Signers<'_> {
 
     /// Every signer of every tenant, as (tenant, signer): restart recovery.
     pub fn all(&self) -> Result<Vec<(String, Signer)>> {
-        self.0
-            .trees()
-            .signers
-            .iter()
-            .map(|kv| {
-                let (k, v) = kv?;
-                let tenant =
-                    k.split(|b| *b == 0).next().map(|t| String::from_utf8_lossy(t).into_owned()).unwrap_or_default();
-                Ok((tenant, codec::decode(&v)?))
-            })
-            .collect()
+        all_with_tenant(&self.0.trees().signers)
     }
 
     /// The latest ACTIVE signer.

@@ -179,6 +179,17 @@ pub(crate) fn get<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Result<
     tree.get(key)?.map(|v| codec::decode(&v)).transpose()
 }
 
+/// Every record of `tree`, each with the tenant its key starts with: restart
+/// recovery, which runs across tenants.
+pub(crate) fn all_with_tenant<T: DeserializeOwned>(tree: &sled::Tree) -> Result<Vec<(String, T)>> {
+    tree.iter()
+        .map(|kv| {
+            let (k, v) = kv?;
+            Ok((crate::keys::first_part(&k), codec::decode(&v)?))
+        })
+        .collect()
+}
+
 pub(crate) fn put<T: Serialize>(tree: &sled::Tree, key: &[u8], value: &T) -> Result<()> {
     tree.insert(key, codec::encode(value)?)?;
     Ok(())

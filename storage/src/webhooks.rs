@@ -7,7 +7,7 @@
 //! from which a replay puts it back.
 
 use crate::keys::{key, prefix};
-use crate::store::{get, put, Store};
+use crate::store::{all_with_tenant, get, put, Store};
 use crate::{codec, Error, Result, Secret};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
@@ -92,17 +92,7 @@ impl Webhooks<'_> {
 
     /// Every webhook of every tenant, as (tenant, webhook).
     pub fn all(&self) -> Result<Vec<(String, Webhook)>> {
-        self.0
-            .trees()
-            .webhooks
-            .iter()
-            .map(|kv| {
-                let (k, v) = kv?;
-                let tenant =
-                    k.split(|b| *b == 0).next().map(|t| String::from_utf8_lossy(t).into_owned()).unwrap_or_default();
-                Ok((tenant, codec::decode(&v)?))
-            })
-            .collect()
+        all_with_tenant(&self.0.trees().webhooks)
     }
 
     /// Deletes the webhook with its outbox, failed events and attempt log.

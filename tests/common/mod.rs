@@ -121,6 +121,19 @@ impl TestServer {
     }
 
     /// Registers a client of `app`; returns (astClientId, clientSecret).
+    /// The access token of client `id` of `tenant` (the client-credentials grant).
+    pub async fn client_token(&self, tenant: &str, id: &str, secret: &str) -> String {
+        let resp = self
+            .http
+            .post(self.url(&format!("/auth/realms/{tenant}/protocol/openid-connect/token")))
+            .form(&[("grant_type", "client_credentials"), ("client_id", id), ("client_secret", secret)])
+            .send()
+            .await
+            .expect("token request");
+        assert_eq!(resp.status(), StatusCode::OK, "client token of {id}");
+        resp.json::<Value>().await.expect("token json")["access_token"].as_str().expect("access_token").to_string()
+    }
+
     pub async fn register_client(&self, tenant: &str, token: &str, app: &str) -> (String, String) {
         let (s, b) = self
             .call(
