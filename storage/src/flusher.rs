@@ -27,18 +27,18 @@ struct Queue {
 pub(crate) struct Flusher {
     queue: Arc<(Mutex<Queue>, Condvar)>,
     done: watch::Receiver<Done>,
-    /// Joined on drop, so the database is closed when the store is.
+    /// Joined on drop, so the databases are closed when the store is.
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Flusher {
-    pub(crate) fn start(db: sled::Db) -> Self {
+    pub(crate) fn start(dbs: Vec<sled::Db>) -> Self {
         let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let (tx, done) = watch::channel(Done::default());
         let q = queue.clone();
         let thread = std::thread::Builder::new()
             .name("herald-flusher".into())
-            .spawn(move || run(db, q, tx))
+            .spawn(move || run(dbs, q, tx))
             .expect("spawning the flusher thread");
         Self { queue, done, thread: Some(thread) }
     }
@@ -78,7 +78,7 @@ impl Drop for Flusher {
     }
 }
 
-fn run(db: sled::Db, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sender<Done>) {
+fn run(dbs: Vec<sled::Db>, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sender<Done>) {
     let (lock, cv) = &*queue;
     let mut done = Done::default();
     loop {
@@ -96,7 +96,7 @@ fn run(db: sled::Db, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sender<Done
             q.requested
         };
         let started = Instant::now();
-        let result = db.flush();
+        let result = dbs.iter().try_for_each(|db| db.flush().map(drop));
         metrics::histogram!("herald_storage_flush_seconds").record(started.elapsed().as_secs_f64());
         match result {
             Ok(_) => done.flushed = target,

@@ -14,9 +14,10 @@ pub struct StoreOptions {
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
     pub cache_bytes: u64,
-    /// zstd level of sled's log, 1 to 22, or 0 for none (fixed when the
-    /// database is created). Compression cuts the bytes on disk per client by
-    /// about 3× but is paid on every write: `cargo bench --bench storage` weighs it.
+    /// zstd level of the records database, 1 to 22, or 0 for none (fixed when
+    /// the database is created). Compression cuts the bytes on disk per client
+    /// by about 3× but is paid on every write: `cargo bench --bench storage`
+    /// weighs it. Delivery records are never compressed (see [`Store::open`]).
     pub compression_level: i32,
 }
 
@@ -33,7 +34,11 @@ pub struct Store {
 }
 
 pub(crate) struct Inner {
+    /// Tenants' records: clients, tokens, users, apps... compressed.
     pub(crate) db: sled::Db,
+    /// Delivery records (reports, outcomes, broadcast jobs): written by every
+    /// send, rarely read, so stored without compression.
+    delivery_db: sled::Db,
     pub(crate) trees: Trees,
     flusher: Flusher,
     master: MasterKey,
@@ -85,19 +90,20 @@ pub(crate) struct Trees {
 }
 
 impl Store {
+    /// Opens the two sled databases under the data directory: `db` for
+    /// records, compressed, and `deliveries` for delivery records, not: sled
+    /// compresses each write on its own with a new zstd context, which costs
+    /// about 120 µs per send report for little gain on records that are written
+    /// once and mostly never read (`cargo bench --bench storage`).
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
         let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
         // A modest page cache: Herald's working set is its indexes, and the process
-        // must stay small during million-token broadcasts. Pages are compressed
-        // on disk: records of one kind share most of their bytes.
-        let db = sled::Config::new()
-            .path(opts.data_dir.join("db"))
-            .cache_capacity(opts.cache_bytes)
-            .use_compression(opts.compression_level > 0)
-            .compression_factor(opts.compression_level.clamp(1, 22))
-            .open()?;
+        // must stay small during million-token broadcasts.
+        let db = open_db(&opts.data_dir.join("db"), opts.cache_bytes / 4 * 3, opts.compression_level)?;
+        let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
+        move_delivery_trees(&db, &delivery_db)?;
         let trees = Trees {
             tenants: db.open_tree("tenants")?,
             users: db.open_tree("users")?,
@@ -114,9 +120,9 @@ impl Store {
             links_by_client: db.open_tree("links_by_client")?,
             push_tokens: db.open_tree("push_tokens")?,
             tokens_by_app: db.open_tree("tokens_by_app")?,
-            jobs: db.open_tree("jobs")?,
-            reports: db.open_tree("reports")?,
-            outcomes: db.open_tree("outcomes")?,
+            jobs: delivery_db.open_tree("jobs")?,
+            reports: delivery_db.open_tree("reports")?,
+            outcomes: delivery_db.open_tree("outcomes")?,
             provider_tokens: db.open_tree("provider_tokens")?,
             webhooks: db.open_tree("webhooks")?,
             outbox: db.open_tree("outbox")?,
@@ -138,8 +144,10 @@ impl Store {
             version_archs: db.open_tree("version_archs")?,
             version_votes: db.open_tree("version_votes")?,
         };
-        let flusher = Flusher::start(db.clone());
-        Ok(Store { inner: Arc::new(Inner { db, trees, flusher, master, directories: Default::default() }) })
+        let flusher = Flusher::start(vec![db.clone(), delivery_db.clone()]);
+        Ok(Store {
+            inner: Arc::new(Inner { db, delivery_db, trees, flusher, master, directories: Default::default() }),
+        })
     }
 
     /// Returns once every write made before the call is on disk; flushes are
@@ -151,11 +159,12 @@ impl Store {
     /// One flush for this caller alone: the baseline grouped flushing is measured against.
     pub fn flush_now(&self) -> Result<()> {
         self.inner.db.flush()?;
+        self.inner.delivery_db.flush()?;
         Ok(())
     }
 
     pub fn size_on_disk(&self) -> Result<u64> {
-        Ok(self.inner.db.size_on_disk()?)
+        Ok(self.inner.db.size_on_disk()? + self.inner.delivery_db.size_on_disk()?)
     }
 
     pub fn data_dir_exists(path: &Path) -> bool {
@@ -173,6 +182,44 @@ impl Store {
     pub(crate) fn trees(&self) -> &Trees {
         &self.inner.trees
     }
+}
+
+fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled::Db> {
+    Ok(sled::Config::new()
+        .path(path)
+        .cache_capacity(cache_bytes)
+        .use_compression(compression_level > 0)
+        .compression_factor(compression_level.clamp(1, 22))
+        .open()?)
+}
+
+const DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
+
+/// A data directory written before delivery records had their own database
+/// holds them in the records one: they are copied over, made durable, then
+/// dropped there. A crash part way copies again on the next start (nothing
+/// writes to them before this returns).
+fn move_delivery_trees(from: &sled::Db, to: &sled::Db) -> Result<()> {
+    let names = from.tree_names();
+    let present: Vec<&str> =
+        DELIVERY_TREES.into_iter().filter(|n| names.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
+    if present.is_empty() {
+        return Ok(());
+    }
+    for name in &present {
+        let (old, new) = (from.open_tree(name)?, to.open_tree(name)?);
+        for kv in old.iter() {
+            let (k, v) = kv?;
+            new.insert(k, v)?;
+        }
+    }
+    to.flush()?;
+    for name in present {
+        from.drop_tree(name)?;
+    }
+    from.flush()?;
+    tracing::info!("moved the delivery records to their own database");
+    Ok(())
 }
 
 pub(crate) fn get<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Result<Option<T>> {

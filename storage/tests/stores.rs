@@ -152,3 +152,41 @@ fn user_directory_follows_every_write_even_concurrent_ones() {
     let row = s.users().select("acme", Source::All, |r| r.id == "id5").unwrap();
     assert_eq!(row[0].first_name(), stored);
 }
+
+#[tokio::test]
+async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
+    use herald_storage::deliveries::{Job, Report};
+    let dir = tempfile::tempdir().unwrap();
+    let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+    let job =
+        Job { id: "n1".into(), tenant: "acme".into(), notification_json: "{}".into(), apps: vec![], created_ms: 1 };
+    {
+        let s = open(dir.path());
+        s.deliveries().create_job(&job, &report).unwrap();
+        s.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
+        s.durable().await.unwrap();
+    }
+    // Rewrite the directory in the one-database layout of earlier releases.
+    {
+        let old = sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5);
+        let (old, deliveries) = (old.open().unwrap(), sled::open(dir.path().join("deliveries")).unwrap());
+        for name in ["jobs", "reports", "outcomes"] {
+            let (from, to) = (deliveries.open_tree(name).unwrap(), old.open_tree(name).unwrap());
+            for kv in from.iter() {
+                let (k, v) = kv.unwrap();
+                to.insert(k, v).unwrap();
+            }
+        }
+        old.flush().unwrap();
+    }
+    std::fs::remove_dir_all(dir.path().join("deliveries")).unwrap();
+
+    let s = open(dir.path());
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap(), Some(report));
+    assert_eq!(s.deliveries().unfinished_jobs().unwrap(), vec![job]);
+    assert!(s.apps().get("acme", "shop").unwrap().is_some());
+    drop(s);
+    let old =
+        sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5).open().unwrap();
+    assert!(!old.tree_names().iter().any(|n| n.as_ref() == b"jobs"), "the old trees are dropped");
+}
