@@ -175,3 +175,33 @@ async fn a_broadcast_token_outlasts_a_long_fault_streak() {
     let s = w.sims.stats();
     assert_eq!((s.fcm.rejected, s.fcm.accepted), (7, 1));
 }
+
+/// A broadcast that fills every stream of the pool's one shared connection
+/// does not hold up an interactive send: it goes out on a connection of its own.
+#[tokio::test]
+async fn an_interactive_send_does_not_wait_behind_a_running_broadcast() {
+    let w = PushWorld::start_with(|c| c.push.limits.max_connections = 1).await;
+    for i in 0..40 {
+        w.client("demo", &format!("fan{i}"), &format!("APNS:{}", apns_token(7000 + i))).await;
+    }
+    let vip = w.client("demo", "vip", &format!("APNS:{}", apns_token(9999))).await;
+    // Four streams per connection, 250 ms per answer: the broadcast's 41
+    // tokens take about 3.5 s through the three bulk streams.
+    w.sims.set_faults(Faults {
+        apns: ProviderFaults { max_concurrent_streams: Some(4), latency_ms: Some(250), ..Default::default() },
+        ..Default::default()
+    });
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let id = r[0]["notificationId"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    let (st, r) = w.send(to_client("vip", &vip, json!({"title": "Payment", "body": "received"}))).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    assert_eq!(r[0]["isSuccessful"], true, "{r}");
+    let (_, running) =
+        w.server.call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), Some(&w.admin), None).await;
+    assert_ne!(running["state"], "COMPLETED", "the interactive send was delivered while the broadcast ran: {running}");
+    assert!(w.sims.stats().apns.connections >= 2, "the interactive send had a connection of its own");
+    assert_eq!(w.wait_report(&id, 30).await["counts"]["sent"], 41);
+}

@@ -1,10 +1,14 @@
 //! A provider connection pool: a few HTTP/2 connections to one provider for one
 //! credential set, each carrying up to the peer's stream limit.
 //!
-//! Two lanes share the connections. Bulk work (broadcasts) may fill a
-//! connection only up to its limit minus a reserve; interactive sends (one
-//! client, one user) may use the reserve too. So a broadcast that saturates the
-//! pool never makes a payment notification wait for a stream.
+//! Interactive sends (one client, one user) have a connection of their own,
+//! opened on the first one: a request behind a thousand bulk streams on a
+//! shared connection waits for the provider to answer them first (tens of
+//! milliseconds during a broadcast), on its own connection it does not. When
+//! that connection is full or cannot be opened, interactive sends share the
+//! bulk connections, where bulk work (broadcasts) may fill a connection only
+//! up to its limit minus a reserve that interactive sends may use. So a
+//! broadcast that saturates the pool never makes a payment notification wait.
 
 use crate::providers::WireRequest;
 use crate::transport::{Connection, Reply, Target, TransportError};
@@ -41,9 +45,13 @@ pub struct Pool {
     limits: PoolLimits,
     /// `apns`, `fcm` or `hms`: the metrics label.
     provider: &'static str,
+    /// Connections both lanes share (at most `max_connections`).
     conns: Mutex<Vec<Arc<Connection>>>,
-    /// Serialises connection opening, so a burst opens one connection, not fifty.
+    /// The interactive lane's own connection, besides those.
+    interactive: Mutex<Option<Arc<Connection>>>,
+    /// Serialise connection opening, so a burst opens one connection, not fifty.
     opening: tokio::sync::Mutex<()>,
+    opening_interactive: tokio::sync::Mutex<()>,
     /// Waiters for a free stream, per lane: a freed stream wakes one
     /// interactive waiter if there is one, else one bulk waiter (not all of
     /// them, which under a broadcast would be thousands of wake-ups per answer).
@@ -77,8 +85,9 @@ impl Drop for Lease<'_> {
 impl Drop for Pool {
     /// A replaced pool (new credentials) takes its connections out of the gauge.
     fn drop(&mut self) {
-        let open = self.conns.get_mut().map(|c| c.len()).unwrap_or(0);
-        self.connections_gauge.decrement(open as f64);
+        let shared = self.conns.get_mut().map(|c| c.len()).unwrap_or(0);
+        let own = self.interactive.get_mut().map(|c| c.is_some() as usize).unwrap_or(0);
+        self.connections_gauge.decrement((shared + own) as f64);
     }
 }
 
@@ -89,7 +98,9 @@ impl Pool {
             limits,
             provider,
             conns: Mutex::new(Vec::new()),
+            interactive: Mutex::new(None),
             opening: tokio::sync::Mutex::new(()),
+            opening_interactive: tokio::sync::Mutex::new(()),
             freed_interactive: Notify::new(),
             freed_bulk: Notify::new(),
             waiting_interactive: AtomicUsize::new(0),
@@ -101,7 +112,14 @@ impl Pool {
 
     /// Sends one request on a free stream, opening a connection when all are busy.
     pub async fn post(&self, lane: Lane, req: &WireRequest) -> Result<Reply, TransportError> {
-        let lease = self.acquire(lane).await?;
+        let own = match lane {
+            Lane::Interactive => self.interactive_stream().await?,
+            Lane::Bulk => None,
+        };
+        let lease = match own {
+            Some(lease) => lease,
+            None => self.acquire(lane).await?,
+        };
         let started = std::time::Instant::now();
         let result = lease.conn.post(req, self.limits.request_timeout).await;
         self.request_seconds.record(started.elapsed().as_secs_f64());
@@ -110,7 +128,45 @@ impl Pool {
 
     /// Connections currently open.
     pub fn connections(&self) -> usize {
-        self.conns.lock().map(|c| c.len()).unwrap_or(0)
+        let own = self.interactive.lock().map(|c| c.is_some() as usize).unwrap_or(0);
+        self.conns.lock().map(|c| c.len()).unwrap_or(0) + own
+    }
+
+    /// A stream on the interactive lane's own connection, opening it when
+    /// missing or dead; `None` when it is full or cannot be opened (a burst
+    /// shares the bulk connections meanwhile rather than wait).
+    async fn interactive_stream(&self) -> Result<Option<Lease<'_>>, TransportError> {
+        if let Some(lease) = self.own_stream()? {
+            return Ok(Some(lease));
+        }
+        let Ok(_guard) = self.opening_interactive.try_lock() else { return Ok(None) };
+        if self.interactive.lock().map_err(poisoned)?.as_ref().is_some_and(|c| c.is_alive()) {
+            return Ok(self.own_stream()?); // opened while this one looked
+        }
+        match Connection::open(&self.target).await {
+            Ok(conn) => {
+                let replaced = self.interactive.lock().map_err(poisoned)?.replace(conn);
+                if replaced.is_none() {
+                    self.connections_gauge.increment(1.0);
+                }
+                self.own_stream()
+            }
+            Err(e) => {
+                tracing::warn!(provider = self.provider, error = %e, "could not open the interactive connection");
+                Ok(None)
+            }
+        }
+    }
+
+    fn own_stream(&self) -> Result<Option<Lease<'_>>, TransportError> {
+        let own = self.interactive.lock().map_err(poisoned)?;
+        let Some(conn) = own.as_ref().filter(|c| c.is_alive()) else { return Ok(None) };
+        if conn.in_flight.load(Ordering::Acquire) >= conn.capacity(self.limits.max_streams) {
+            return Ok(None);
+        }
+        conn.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.streams_gauge.increment(1.0);
+        Ok(Some(Lease { pool: self, conn: conn.clone() }))
     }
 
     async fn acquire(&self, lane: Lane) -> Result<Lease<'_>, TransportError> {
@@ -123,7 +179,7 @@ impl Pool {
             tokio::pin!(freed);
             freed.as_mut().enable();
             let can_open = {
-                let mut conns = self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                let mut conns = self.conns.lock().map_err(poisoned)?;
                 let before = conns.len();
                 conns.retain(|c| c.is_alive());
                 if conns.len() != before {
@@ -137,8 +193,7 @@ impl Pool {
             if can_open {
                 if let Ok(_guard) = self.opening.try_lock() {
                     let conn = Connection::open(&self.target).await;
-                    let mut conns =
-                        self.conns.lock().map_err(|_| TransportError::Config("pool lock poisoned".into()))?;
+                    let mut conns = self.conns.lock().map_err(poisoned)?;
                     match conn {
                         Ok(c) => {
                             self.connections_gauge.increment(1.0);
@@ -183,4 +238,8 @@ impl Pool {
         self.streams_gauge.increment(1.0);
         Some(conn.clone())
     }
+}
+
+fn poisoned<T>(_: std::sync::PoisonError<T>) -> TransportError {
+    TransportError::Config("pool lock poisoned".into())
 }
