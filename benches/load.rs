@@ -689,11 +689,12 @@ struct Hist {
 }
 
 impl Hist {
-    /// The histogram `name` summed over its label sets.
-    fn read(metrics: &str, name: &str) -> Hist {
+    /// The histogram `name` summed over its label sets that contain `label`
+    /// (e.g. `lane="bulk"`, or "" for all).
+    fn read(metrics: &str, name: &str, label: &str) -> Hist {
         let mut h = Hist::default();
         let bucket = format!("{name}_bucket{{");
-        for line in metrics.lines() {
+        for line in metrics.lines().filter(|l| l.starts_with(name) && l.contains(label)) {
             let value = || line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
             if let Some(rest) = line.strip_prefix(&bucket) {
                 let le = rest.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("+Inf");
@@ -745,18 +746,24 @@ impl Hist {
 
 /// Herald's storage flush latencies so far (`herald_storage_flush_seconds`).
 async fn flush_hist(http: &reqwest::Client, h: &Herald) -> Hist {
-    metric_hist(http, h, "herald_storage_flush_seconds").await
+    metric_hist(http, h, "herald_storage_flush_seconds", "").await
 }
 
-/// Herald's provider round trips so far (`herald_provider_request_duration_seconds`:
-/// from a stream slot to the provider's whole answer).
-async fn provider_hist(http: &reqwest::Client, h: &Herald) -> Hist {
-    metric_hist(http, h, "herald_provider_request_duration_seconds").await
+/// Herald's provider round trips of one lane so far
+/// (`herald_provider_request_duration_seconds`: from a stream slot to the
+/// provider's whole answer).
+async fn provider_hist(http: &reqwest::Client, h: &Herald, lane: &str) -> Hist {
+    metric_hist(http, h, "herald_provider_request_duration_seconds", &format!("lane=\"{lane}\"")).await
 }
 
-async fn metric_hist(http: &reqwest::Client, h: &Herald, name: &str) -> Hist {
+/// Herald's own time for one-client sends so far (`herald_send_duration_seconds`).
+async fn send_hist(http: &reqwest::Client, h: &Herald) -> Hist {
+    metric_hist(http, h, "herald_send_duration_seconds", "recipient=\"client\"").await
+}
+
+async fn metric_hist(http: &reqwest::Client, h: &Herald, name: &str, label: &str) -> Hist {
     match http.get(format!("{}/metrics", h.base)).send().await {
-        Ok(r) => Hist::read(&r.text().await.unwrap_or_default(), name),
+        Ok(r) => Hist::read(&r.text().await.unwrap_or_default(), name, label),
         Err(_) => Hist::default(),
     }
 }
@@ -1659,6 +1666,10 @@ struct Results {
     /// Herald's provider round trips during the fan-out and during phase 5.
     fanout_provider: Option<Hist>,
     phase5_provider: Option<Hist>,
+    /// The interactive lane's provider round trips during phase 5.
+    phase5_interactive_provider: Option<Hist>,
+    /// Herald's own time for the interactive sends of phase 5.
+    phase5_send: Option<Hist>,
     /// Mean streams in flight and notifications/s during phase 5.
     phase5_streams_mean: Option<f64>,
     phase5_rate: Option<f64>,
@@ -1818,14 +1829,14 @@ impl Bench {
         res.rss_before = rss_mib(herald.pid());
         let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
         let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
-        let provider_before = provider_hist(&self.http, herald).await;
+        let provider_before = provider_hist(&self.http, herald, "bulk").await;
         let perf = Perf::start(self.opts.perf, herald.pid(), &self.out_dir.join("perf-fanout.data"));
         let id = start_broadcast(&self.http, herald, TENANT_A, admin).await;
         let deadline = Duration::from_secs(60 + n / 1000);
         let b = watch(&self.http, herald, sims, &[(TENANT_A, admin, id)], n + 2, deadline).await.remove(0);
         perf.stop();
         res.foreign.push(("fan-out", foreign.share()));
-        res.fanout_provider = Some(provider_hist(&self.http, herald).await.since(&provider_before));
+        res.fanout_provider = Some(provider_hist(&self.http, herald, "bulk").await.since(&provider_before));
         res.fanout_herald_cpu = herald.cpu() - h_cpu0;
         res.fanout_sim_cpu = sims.cpu() - s_cpu0;
         res.fanout = sim_rate(&b.stats);
@@ -2040,7 +2051,9 @@ impl Bench {
         say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
         let flushes_before = flush_hist(http, &herald).await;
         let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
-        let provider_before = provider_hist(http, &herald).await;
+        let provider_before = provider_hist(http, &herald, "bulk").await;
+        let interactive_before = provider_hist(http, &herald, "interactive").await;
+        let sends_before = send_hist(http, &herald).await;
         let (id_a, id_b) = tokio::join!(
             start_broadcast(http, &herald, TENANT_A, &admin_a),
             start_broadcast(http, &herald, TENANT_B, &admin_b)
@@ -2061,7 +2074,10 @@ impl Bench {
         let inter = interactive.await.expect("interactive sends");
         let flushes = flush_hist(http, &herald).await.since(&flushes_before);
         self.res.foreign.push(("phase 5", foreign.share()));
-        self.res.phase5_provider = Some(provider_hist(http, &herald).await.since(&provider_before));
+        self.res.phase5_provider = Some(provider_hist(http, &herald, "bulk").await.since(&provider_before));
+        self.res.phase5_interactive_provider =
+            Some(provider_hist(http, &herald, "interactive").await.since(&interactive_before));
+        self.res.phase5_send = Some(send_hist(http, &herald).await.since(&sends_before));
         self.res.phase5_streams_mean = both[0].streams_mean;
         self.res.phase5_rate = sim_rate(&both[0].stats);
         say!(
@@ -2157,11 +2173,16 @@ fn results_json(res: &Results) -> Value {
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
     put("rss_before_broadcast_mib", res.rss_before);
-    for (key, h) in [("fanout", &res.fanout_provider), ("phase5", &res.phase5_provider)] {
+    for (key, h) in [
+        ("fanout_provider_round_trip", &res.fanout_provider),
+        ("phase5_provider_round_trip", &res.phase5_provider),
+        ("phase5_interactive_provider_round_trip", &res.phase5_interactive_provider),
+        ("phase5_interactive_herald", &res.phase5_send),
+    ] {
         let h = h.as_ref().filter(|h| h.count > 0.0);
-        put(&format!("{key}_provider_round_trip_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
+        put(&format!("{key}_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
         put(
-            &format!("{key}_provider_round_trip_p99_bound_ms"),
+            &format!("{key}_p99_bound_ms"),
             h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0),
         );
     }
@@ -2218,6 +2239,18 @@ fn provider_row(h: Option<&Hist>, in_flight: Option<f64>, rate: Option<f64>) -> 
         ),
         None => ("  provider round trip, Herald's histogram".into(), "n/a".into(), String::new()),
     }
+}
+
+/// A table row with a histogram's mean and p99 bucket.
+fn hist_row(what: &str, h: Option<&Hist>) -> (String, String, String) {
+    let value = h.filter(|h| h.count > 0.0).map_or("n/a".into(), |h| {
+        format!(
+            "mean {:.1} ms, p99 ≤ {} ms",
+            h.sum * 1000.0 / h.count,
+            h.quantile_bound(0.99).map_or("?".into(), |b| format!("{}", b * 1000.0))
+        )
+    });
+    (what.into(), value, String::new())
 }
 
 /// A table row for Herald's storage flushes during a run.
@@ -2359,6 +2392,8 @@ fn table(res: &Results, opts: &Options) -> String {
         ),
         flush_row(res.phase5_flushes.as_ref()),
         provider_row(res.phase5_provider.as_ref(), res.phase5_streams_mean, res.phase5_rate),
+        hist_row("  … interactive lane's provider round trip", res.phase5_interactive_provider.as_ref()),
+        hist_row("  … Herald's time per interactive send (send API histogram)", res.phase5_send.as_ref()),
         (
             format!(
                 "fairness, slower/faster of 2 tenants' broadcasts ({} ms, {} ms)",

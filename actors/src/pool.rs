@@ -19,8 +19,18 @@ use tokio::sync::Notify;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
-    Interactive,
-    Bulk,
+    Interactive = 0,
+    Bulk = 1,
+}
+
+impl Lane {
+    /// The metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Interactive => "interactive",
+            Lane::Bulk => "bulk",
+        }
+    }
 }
 
 /// Tuning of one pool.
@@ -61,7 +71,8 @@ pub struct Pool {
     /// Metric handles, registered once: the hot path only adds.
     streams_gauge: metrics::Gauge,
     connections_gauge: metrics::Gauge,
-    request_seconds: metrics::Histogram,
+    /// Provider round trips, per lane.
+    request_seconds: [metrics::Histogram; 2],
 }
 
 /// A stream slot on one connection, given back on drop.
@@ -106,7 +117,9 @@ impl Pool {
             waiting_interactive: AtomicUsize::new(0),
             streams_gauge: metrics::gauge!("herald_pool_streams_in_flight", "provider" => provider),
             connections_gauge: metrics::gauge!("herald_pool_connections", "provider" => provider),
-            request_seconds: metrics::histogram!("herald_provider_request_duration_seconds", "provider" => provider),
+            request_seconds: [Lane::Interactive, Lane::Bulk].map(|lane| {
+                metrics::histogram!("herald_provider_request_duration_seconds", "provider" => provider, "lane" => lane.as_str())
+            }),
         }
     }
 
@@ -122,7 +135,7 @@ impl Pool {
         };
         let started = std::time::Instant::now();
         let result = lease.conn.post(req, self.limits.request_timeout).await;
-        self.request_seconds.record(started.elapsed().as_secs_f64());
+        self.request_seconds[lane as usize].record(started.elapsed().as_secs_f64());
         result
     }
 
