@@ -64,6 +64,9 @@ pub struct Settings {
     /// PEM file of CA certificates trusted for provider connections besides the web PKI.
     #[arg(long, env = "HERALD_EXTRA_CA_FILE")]
     pub extra_ca_file: Option<PathBuf>,
+    /// Broadcast notifications in flight at once, all broadcasts together.
+    #[arg(long, env = "HERALD_BULK_IN_FLIGHT")]
+    pub bulk_in_flight: Option<usize>,
     /// Milliseconds a one-client or one-user send waits for the providers.
     #[arg(long, env = "HERALD_SEND_DEADLINE_MS")]
     pub send_deadline_ms: Option<u64>,
@@ -141,6 +144,7 @@ impl Settings {
             hms_url: self.hms_url.or(other.hms_url),
             hms_token_url: self.hms_token_url.or(other.hms_token_url),
             extra_ca_file: self.extra_ca_file.or(other.extra_ca_file),
+            bulk_in_flight: self.bulk_in_flight.or(other.bulk_in_flight),
             send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
             webhook_retry_schedule: self.webhook_retry_schedule.or(other.webhook_retry_schedule),
             webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
@@ -289,7 +293,16 @@ impl Config {
             metrics_tenant_label,
             limits,
             webhooks,
-            push: PushSettings { endpoints, extra_ca_pem, ..PushSettings::default() },
+            push: PushSettings {
+                endpoints,
+                extra_ca_pem,
+                bulk_in_flight: match s.bulk_in_flight {
+                    Some(0) => return Err("bulk_in_flight: must be at least 1".into()),
+                    Some(n) => n,
+                    None => PushSettings::default().bulk_in_flight,
+                },
+                ..PushSettings::default()
+            },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
             listen,
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),

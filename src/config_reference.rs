@@ -106,6 +106,7 @@ impl Config {
             hms_token_url: Some(e.hms_token.clone()),
             // Only the certificates are kept, not the file they came from.
             extra_ca_file: None,
+            bulk_in_flight: Some(self.push.bulk_in_flight),
             send_deadline_ms: Some(self.send_deadline.as_millis() as u64),
             webhook_retry_schedule: Some(schedule.join(",")),
             webhook_timeout_ms: Some(w.timeout.as_millis() as u64),

@@ -84,6 +84,10 @@ pub struct Deliverer {
     tls: Arc<rustls::ClientConfig>,
     auth_http: AuthHttp,
     apps: DashMap<(String, String), Arc<AppChannels>>,
+    /// `bulk_in_flight` permits, one per broadcast notification in flight.
+    /// The semaphore is first come, first served, so concurrent broadcasts
+    /// share the permits evenly.
+    bulk_permits: tokio::sync::Semaphore,
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
@@ -100,7 +104,14 @@ impl Deliverer {
     pub fn new(store: Store, settings: PushSettings, events: Arc<EventBus>) -> Result<Deliverer, String> {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(auth_tls(&tls));
-        Ok(Deliverer { store, events, settings, tls, auth_http, apps: DashMap::new() })
+        let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
+        Ok(Deliverer { store, events, settings, tls, auth_http, apps: DashMap::new(), bulk_permits })
+    }
+
+    /// Waits for a bulk permit; a broadcast holds one per notification in flight.
+    pub(crate) async fn bulk_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // The semaphore is never closed; without a permit a send simply goes ahead.
+        self.bulk_permits.acquire().await.ok()
     }
 
     /// The event bus for what deliveries reveal (dead tokens, finished broadcasts).

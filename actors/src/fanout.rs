@@ -114,8 +114,9 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
     Ok(())
 }
 
-/// Streams one app's tokens from its cursor with at most `fanout_in_flight`
-/// sends in flight across up to [`OPEN_BATCHES`] batches, committing each batch
+/// Streams one app's tokens from its cursor with at most `bulk_in_flight`
+/// sends in flight (each holding one of the deliverer's bulk permits, which
+/// all broadcasts share) across up to [`OPEN_BATCHES`] batches, committing each batch
 /// (cursor, counts, undelivered clients) once all of its sends are done.
 async fn send_app(
     d: &Arc<Deliverer>,
@@ -136,7 +137,7 @@ async fn send_app(
     let mut pending: VecDeque<(usize, String, TokenRef)> = VecDeque::new();
     let mut in_flight = FuturesUnordered::new();
     loop {
-        while in_flight.len() < settings.fanout_in_flight.max(1) {
+        while in_flight.len() < settings.bulk_in_flight.max(1) {
             if pending.is_empty() {
                 if exhausted || open.len() >= OPEN_BATCHES {
                     break;
@@ -163,6 +164,7 @@ async fn send_app(
             }
             let Some((seq, client, token)) = pending.pop_front() else { break };
             in_flight.push(async move {
+                let _permit = d.bulk_permit().await;
                 let outcome = d.deliver(&send, &client, &token, Lane::Bulk).await;
                 (seq, client, outcome)
             });

@@ -39,11 +39,12 @@ pub struct PushSettings {
     pub retry_base: Duration,
     /// Tokens a broadcast reads and checkpoints at a time.
     pub batch_size: usize,
-    /// Tokens one broadcast keeps in flight at most: enough to keep the
-    /// connections busy, few enough that an interactive send sharing them
-    /// does not queue behind a long line of bulk requests (Little's law: at
-    /// 40 000/s, 1 000 in flight is 25 ms of queue).
-    pub fanout_in_flight: usize,
+    /// Notifications all broadcasts together keep in flight at most, shared
+    /// fairly between them: enough to keep the connections busy, few enough
+    /// that interactive sends do not queue behind a long line of bulk work in
+    /// Herald and at the provider (Little's law: at 40 000/s, 1 000 in
+    /// flight is 25 ms of queue), however many broadcasts run.
+    pub bulk_in_flight: usize,
 }
 
 impl Default for PushSettings {
@@ -55,7 +56,7 @@ impl Default for PushSettings {
             max_attempts: 5,
             retry_base: Duration::from_millis(200),
             batch_size: 2000,
-            fanout_in_flight: 1000,
+            bulk_in_flight: 1000,
         }
     }
 }
