@@ -343,5 +343,9 @@ mod tests {
         let c = Config::resolve(file).unwrap();
         assert_eq!((c.limits.send_rate, c.limits.token_rate_per_ip, c.limits.token_burst_per_ip), (0, 7, 14));
         assert_eq!(c.limits.header_limit, 8192, "hyper's minimum");
+        let c = Config::resolve(toml::from_str("bulk_in_flight = 64").unwrap()).unwrap();
+        assert_eq!(c.push.bulk_in_flight, 64);
+        let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();
+        assert!(zero.contains("bulk_in_flight"), "{zero}");
     }
 }

@@ -205,3 +205,33 @@ async fn an_interactive_send_does_not_wait_behind_a_running_broadcast() {
     assert!(w.sims.stats().apns.connections >= 2, "the interactive send had a connection of its own");
     assert_eq!(w.wait_report(&id, 30).await["counts"]["sent"], 41);
 }
+
+/// Concurrent broadcasts share one budget of notifications in flight
+/// (`bulk_in_flight`) rather than each having its own.
+#[tokio::test]
+async fn broadcasts_share_one_budget_of_notifications_in_flight() {
+    const BUDGET: usize = 4;
+    const LATENCY_MS: u64 = 200;
+    let w = PushWorld::start_with(|c| c.push.bulk_in_flight = BUDGET).await;
+    for i in 0..12 {
+        w.client("demo", &format!("fan{i}"), &format!("APNS:{}", apns_token(8000 + i))).await;
+    }
+    w.sims.set_faults(Faults {
+        apns: ProviderFaults { latency_ms: Some(LATENCY_MS), ..Default::default() },
+        ..Default::default()
+    });
+    let (first, second) = tokio::join!(w.send(topic("chat")), w.send(topic("chat")));
+    for (st, r) in [&first, &second] {
+        assert_eq!(*st, StatusCode::ACCEPTED, "{r}");
+        let report = w.wait_report(r[0]["notificationId"].as_str().unwrap(), 30).await;
+        assert_eq!(report["counts"]["sent"], 12, "{report}");
+    }
+    // A permit comes back only with an answer, which the simulator gives
+    // LATENCY_MS after receiving the request: so within any shorter window it
+    // received at most BUDGET requests.
+    let mut received: Vec<u64> = w.sims.requests(Provider::Apns, 100).iter().map(|r| r.received_ms).collect();
+    assert_eq!(received.len(), 24);
+    received.sort();
+    let most = received.iter().map(|&t| received.iter().filter(|&&u| u >= t && u < t + LATENCY_MS * 3 / 4).count()).max();
+    assert_eq!(most, Some(BUDGET), "requests received within {} ms: {received:?}", LATENCY_MS * 3 / 4);
+}
