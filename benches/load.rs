@@ -2181,10 +2181,7 @@ fn results_json(res: &Results) -> Value {
     ] {
         let h = h.as_ref().filter(|h| h.count > 0.0);
         put(&format!("{key}_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
-        put(
-            &format!("{key}_p99_bound_ms"),
-            h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0),
-        );
+        put(&format!("{key}_p99_bound_ms"), h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0));
     }
     put("phase5_streams_in_flight_mean", res.phase5_streams_mean);
     for (phase, share) in &res.foreign {

@@ -232,6 +232,7 @@ async fn broadcasts_share_one_budget_of_notifications_in_flight() {
     let mut received: Vec<u64> = w.sims.requests(Provider::Apns, 100).iter().map(|r| r.received_ms).collect();
     assert_eq!(received.len(), 24);
     received.sort();
-    let most = received.iter().map(|&t| received.iter().filter(|&&u| u >= t && u < t + LATENCY_MS * 3 / 4).count()).max();
+    let most =
+        received.iter().map(|&t| received.iter().filter(|&&u| u >= t && u < t + LATENCY_MS * 3 / 4).count()).max();
     assert_eq!(most, Some(BUDGET), "requests received within {} ms: {received:?}", LATENCY_MS * 3 / 4);
 }

@@ -125,7 +125,8 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
         *report.targeted.entry(r.outcome.app.clone()).or_default() += 1;
         report.record(&r.outcome);
     }
-    let outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();
+    let mut outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();
+    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     // The notification has reached the providers: that, not the report, is
     // what the answer acknowledges. The report joins the next grouped flush
     // instead of holding the answer for one (an fsync is most of a send's time).

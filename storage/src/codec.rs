@@ -44,6 +44,7 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         + one::<deliveries::Counts>(bytes)
         + one::<deliveries::Report>(bytes)
         + one::<deliveries::Job>(bytes)
+        + one::<deliveries::SendRecord>(bytes)
         + one::<identity::Address>(bytes)
         + one::<identity::Session>(bytes)
         + one::<identity::LoginFailure>(bytes)

@@ -66,6 +66,8 @@ pub(crate) struct Trees {
     pub(crate) tokens_by_app: sled::Tree,
     pub(crate) jobs: sled::Tree,
     pub(crate) reports: sled::Tree,
+    /// One-client and one-user sends: report and outcomes in one record.
+    pub(crate) sends: sled::Tree,
     pub(crate) outcomes: sled::Tree,
     pub(crate) provider_tokens: sled::Tree,
     pub(crate) webhooks: sled::Tree,
@@ -122,6 +124,7 @@ impl Store {
             tokens_by_app: db.open_tree("tokens_by_app")?,
             jobs: delivery_db.open_tree("jobs")?,
             reports: delivery_db.open_tree("reports")?,
+            sends: delivery_db.open_tree("sends")?,
             outcomes: delivery_db.open_tree("outcomes")?,
             provider_tokens: db.open_tree("provider_tokens")?,
             webhooks: db.open_tree("webhooks")?,

@@ -190,3 +190,20 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
         sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5).open().unwrap();
     assert!(!old.tree_names().iter().any(|n| n.as_ref() == b"jobs"), "the old trees are dropped");
 }
+
+#[test]
+fn a_send_is_one_record_read_back_as_report_and_paged_outcomes() {
+    use herald_storage::deliveries::{ClientOutcome, Report, State};
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let outcome = |state| ClientOutcome { app: "shop".into(), provider: "fcm".into(), state, code: 200, message: None };
+    let outcomes: Vec<_> = ["c1", "c2", "c3"].iter().map(|c| (c.to_string(), outcome(State::Sent))).collect();
+    let mut report = Report { id: "n1".into(), kind: "user".into(), recipient: "kim".into(), ..Report::default() };
+    outcomes.iter().for_each(|(_, o)| report.record(o));
+    s.deliveries().finish_send("acme", &report, &outcomes).unwrap();
+
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap(), Some(report));
+    assert_eq!(s.deliveries().outcomes("acme", "n1", 1, 5).unwrap(), outcomes[1..].to_vec());
+    assert!(s.deliveries().report("other", "n1").unwrap().is_none(), "another tenant sees nothing");
+    assert!(s.deliveries().outcomes("other", "n1", 0, 5).unwrap().is_empty());
+}
