@@ -130,7 +130,11 @@ async fn silent_pushes_are_background_and_data_only() {
         assert_eq!(e["results"][0]["result"]["code"], 400, "{e}");
         assert_eq!(e["results"][0]["result"]["subsystem"], 516);
     }
-    let _ = a;
+    // A deleted app's channels go with it.
+    let (st, _) = w.server.call(Method::DELETE, "/v1/tenants/acme/apps/demo", Some(&w.admin), None).await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let (_, r) = w.send(to_client("dave", &a, json!({"body": "gone"}))).await;
+    assert_eq!(r[0]["results"][0]["result"]["code"], 404, "{r}");
 }
 
 #[tokio::test]

@@ -83,7 +83,9 @@ pub struct Deliverer {
     settings: PushSettings,
     tls: Arc<rustls::ClientConfig>,
     auth_http: AuthHttp,
-    apps: DashMap<(String, String), Arc<AppChannels>>,
+    /// Channels per (tenant, app), with the store's apps generation they were
+    /// last checked at.
+    apps: DashMap<(String, String), (u64, Arc<AppChannels>)>,
     /// `bulk_in_flight` permits, one per broadcast notification in flight.
     /// The semaphore is first come, first served, so concurrent broadcasts
     /// share the permits evenly.
@@ -129,18 +131,24 @@ impl Deliverer {
 
     /// The channels of an app, rebuilt when its configuration changed.
     pub fn channels(&self, tenant: &str, app: &str) -> Result<Option<Arc<AppChannels>>, String> {
+        // Read before the record: an app written meanwhile moves it on, so
+        // the next send checks again.
+        let generation = self.store.apps_generation();
+        let key = (tenant.to_string(), app.to_string());
+        if let Some(c) = self.apps.get(&key).filter(|c| c.0 == generation) {
+            return Ok(Some(c.1.clone()));
+        }
         let Some(record) = self.store.apps().get(tenant, app).map_err(|e| e.to_string())? else {
+            self.apps.remove(&key);
             return Ok(None);
         };
-        let key = (tenant.to_string(), app.to_string());
-        if let Some(c) = self.apps.get(&key) {
-            if c.modified_ms == record.modified_ms {
-                return Ok(Some(c.clone()));
-            }
+        if let Some(mut c) = self.apps.get_mut(&key).filter(|c| c.1.modified_ms == record.modified_ms) {
+            c.0 = generation;
+            return Ok(Some(c.1.clone()));
         }
         let creds = AppCredentials::load(&self.store, tenant, &record)?;
         let channels = Arc::new(self.build(tenant, app, record.modified_ms, creds));
-        self.apps.insert(key, channels.clone());
+        self.apps.insert(key, (generation, channels.clone()));
         Ok(Some(channels))
     }
 

@@ -42,7 +42,9 @@ impl Apps<'_> {
     pub fn create(&self, tenant: &str, app: &App) -> Result<()> {
         let k = key(&[tenant, &app.name]);
         let v = codec::encode(app)?;
-        self.0.trees().apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?.map_err(|_| Error::Conflict("app"))
+        let created = self.0.trees().apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?;
+        self.changed();
+        created.map_err(|_| Error::Conflict("app"))
     }
 
     pub fn update(&self, tenant: &str, app: &App) -> Result<()> {
@@ -51,7 +53,9 @@ impl Apps<'_> {
         if !t.contains_key(&k)? {
             return Err(Error::NotFound("app"));
         }
-        put(t, &k, app)
+        put(t, &k, app)?;
+        self.changed();
+        Ok(())
     }
 
     pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
@@ -69,9 +73,15 @@ impl Apps<'_> {
     }
 
     pub fn delete(&self, tenant: &str, name: &str) -> Result<()> {
-        match self.0.trees().apps.remove(key(&[tenant, name]))? {
+        let removed = self.0.trees().apps.remove(key(&[tenant, name]))?;
+        self.changed();
+        match removed {
             Some(_) => Ok(()),
             None => Err(Error::NotFound("app")),
         }
+    }
+
+    fn changed(&self) {
+        self.0.inner.apps_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }

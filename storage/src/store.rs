@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     master: MasterKey,
     /// Users' list fields, per tenant (see `user_directory`).
     pub(crate) directories: crate::user_directory::Directories,
+    /// Bumped after every app write (see [`Store::apps_generation`]).
+    pub(crate) apps_generation: std::sync::atomic::AtomicU64,
 }
 
 /// One tree per record kind, and one per secondary index.
@@ -148,9 +150,16 @@ impl Store {
             version_votes: db.open_tree("version_votes")?,
         };
         let flusher = Flusher::start(vec![db.clone(), delivery_db.clone()]);
-        Ok(Store {
-            inner: Arc::new(Inner { db, delivery_db, trees, flusher, master, directories: Default::default() }),
-        })
+        let inner = Inner {
+            db,
+            delivery_db,
+            trees,
+            flusher,
+            master,
+            directories: Default::default(),
+            apps_generation: Default::default(),
+        };
+        Ok(Store { inner: Arc::new(inner) })
     }
 
     /// Returns once every write made before the call is on disk; flushes are
@@ -164,6 +173,13 @@ impl Store {
         self.inner.db.flush()?;
         self.inner.delivery_db.flush()?;
         Ok(())
+    }
+
+    /// A number that changes after every write of any app: what was built from
+    /// apps' records (the push engine's provider channels) stays valid while
+    /// it does not, without reading and decoding the record on every send.
+    pub fn apps_generation(&self) -> u64 {
+        self.inner.apps_generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn size_on_disk(&self) -> Result<u64> {
