@@ -22,6 +22,9 @@ pub struct Settings {
     /// Hex file with the 256-bit key that seals secrets (created in the data dir when absent).
     #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
+    /// Page cache of the database in MiB (sled's; the process uses a multiple of it).
+    #[arg(long, env = "HERALD_CACHE_MIB")]
+    pub cache_mib: Option<u64>,
     /// Bearer token of the platform operator (tenant creation); random when absent.
     #[arg(long, env = "HERALD_OPERATOR_TOKEN", hide_env_values = true)]
     pub operator_token: Option<String>,
@@ -130,6 +133,7 @@ impl Settings {
             listen: self.listen.or(other.listen),
             data_dir: self.data_dir.or(other.data_dir),
             master_key_file: self.master_key_file.or(other.master_key_file),
+            cache_mib: self.cache_mib.or(other.cache_mib),
             operator_token: self.operator_token.or(other.operator_token),
             tls_cert: self.tls_cert.or(other.tls_cert),
             tls_key: self.tls_key.or(other.tls_key),
@@ -178,6 +182,8 @@ pub struct Config {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
     pub master_key_file: Option<PathBuf>,
+    /// sled's page cache in bytes.
+    pub cache_bytes: u64,
     pub operator_token: Option<String>,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub public_url: String,
@@ -307,6 +313,11 @@ impl Config {
             listen,
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
             master_key_file: s.master_key_file,
+            cache_bytes: match s.cache_mib {
+                Some(0) => return Err("cache_mib: must be at least 1".into()),
+                Some(mib) => mib << 20,
+                None => herald_storage::StoreOptions::new(".").cache_bytes,
+            },
             operator_token: s.operator_token,
             public_url: s.public_url.unwrap_or_else(|| format!("{scheme}://{listen}")),
             tls,
@@ -343,6 +354,9 @@ mod tests {
         let c = Config::resolve(file).unwrap();
         assert_eq!((c.limits.send_rate, c.limits.token_rate_per_ip, c.limits.token_burst_per_ip), (0, 7, 14));
         assert_eq!(c.limits.header_limit, 8192, "hyper's minimum");
+        let c = Config::resolve(toml::from_str("cache_mib = 16").unwrap()).unwrap();
+        assert_eq!(c.cache_bytes, 16 << 20);
+        assert!(Config::resolve(toml::from_str("cache_mib = 0").unwrap()).unwrap_err().contains("cache_mib"));
         let c = Config::resolve(toml::from_str("bulk_in_flight = 64").unwrap()).unwrap();
         assert_eq!(c.push.bulk_in_flight, 64);
         let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();

@@ -91,6 +91,7 @@ impl Config {
             listen: Some(self.listen),
             data_dir: Some(self.data_dir.clone()),
             master_key_file: self.master_key_file.clone(),
+            cache_mib: Some(self.cache_bytes >> 20),
             operator_token: self.operator_token.clone(),
             tls_cert: self.tls.as_ref().map(|(c, _)| c.clone()),
             tls_key: self.tls.as_ref().map(|(_, k)| k.clone()),

@@ -32,6 +32,7 @@ impl Engine {
         install_crypto_providers();
         let store = Store::open(&StoreOptions {
             master_key_file: config.master_key_file.clone(),
+            cache_bytes: config.cache_bytes,
             ..StoreOptions::new(&config.data_dir)
         })
         .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
