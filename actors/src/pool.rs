@@ -154,7 +154,7 @@ impl Pool {
         }
         let Ok(_guard) = self.opening_interactive.try_lock() else { return Ok(None) };
         if self.interactive.lock().map_err(poisoned)?.as_ref().is_some_and(|c| c.is_alive()) {
-            return Ok(self.own_stream()?); // opened while this one looked
+            return self.own_stream(); // opened while this one looked
         }
         match Connection::open(&self.target).await {
             Ok(conn) => {
