@@ -146,8 +146,9 @@ impl Pool {
     }
 
     /// A stream on the interactive lane's own connection, opening it when
-    /// missing or dead; `None` when it is full or cannot be opened (a burst
-    /// shares the bulk connections meanwhile rather than wait).
+    /// missing or dead; `None` when it is full, being opened, or cannot be
+    /// opened while shared connections work (a burst shares those meanwhile
+    /// rather than wait).
     async fn interactive_stream(&self) -> Result<Option<Lease<'_>>, TransportError> {
         if let Some(lease) = self.own_stream()? {
             return Ok(Some(lease));
@@ -164,6 +165,9 @@ impl Pool {
                 }
                 self.own_stream()
             }
+            // With no shared connection either, a second attempt would only
+            // double the wait for the same error.
+            Err(e) if !self.conns.lock().map_err(poisoned)?.iter().any(|c| c.is_alive()) => Err(e),
             Err(e) => {
                 tracing::warn!(provider = self.provider, error = %e, "could not open the interactive connection");
                 Ok(None)
