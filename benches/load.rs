@@ -163,7 +163,14 @@ impl Options {
                 "--perf" => perf = true,
                 // Cargo passes `--bench` to every benchmark executable.
                 "--bench" => {}
-                other => eprintln!("[load] ignoring argument {other:?}"),
+                "--help" | "-h" => {
+                    eprintln!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => {
+                    eprintln!("[load] unknown argument {other:?}\n{USAGE}");
+                    std::process::exit(2);
+                }
             }
         }
         Options {
@@ -179,6 +186,9 @@ impl Options {
         }
     }
 }
+
+const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--no-node] \
+[--only 1,2,...,6] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep]";
 
 /// Progress on stderr.
 macro_rules! say {
