@@ -3,20 +3,8 @@
 //! check see arbitrary DER, not only what survives base64). Either a request verifies
 //! or it is refused with an error; never a panic.
 #![no_main]
-use base64::Engine as _;
 use herald::pki::csr;
 use libfuzzer_sys::fuzz_target;
-
-fn der_pem(der: &[u8]) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut pem = String::from("-----BEGIN CERTIFICATE REQUEST-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        pem.push_str(&String::from_utf8_lossy(line));
-        pem.push('\n');
-    }
-    pem.push_str("-----END CERTIFICATE REQUEST-----\n");
-    pem
-}
 
 fn check(pem: &str) {
     if let Ok(verified) = csr::verify(pem) {
@@ -26,5 +14,5 @@ fn check(pem: &str) {
 
 fuzz_target!(|data: &[u8]| {
     check(&String::from_utf8_lossy(data));
-    check(&der_pem(data));
+    check(&herald::pki::pem_block("CERTIFICATE REQUEST", data));
 });

@@ -16,14 +16,19 @@ pub use authority::Authority;
 
 /// PEM of one DER certificate.
 pub fn cert_pem(der: &[u8]) -> String {
+    pem_block("CERTIFICATE", der)
+}
+
+/// One PEM block of `der` under `label` (base64 in 64-column lines).
+pub fn pem_block(label: &str, der: &[u8]) -> String {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    let mut out = format!("-----BEGIN {label}-----\n");
     for line in b64.as_bytes().chunks(64) {
         out.push_str(&String::from_utf8_lossy(line));
         out.push('\n');
     }
-    out.push_str("-----END CERTIFICATE-----\n");
+    out.push_str(&format!("-----END {label}-----\n"));
     out
 }
 
