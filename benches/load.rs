@@ -508,6 +508,8 @@ impl Herald {
                 .env("HERALD_ACCESS_TOKEN_TTL", "7200")
                 // The benchmark measures the engine, not the abuse limits.
                 .env("HERALD_SEND_RATE", "0")
+                // Every load-generator connection comes from 127.0.0.1 (C=256 and more).
+                .env("HERALD_MAX_CONNECTIONS_PER_IP", "0")
                 .env("HERALD_APNS_URL", sims.url("apns"))
                 .env("HERALD_APNS_SANDBOX_URL", sims.url("apns"))
                 .env("HERALD_FCM_URL", sims.url("fcm"))

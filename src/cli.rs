@@ -98,7 +98,8 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
         true => Some(crate::demo::start_simulators(&mut config).await?),
         false => None,
     };
-    let (listener, config) = crate::server::bind(config).await?;
+    let fds = crate::server::raise_fd_limit();
+    let (listeners, config) = crate::server::bind(config).await?;
     let engine = Engine::open(config).await?;
     if let Some(sims) = &sims {
         crate::demo::seed(&engine, sims).await?;
@@ -107,13 +108,17 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
         // Printed once, on purpose: the operator needs it to create tenants.
         println!("operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}", engine.operator_token);
     }
-    tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), "herald listening");
+    let connections = engine.config.limits.connections();
+    tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), fds, connections, "herald listening");
     println!("herald listening on {}", engine.config.public_url);
+    if let Some(ops) = engine.config.ops_listen {
+        println!("operations (/healthz, /readyz, /metrics) on http://{ops}");
+    }
     if let Some(sims) = &sims {
         println!("{}", crate::demo::instructions(&engine.config.public_url, sims));
     }
     let tls = crate::server::tls_acceptor(&engine)?;
-    crate::server::serve(engine.clone(), listener, tls, shutdown_signal()).await;
+    crate::server::serve(engine.clone(), listeners, tls, shutdown_signal()).await;
     engine.push.stop();
     tracing::info!("herald stopped");
     Ok(())

@@ -103,9 +103,27 @@ pub struct Settings {
     /// Largest accepted request head (headers) in bytes (431 beyond; at least 8192).
     #[arg(long, env = "HERALD_HEADER_LIMIT")]
     pub header_limit: Option<usize>,
-    /// Connections served at once; further ones wait to be accepted (0: no limit).
+    /// Connections served at once; further ones wait to be accepted (0: no limit; unset: what the file-descriptor limit holds).
     #[arg(long, env = "HERALD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections one client address may hold open; more are closed at once (0: no limit).
+    #[arg(long, env = "HERALD_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Seconds a connection with no request in progress stays open (HTTP/1.1 keep-alive and HTTP/2).
+    #[arg(long, env = "HERALD_IDLE_TIMEOUT_S")]
+    pub idle_timeout_s: Option<u64>,
+    /// Milliseconds a request body has to arrive in full (408 beyond).
+    #[arg(long, env = "HERALD_BODY_TIMEOUT_MS")]
+    pub body_timeout_ms: Option<u64>,
+    /// Bytes a second a request body must average once its first 5 seconds are over (408 below; 0: no minimum).
+    #[arg(long, env = "HERALD_MIN_BODY_RATE")]
+    pub min_body_rate: Option<u64>,
+    /// Address of the operations listener, serving only /healthz, /readyz and /metrics.
+    #[arg(long, env = "HERALD_OPS_LISTEN")]
+    pub ops_listen: Option<SocketAddr>,
+    /// MiB of free disk kept in reserve: below it writes are refused with 507 (0: none).
+    #[arg(long, env = "HERALD_DISK_RESERVE_MIB")]
+    pub disk_reserve_mib: Option<u64>,
     /// Sends a second per tenant on the send API (0: no limit).
     #[arg(long, env = "HERALD_SEND_RATE")]
     pub send_rate: Option<u32>,
@@ -161,6 +179,12 @@ impl Settings {
             header_read_timeout_ms: self.header_read_timeout_ms.or(other.header_read_timeout_ms),
             header_limit: self.header_limit.or(other.header_limit),
             max_connections: self.max_connections.or(other.max_connections),
+            max_connections_per_ip: self.max_connections_per_ip.or(other.max_connections_per_ip),
+            idle_timeout_s: self.idle_timeout_s.or(other.idle_timeout_s),
+            body_timeout_ms: self.body_timeout_ms.or(other.body_timeout_ms),
+            min_body_rate: self.min_body_rate.or(other.min_body_rate),
+            ops_listen: self.ops_listen.or(other.ops_listen),
+            disk_reserve_mib: self.disk_reserve_mib.or(other.disk_reserve_mib),
             send_rate: self.send_rate.or(other.send_rate),
             send_burst: self.send_burst.or(other.send_burst),
             token_rate_per_user: self.token_rate_per_user.or(other.token_rate_per_user),
@@ -180,6 +204,10 @@ impl Settings {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
+    /// The operations listener (probes and metrics only), when configured.
+    pub ops_listen: Option<SocketAddr>,
+    /// Free disk below which writes are refused (507).
+    pub disk_reserve_bytes: u64,
     pub data_dir: PathBuf,
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
@@ -212,9 +240,19 @@ pub struct PkiSettings {
 /// Limits against abusive clients (slowloris, floods, credential stuffing); 0 disables a rate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AbuseLimits {
+    /// From accept to the first complete request head (idle connect-only sockets included).
     pub header_read_timeout: Duration,
     pub header_limit: usize,
-    pub max_connections: usize,
+    /// `None`: what the process's file-descriptor limit holds (see [`AbuseLimits::connections`]).
+    pub max_connections: Option<usize>,
+    /// 0: no limit.
+    pub max_connections_per_ip: usize,
+    /// A connection with no request in progress for this long is closed.
+    pub idle_timeout: Duration,
+    /// A request body must have arrived in full within this.
+    pub body_timeout: Duration,
+    /// Bytes a second a body must average after [`BODY_GRACE`]; 0: no minimum.
+    pub min_body_rate: u64,
     pub send_rate: u32,
     pub send_burst: u32,
     pub token_rate_per_user: u32,
@@ -223,16 +261,42 @@ pub struct AbuseLimits {
     pub token_burst_per_ip: u32,
 }
 
+/// The longest timeout a setting may ask for (longer ones are cut to it).
+const DAY_S: u64 = 86_400;
+
+/// How long a request body may take before [`AbuseLimits::min_body_rate`] applies.
+pub const BODY_GRACE: Duration = Duration::from_secs(5);
+
 impl AbuseLimits {
+    /// The connection limit in force: the configured one, or three quarters of
+    /// the file-descriptor limit (the rest is for storage, provider pools and
+    /// webhooks) so that accepting never fails for want of descriptors.
+    pub fn connections(&self) -> usize {
+        match self.max_connections {
+            Some(0) => tokio::sync::Semaphore::MAX_PERMITS,
+            Some(n) => n,
+            None => {
+                let fds = crate::server::fd_limit();
+                usize::try_from(fds - fds / 4).unwrap_or(usize::MAX).clamp(64, 1 << 20)
+            }
+        }
+    }
+
     fn resolve(s: &Settings) -> AbuseLimits {
         let rate = |v: Option<u32>, default: u32| v.unwrap_or(default);
         let send_rate = rate(s.send_rate, 10_000);
         let token_rate_per_user = rate(s.token_rate_per_user, 20);
         let token_rate_per_ip = rate(s.token_rate_per_ip, 500);
         AbuseLimits {
-            header_read_timeout: Duration::from_millis(s.header_read_timeout_ms.unwrap_or(10_000).max(1)),
+            header_read_timeout: Duration::from_millis(
+                s.header_read_timeout_ms.unwrap_or(10_000).clamp(1, DAY_S * 1000),
+            ),
             header_limit: s.header_limit.unwrap_or(64 * 1024).max(8192),
-            max_connections: s.max_connections.unwrap_or(10_000),
+            max_connections: s.max_connections,
+            max_connections_per_ip: s.max_connections_per_ip.unwrap_or(256),
+            idle_timeout: Duration::from_secs(s.idle_timeout_s.unwrap_or(60).clamp(1, DAY_S)),
+            body_timeout: Duration::from_millis(s.body_timeout_ms.unwrap_or(30_000).clamp(1, DAY_S * 1000)),
+            min_body_rate: s.min_body_rate.unwrap_or(1024),
             send_rate,
             send_burst: s.send_burst.unwrap_or(send_rate.saturating_mul(2)),
             token_rate_per_user,
@@ -311,6 +375,8 @@ impl Config {
             },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
             listen,
+            ops_listen: s.ops_listen,
+            disk_reserve_bytes: s.disk_reserve_mib.unwrap_or(64).saturating_mul(1 << 20),
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
             master_key_file: s.master_key_file,
             cache_bytes: match s.cache_mib {

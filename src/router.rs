@@ -87,6 +87,23 @@ impl Router {
     }
 }
 
+/// The routes the operations port serves.
+const OPS_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Answers one request on the operations port: the probes and metrics, and
+/// 404 for anything else.
+pub async fn dispatch_ops<B>(engine: Arc<Engine>, req: Request<B>) -> Response
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if OPS_PATHS.contains(&req.uri().path()) {
+        return dispatch(engine, req).await;
+    }
+    let e = ApiError::not_found("the operations port serves /healthz, /readyz and /metrics only");
+    json(e.status, &e.body(Family::Ops)).unwrap_or_else(|_| crate::http::empty(e.status))
+}
+
 /// Answers one request; never fails (errors become error bodies).
 pub async fn dispatch<B>(engine: Arc<Engine>, req: Request<B>) -> Response
 where
@@ -153,7 +170,7 @@ where
     let (parts, body) = req.into_parts();
     let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
     let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
-    let body = read_body(body, engine.config.body_limit).await?;
+    let body = read_body(body, engine.config.body_limit, &engine.config.limits).await?;
     let cx = Cx {
         engine,
         method: parts.method,
@@ -167,18 +184,54 @@ where
     (route.handler)(cx).await
 }
 
-async fn read_body<B>(body: B, limit: usize) -> ApiResult<bytes::Bytes>
+/// Reads the whole body within `limit` bytes, the whole-body deadline, and
+/// the minimum rate: a body that trickles or stalls is cut off with 408.
+async fn read_body<B>(body: B, limit: usize, limits: &crate::config::AbuseLimits) -> ApiResult<bytes::Bytes>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes")))
+    let started = tokio::time::Instant::now();
+    let too_slow = || ApiError::new(StatusCode::REQUEST_TIMEOUT, "the request body arrived too slowly");
+    let mut body = std::pin::pin!(body);
+    let mut data = bytes::BytesMut::new();
+    loop {
+        let wait = limits.body_timeout.min(time_for(data.len(), limits.min_body_rate));
+        let deadline = started.checked_add(wait).unwrap_or(started + limits.body_timeout);
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(too_slow()),
+            Ok(None) => return Ok(data.freeze()),
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::bad_request(format!("reading the request body: {}", e.into())));
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        if let Ok(mut chunk) = frame.into_data() {
+            use bytes::Buf;
+            if data.len().saturating_add(chunk.remaining()) > limit {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body exceeds {limit} bytes"),
+                ));
+            }
+            while chunk.has_remaining() {
+                let n = chunk.chunk().len();
+                data.extend_from_slice(chunk.chunk());
+                chunk.advance(n);
+            }
         }
-        Err(e) => Err(ApiError::bad_request(format!("reading the request body: {e}"))),
     }
+}
+
+/// By when, after the body started, its next byte is due when `received`
+/// bytes came so far: the grace period plus what the minimum rate allows.
+fn time_for(received: usize, min_rate: u64) -> std::time::Duration {
+    if min_rate == 0 {
+        return std::time::Duration::MAX;
+    }
+    let next = u64::try_from(received).unwrap_or(u64::MAX).saturating_add(1);
+    let ms = next.saturating_mul(1000) / min_rate;
+    crate::config::BODY_GRACE.saturating_add(std::time::Duration::from_millis(ms))
 }
 
 /// A client's token stops working when the client is deleted, locked, or

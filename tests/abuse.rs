@@ -46,7 +46,7 @@ async fn an_oversized_request_head_gets_431() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_wait_for_a_free_slot() {
-    let s = TestServer::start_with(|c| c.limits.max_connections = 2).await;
+    let s = TestServer::start_with(|c| c.limits.max_connections = Some(2)).await;
     let idle1 = TcpStream::connect(addr(&s)).await.unwrap();
     let idle2 = TcpStream::connect(addr(&s)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::AsyncReadExt;
 
 /// Prometheus text → sample name → [(labels, value)].
 fn parse(text: &str) -> HashMap<String, Vec<(String, f64)>> {
@@ -273,6 +274,7 @@ fn sample_peaks(s: &TestServer) -> (Arc<Mutex<HashMap<String, f64>>>, tokio::tas
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_series_moves_under_a_workload() {
     let w = PushWorld::start_with(|c| {
+        c.limits.header_read_timeout = Duration::from_millis(300);
         c.webhooks.allow_private = true;
         c.webhooks.retry_schedule = [0, 300].iter().map(|ms| Duration::from_millis(*ms)).collect();
     })
@@ -326,6 +328,11 @@ async fn every_documented_series_moves_under_a_workload() {
     let (st, b) = s.call(Method::POST, "/v1/tenants/acme/events", Some(&w.admin), Some(event)).await;
     assert_eq!(st, StatusCode::ACCEPTED, "{b}");
     assert_eq!(receiver.wait_for(2, 10).await.len(), 2, "delivered on the retry");
+
+    // A connection that never sends a request is closed.
+    let mut silent = tokio::net::TcpStream::connect(s.base.trim_start_matches("http://")).await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut Vec::new())).await;
+    assert!(closed.is_ok(), "the silent connection was closed");
 
     // An actor restart.
     s.running.as_ref().unwrap().engine.push.crash_tenant("acme").await.unwrap();

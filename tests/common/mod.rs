@@ -272,6 +272,8 @@ pub fn to_client(user: &str, client: &str, message: Value) -> Value {
 pub struct Herald {
     pub child: Child,
     pub base: String,
+    /// `http://addr` of the operations port, when `HERALD_OPS_LISTEN` was set.
+    pub ops: Option<String>,
 }
 
 impl Herald {
@@ -288,15 +290,20 @@ impl Herald {
             .expect("herald starts");
         let stdout = child.stdout.take().unwrap();
         let mut lines = BufReader::new(stdout).lines();
+        let mut next = || lines.next().expect("herald prints its address").unwrap();
         let base = loop {
-            let line = lines.next().expect("herald prints its address").unwrap();
-            if let Some(url) = line.strip_prefix("herald listening on ") {
+            if let Some(url) = next().strip_prefix("herald listening on ") {
                 break url.trim().to_string();
             }
         };
+        let ops = env.iter().any(|(k, _)| *k == "HERALD_OPS_LISTEN").then(|| loop {
+            if let Some(rest) = next().strip_prefix("operations (/healthz, /readyz, /metrics) on ") {
+                break rest.trim().to_string();
+            }
+        });
         // Keep draining stdout so the child never writes into a closed pipe.
         std::thread::spawn(move || for _ in lines {});
-        Herald { child, base }
+        Herald { child, base, ops }
     }
 
     /// An access token of tenant `acme`'s admin (the password grant).

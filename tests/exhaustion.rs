@@ -1,0 +1,257 @@
+//! Exhaustion: connections that say nothing, stall their body or idle are
+//! closed; one address holds only its share of connections; the operations
+//! port answers its probes whatever the public port is going through.
+
+mod common;
+use common::*;
+use reqwest::StatusCode;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+/// A connection from `from` (any 127.0.0.0/8 address) to `to`.
+async fn connect_from(from: Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(IpAddr::V4(from), 0))?;
+    socket.connect(to).await
+}
+
+/// `n` connections spread over loopback addresses, `per_address` from each,
+/// each having written `hello` (possibly nothing).
+async fn open_many(to: SocketAddr, n: usize, per_address: usize, hello: &'static [u8]) -> Vec<TcpStream> {
+    let mut conns = Vec::with_capacity(n);
+    for i in 0..n {
+        let from = Ipv4Addr::new(127, 0, 1 + (i / per_address / 250) as u8, 1 + (i / per_address % 250) as u8);
+        let mut c = connect_from(from, to).await.expect("connect");
+        if !hello.is_empty() {
+            c.write_all(hello).await.expect("write");
+        }
+        conns.push(c);
+    }
+    conns
+}
+
+/// Reads until the server closes each connection (EOF or reset); answers
+/// how long the last one took, or panics after `within`.
+async fn all_closed(conns: Vec<TcpStream>, within: Duration) -> Duration {
+    let started = Instant::now();
+    let waits = conns.into_iter().map(|mut c| async move {
+        let mut sink = Vec::new();
+        let _ = c.read_to_end(&mut sink).await;
+    });
+    tokio::time::timeout(within, futures::future::join_all(waits)).await.expect("the server closed every connection");
+    started.elapsed()
+}
+
+/// Probes `/healthz` `n` times with a fresh connection each; answers the
+/// median time. Each probe must answer 200 within a second.
+async fn probe(base: &str, n: usize) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..n {
+        let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        let started = Instant::now();
+        let r = http.get(format!("{base}/healthz")).timeout(Duration::from_secs(1)).send().await;
+        let r = r.unwrap_or_else(|e| panic!("{base}/healthz did not answer within 1 s: {e}"));
+        assert_eq!(r.status(), StatusCode::OK);
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times[n / 2]
+}
+
+fn socket_of(base: &str) -> SocketAddr {
+    base.trim_start_matches("http://").parse().unwrap()
+}
+
+/// A child `herald serve` with default flags but an operations port, and the
+/// file-descriptor limit of this test process raised for its many sockets.
+fn herald_with_ops(dir: &std::path::Path) -> Herald {
+    herald::server::raise_fd_limit();
+    Herald::start(dir, &[("HERALD_OPS_LISTEN", "127.0.0.1:0".into())])
+}
+
+/// After the server closed the flood, the public port serves a normal request
+/// at once (a fresh connection from the flood's own first address).
+async fn main_port_serves(h: &Herald) {
+    let started = Instant::now();
+    let to = socket_of(&h.base);
+    let mut c = connect_from(Ipv4Addr::new(127, 0, 1, 1), to).await.unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(1), c.read_to_end(&mut answer))
+        .await
+        .expect("the main port answered within 1 s of the flood's end")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+    eprintln!("main port answered {:?} after the flood was closed", started.elapsed());
+}
+
+#[tokio::test]
+async fn ten_thousand_silent_connections_are_closed_and_never_starve_the_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = herald_with_ops(dir.path());
+    let ops = h.ops.clone().unwrap();
+    let conns = open_many(socket_of(&h.base), 10_000, 200, b"").await;
+    let median = probe(&ops, 9).await;
+    eprintln!("ops /healthz median {median:?} with 10 000 silent connections open");
+    assert!(median < Duration::from_millis(100), "ops probe median {median:?}");
+    // Closed by the 10 s deadline for a first request head (not before 9 s).
+    let took = all_closed(conns, Duration::from_secs(30)).await;
+    eprintln!("silent connections closed after {took:?}");
+    main_port_serves(&h).await;
+    let metrics = reqwest::get(format!("{ops}/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("herald_connections_closed_total{reason=\"no_request\"} 10000"), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_thousand_stalled_bodies_on_the_token_endpoint_are_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = herald_with_ops(dir.path());
+    let ops = h.ops.clone().unwrap();
+    let head = b"POST /auth/realms/acme/protocol/openid-connect/token HTTP/1.1\r\nHost: x\r\n\
+        Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=pass";
+    let conns = open_many(socket_of(&h.base), 1_000, 200, head).await;
+    let median = probe(&ops, 9).await;
+    eprintln!("ops /healthz median {median:?} with 1 000 stalled bodies");
+    assert!(median < Duration::from_millis(100), "ops probe median {median:?}");
+    // Each stalled body gets a 408 once the minimum rate is missed, and its connection closes.
+    let mut answers = Vec::new();
+    let reads = conns.into_iter().map(|mut c| async move {
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf).await;
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(reads)).await;
+    answers.extend(all.expect("every stalled body was cut off within 30 s"));
+    let timed_out = answers.iter().filter(|a| a.starts_with("HTTP/1.1 408")).count();
+    assert_eq!(timed_out, 1_000, "every stalled body got 408: {:?}", answers.iter().find(|a| !a.contains("408")));
+    main_port_serves(&h).await;
+}
+
+#[tokio::test]
+async fn a_thousand_idle_h2c_connections_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = herald_with_ops(dir.path());
+    let ops = h.ops.clone().unwrap();
+    // The HTTP/2 preface and an empty SETTINGS frame, then nothing.
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    let conns = open_many(socket_of(&h.base), 1_000, 200, PREFACE).await;
+    let median = probe(&ops, 9).await;
+    eprintln!("ops /healthz median {median:?} with 1 000 idle h2c connections");
+    assert!(median < Duration::from_millis(100), "ops probe median {median:?}");
+    let took = all_closed(conns, Duration::from_secs(30)).await;
+    eprintln!("idle h2c connections closed after {took:?}");
+    main_port_serves(&h).await;
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_connections() {
+    let s = TestServer::start_with(|c| c.limits.max_connections_per_ip = 3).await;
+    let to: SocketAddr = socket_of(&s.base);
+    let local = Ipv4Addr::new(127, 0, 0, 1);
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from(local, to).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fourth = connect_from(local, to).await.unwrap();
+    let mut buf = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(2), fourth.read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the fourth connection of one address is closed at once");
+    let mut other = connect_from(Ipv4Addr::new(127, 0, 0, 2), to).await.unwrap();
+    other.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    other.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "another address is served: {answer}");
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from(local, to).await.unwrap();
+    again.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    again.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "a slot given back is usable: {answer}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let s = TestServer::start_with(|c| c.limits.idle_timeout = Duration::from_secs(1)).await;
+    let mut c = TcpStream::connect(socket_of(&s.base)).await.unwrap();
+    c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = c.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let started = Instant::now();
+    let rest = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut Vec::new())).await;
+    assert!(rest.is_ok(), "the idle keep-alive connection was still open after 10 s");
+    eprintln!("idle connection closed after {:?}", started.elapsed());
+    s.shutdown().await;
+}
+
+/// Writes `head` then `pieces` (`gap_ms` apart) while reading the answer, so
+/// that an answer sent before the body is done is read before the server's
+/// reset of the connection can discard it. Stops writing once the server
+/// stops reading.
+async fn send_while_reading(
+    to: SocketAddr,
+    head: String,
+    pieces: impl Iterator<Item = Vec<u8>>,
+    gap_ms: u64,
+) -> String {
+    let (mut rd, mut wr) = TcpStream::connect(to).await.unwrap().into_split();
+    let reader = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(20), rd.read_to_end(&mut buf)).await;
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    wr.write_all(head.as_bytes()).await.unwrap();
+    for piece in pieces {
+        if reader.is_finished() || wr.write_all(&piece).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+    }
+    reader.await.unwrap()
+}
+
+#[tokio::test]
+async fn a_trickling_body_gets_408_and_an_endless_one_413() {
+    let s = TestServer::start_with(|c| {
+        c.limits.body_timeout = Duration::from_secs(2);
+        c.limits.min_body_rate = 0;
+    })
+    .await;
+    // One byte every 100 ms: under the whole-body deadline per byte, never done.
+    let started = Instant::now();
+    let head =
+        "POST /auth/realms/acme/protocol/openid-connect/token HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+            .to_string();
+    let answer = send_while_reading(socket_of(&s.base), head, (0..100).map(|_| b"x".to_vec()), 100).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("too slowly"), "{answer}");
+    eprintln!("trickling body cut after {:?}", started.elapsed());
+    // An endless chunked body is refused at the size limit.
+    let head = "POST /auth/realms/acme/protocol/openid-connect/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_string();
+    let chunk = format!("{:x}\r\n{}\r\n", 64 * 1024, "x".repeat(64 * 1024)).into_bytes();
+    let answer = send_while_reading(socket_of(&s.base), head, (0..1000).map(|_| chunk.clone()), 0).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_operations_port_serves_probes_and_metrics_only() {
+    let s = TestServer::start_with(|c| c.ops_listen = Some("127.0.0.1:0".parse().unwrap())).await;
+    let ops = format!("http://{}", s.running.as_ref().unwrap().ops_addr.unwrap());
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let r = reqwest::get(format!("{ops}{path}")).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+    }
+    let r = reqwest::get(format!("{ops}/openapi.json")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND, "no API on the operations port");
+    let r = reqwest::Client::new().post(format!("{ops}/v1/tenants")).bearer_auth(OPERATOR).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = reqwest::get(s.url("/healthz")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the main port keeps the probes too");
+    s.shutdown().await;
+}
