@@ -20,7 +20,7 @@ async fn app_rules_name_the_field() {
     s.create_tenant("acme").await;
     let t = s.admin_token("acme").await;
     let bad = StatusCode::BAD_REQUEST;
-    let apns = json!({"categories": ["chat"], "iosApnsPrivateKey": "a2V5", "iosApnsTeamId": "T", "iosApnsKeyId": "K", "iosBundleId": "com.x", "iosIsDevelopment": false});
+    let apns = json!({"categories": ["chat"], "iosApnsPrivateKey": b64(&key_pem(&rcgen::PKCS_ECDSA_P256_SHA256)), "iosApnsTeamId": "T", "iosApnsKeyId": "K", "iosBundleId": "com.x", "iosIsDevelopment": false});
     assert_eq!(save(&s, &t, "ok", apns.clone()).await.0, StatusCode::CREATED);
     let cases: Vec<(&str, Value, &str)> = vec![
         ("x".repeat(33).leak(), json!({"categories": ["chat"]}), "appName"),
@@ -54,6 +54,105 @@ async fn app_rules_name_the_field() {
     for (name, body, expected) in cases {
         assert_eq!(save(&s, &t, name, body.clone()).await, (bad, expected.to_string()), "{body}");
     }
+    s.shutdown().await;
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+fn key_pem(alg: &'static rcgen::SignatureAlgorithm) -> String {
+    rcgen::KeyPair::generate_for(alg).unwrap().serialize_pem()
+}
+
+/// A self-signed certificate and its key, both PEM.
+fn cert_and_key() -> (String, String) {
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["com.x".to_string()]).unwrap().self_signed(&key).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// The base64 service-account JSON of [`fcm_app_body`] with `fields` changed
+/// (a null removes the field).
+fn service_account(fields: Value) -> String {
+    use base64::Engine as _;
+    let b64 = fcm_app_body()["fcmServiceAccountJSON"].as_str().unwrap().to_string();
+    let mut sa: Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap();
+    for (k, v) in fields.as_object().unwrap() {
+        match v {
+            Value::Null => sa.as_object_mut().unwrap().remove(k),
+            v => sa.as_object_mut().unwrap().insert(k.clone(), v.clone()),
+        };
+    }
+    base64::engine::general_purpose::STANDARD.encode(sa.to_string())
+}
+
+#[tokio::test]
+async fn credentials_that_do_not_parse_are_refused_at_save() {
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let t = s.admin_token("acme").await;
+    let token = |key: String| {
+        json!({"categories": ["chat"], "iosApnsPrivateKey": key, "iosApnsTeamId": "T", "iosApnsKeyId": "K",
+            "iosBundleId": "com.x", "iosIsDevelopment": false})
+    };
+    let certified = |cert: &str, key: &str| {
+        json!({"categories": ["chat"], "iosApnsCertificate": b64(cert), "iosApnsPrivateKey": b64(key),
+            "iosBundleId": "com.x", "iosIsDevelopment": true})
+    };
+    let fcm = |sa: String| json!({"categories": ["chat"], "fcmServiceAccountJSON": sa});
+    let (cert, key) = cert_and_key();
+    let (_, other_key) = cert_and_key();
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (token(b64("key")), "iosApnsPrivateKey", "P-256"),
+        (token(b64(&key_pem(&rcgen::PKCS_ECDSA_P384_SHA384))), "iosApnsPrivateKey", "P-256"),
+        (token(b64(TEST_RSA_PEM)), "iosApnsPrivateKey", "P-256"),
+        (certified("cert", &key), "iosApnsCertificate", "X.509"),
+        (
+            certified("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", &key),
+            "iosApnsCertificate",
+            "X.509",
+        ),
+        (certified(&cert, "key"), "iosApnsPrivateKey", "private key"),
+        (certified(&cert, &other_key), "iosApnsPrivateKey", "not the key of the certificate"),
+        (fcm(service_account(json!({"private_key": "garbage"}))), "fcmServiceAccountJSON", "private_key"),
+        (
+            fcm(service_account(json!({"private_key": key_pem(&rcgen::PKCS_ECDSA_P256_SHA256)}))),
+            "fcmServiceAccountJSON",
+            "RSA",
+        ),
+        (fcm(service_account(json!({"client_email": null}))), "fcmServiceAccountJSON", "client_email"),
+        (fcm(service_account(json!({"project_id": ""}))), "fcmServiceAccountJSON", "project_id"),
+    ];
+    for (body, field, says) in &cases {
+        let (st, b) = s.call(Method::POST, "/v1/tenants/acme/apps/bad", Some(&t), Some(body.clone())).await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{body} -> {b}");
+        let message = b["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{field}: ")) && message.contains(says), "{body} -> {message}");
+    }
+    // Good credentials of each kind are saved.
+    for (name, body) in [
+        ("token", token(b64(&key_pem(&rcgen::PKCS_ECDSA_P256_SHA256)))),
+        ("certified", certified(&cert, &key)),
+        ("fcm", fcm_app_body()),
+    ] {
+        assert_eq!(save(&s, &t, name, body).await.0, StatusCode::CREATED, "{name}");
+    }
+    // An update is checked the same way; the mask keeps the stored credential unread.
+    for (body, expected, _) in &cases {
+        let app = if body.get("fcmServiceAccountJSON").is_some() { "fcm" } else { "certified" };
+        let (st, b) = s.call(Method::PUT, &format!("/v1/tenants/acme/apps/{app}"), Some(&t), Some(body.clone())).await;
+        assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, expected.to_string()), "PUT {body} -> {b}");
+    }
+    let masked = json!({"categories": ["chat"], "iosApnsCertificate": "***", "iosApnsPrivateKey": "***",
+        "iosBundleId": "com.x", "iosIsDevelopment": true});
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/apps/certified", Some(&t), Some(masked)).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    let masked = json!({"categories": ["chat"], "fcmServiceAccountJSON": "***"});
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/apps/fcm", Some(&t), Some(masked)).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
     s.shutdown().await;
 }
 

@@ -567,10 +567,9 @@ async fn concurrent_votes_end_in_one_consistent_state() {
 
 #[tokio::test]
 async fn apps_with_latest_versions_and_filters() {
-    use base64::Engine as _;
     let s = TestServer::start().await;
     let admin = s.tenant_with_app("acme", "shop").await;
-    let key = base64::engine::general_purpose::STANDARD.encode("key");
+    let key = apns_key_base64();
     let bank = json!({"categories": ["payment", "tms"], "iosApnsPrivateKey": key, "iosApnsTeamId": "TEAM",
         "iosApnsKeyId": "KEY", "iosBundleId": "com.bank", "iosIsDevelopment": true,
         "hpkClientId": "hid", "hpkClientSecret": "hsecret"});

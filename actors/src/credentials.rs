@@ -5,6 +5,9 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use base64::Engine as _;
 use herald_storage::apps::App;
 use herald_storage::{Secret, Store};
+use rustls::pki_types::CertificateDer;
+use rustls::sign::{CertifiedKey, SigningKey};
+use std::sync::Arc;
 
 /// Decodes base64 (standard or URL-safe, whitespace ignored) with an optional
 /// `data:...;base64,` prefix, as the app configuration carries credentials.
@@ -30,6 +33,65 @@ pub fn to_pem(bytes: Vec<u8>, label: &str) -> Vec<u8> {
     }
     pem.push_str(&format!("-----END {label}-----\n"));
     pem.into_bytes()
+}
+
+/// What is wrong with an APNs client identity (certificate auth): the
+/// certificate, or the key (unreadable, or not the certificate's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityError {
+    Certificate(String),
+    Key(String),
+}
+
+impl std::fmt::Display for IdentityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdentityError::Certificate(e) => write!(f, "client certificate: {e}"),
+            IdentityError::Key(e) => write!(f, "client key: {e}"),
+        }
+    }
+}
+
+/// The certificate chain of APNs certificate auth: PEM `CERTIFICATE` blocks,
+/// the first the client's own, each a well-formed X.509 certificate.
+pub fn client_certificates(cert_pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = rustls_pemfile::certs(&mut &cert_pem[..])
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not PEM: {e}"))?;
+    if certs.is_empty() {
+        return Err("no PEM CERTIFICATE block".into());
+    }
+    for cert in &certs {
+        x509_parser::parse_x509_certificate(cert).map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    }
+    Ok(certs)
+}
+
+/// The private key of APNs certificate auth: PEM PKCS#8, PKCS#1 (RSA) or SEC1
+/// (EC), of a type TLS can sign with.
+pub fn client_key(key_pem: &[u8]) -> Result<Arc<dyn SigningKey>, String> {
+    let der = rustls_pemfile::private_key(&mut &key_pem[..])
+        .map_err(|e| format!("not PEM: {e}"))?
+        .ok_or("no PEM private key block")?;
+    rustls::crypto::ring::sign::any_supported_type(&der).map_err(|e| format!("not a usable private key: {e}"))
+}
+
+/// The client identity of APNs certificate auth from PEM: the certificate, and
+/// the key whose public half the certificate carries. The one reader of these,
+/// at send time ([`crate::transport::tls_config`]) and when an app is saved.
+pub fn client_identity(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, IdentityError> {
+    let certs = client_certificates(cert_pem).map_err(IdentityError::Certificate)?;
+    let key = client_key(key_pem).map_err(IdentityError::Key)?;
+    let identity = CertifiedKey::new(certs, key);
+    match identity.keys_match() {
+        // As rustls's own `CertifiedKey::from_der`: a key that cannot tell its
+        // public half (none of ring's) is not refused.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(identity),
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Err(IdentityError::Key("is not the key of the certificate (their public keys differ)".into()))
+        }
+        Err(e) => Err(IdentityError::Certificate(e.to_string())),
+    }
 }
 
 pub enum ApnsAuth {

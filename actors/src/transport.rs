@@ -194,15 +194,9 @@ pub fn tls_config(
     let mut config = match client_identity {
         None => builder.with_no_client_auth(),
         Some((cert_pem, key_pem)) => {
-            let certs = rustls_pemfile::certs(&mut &cert_pem[..])
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| TransportError::Config(format!("client certificate: {e}")))?;
-            let key = rustls_pemfile::private_key(&mut &key_pem[..])
-                .map_err(|e| TransportError::Config(format!("client key: {e}")))?
-                .ok_or_else(|| TransportError::Config("client key: no private key in PEM".into()))?;
-            builder
-                .with_client_auth_cert(certs, key)
-                .map_err(|e| TransportError::Config(format!("client certificate: {e}")))?
+            let identity = crate::credentials::client_identity(cert_pem, key_pem)
+                .map_err(|e| TransportError::Config(e.to_string()))?;
+            builder.with_client_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(identity)))
         }
     };
     config.alpn_protocols = vec![b"h2".to_vec()];

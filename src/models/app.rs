@@ -2,6 +2,9 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
+use herald_actors::credentials::{self, IdentityError};
+use herald_actors::providers::apns;
+use herald_actors::providers::fcm::ServiceAccount;
 use herald_storage::apps::App;
 use serde::{Deserialize, Serialize};
 
@@ -31,43 +34,21 @@ pub struct AppBody {
     pub hpk_client_secret: Option<String>,
 }
 
-/// The fields of a Google service-account file Herald needs.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
-pub struct ServiceAccount {
-    pub client_email: String,
-    pub private_key: String,
-    pub project_id: String,
-    #[serde(default)]
-    pub private_key_id: Option<String>,
-    #[serde(default)]
-    pub token_uri: Option<String>,
-}
-
 /// Decodes base64 (standard or URL-safe) with an optional `data:...;base64,` prefix.
 pub fn decode_base64_field(field: &str, value: &str) -> ApiResult<Vec<u8>> {
-    herald_actors::credentials::decode_base64(value)
+    credentials::decode_base64(value)
         .ok_or_else(|| ApiError::field(field, "must be base64 (an optional data-URL prefix is allowed)"))
 }
 
-impl ServiceAccount {
-    pub fn from_base64(value: &str) -> ApiResult<ServiceAccount> {
-        const F: &str = "fcmServiceAccountJSON";
-        let bytes = decode_base64_field(F, value)?;
-        let sa: ServiceAccount = serde_json::from_slice(&bytes).map_err(|e| {
-            ApiError::field(
-                F,
-                format!("is not a service-account JSON with client_email, private_key and project_id ({e})"),
-            )
-        })?;
-        for (name, v) in
-            [("client_email", &sa.client_email), ("private_key", &sa.private_key), ("project_id", &sa.project_id)]
-        {
-            if v.trim().is_empty() {
-                return Err(ApiError::field(F, format!("service account has an empty {name}")));
-            }
-        }
-        Ok(sa)
-    }
+/// `fcmServiceAccountJSON`: base64 of a Google service-account JSON file with a
+/// `client_email`, a `project_id` and a `private_key` FCM's OAuth can sign with,
+/// read by the same code as at send time.
+pub fn service_account(value: &str) -> ApiResult<ServiceAccount> {
+    const F: &str = "fcmServiceAccountJSON";
+    let json = decode_base64_field(F, value)?;
+    let sa = ServiceAccount::from_json(&json).map_err(|e| ApiError::field(F, e))?;
+    sa.signing_key().map_err(|e| ApiError::field(F, e))?;
+    Ok(sa)
 }
 
 impl AppBody {
@@ -99,7 +80,7 @@ impl AppBody {
             _ => {}
         }
         if let Some(sa) = self.fcm_service_account_json.as_deref().filter(|v| *v != MASK) {
-            ServiceAccount::from_base64(sa)?;
+            service_account(sa)?;
         }
         self.validate_apns()
     }
@@ -157,14 +138,39 @@ impl AppBody {
                 return Err(ApiError::field(field, format!("is required for {mode} APNs authentication")));
             }
         }
-        for (field, value) in
-            [("iosApnsCertificate", &self.ios_apns_certificate), ("iosApnsPrivateKey", &self.ios_apns_private_key)]
-        {
-            if let Some(v) = value.as_deref().filter(|v| *v != MASK) {
-                decode_base64_field(field, v)?;
-            }
+        self.validate_apns_credentials()
+    }
+
+    /// The APNs key (and certificate) parse as the send path reads them: in
+    /// token mode a P-256 `.p8` key; in certificate mode an X.509 certificate
+    /// and its own key. A masked value keeps the stored one and is not read, so
+    /// with one half masked the other is checked alone.
+    fn validate_apns_credentials(&self) -> ApiResult<()> {
+        const CERT: &str = "iosApnsCertificate";
+        const KEY: &str = "iosApnsPrivateKey";
+        let given = |field: &str, value: &Option<String>| {
+            value.as_deref().filter(|v| *v != MASK).map(|v| decode_base64_field(field, v)).transpose()
+        };
+        let cert = given(CERT, &self.ios_apns_certificate)?.map(|c| credentials::to_pem(c, "CERTIFICATE"));
+        let key = given(KEY, &self.ios_apns_private_key)?;
+        if self.ios_apns_certificate.is_none() {
+            return match key {
+                Some(key) => apns::signing_key(&key).map(drop).map_err(|e| ApiError::field(KEY, e)),
+                None => Ok(()),
+            };
         }
-        Ok(())
+        let key = key.map(|k| credentials::to_pem(k, "PRIVATE KEY"));
+        match (cert, key) {
+            (Some(cert), Some(key)) => credentials::client_identity(&cert, &key).map(drop).map_err(|e| match e {
+                IdentityError::Certificate(e) => ApiError::field(CERT, e),
+                IdentityError::Key(e) => ApiError::field(KEY, e),
+            }),
+            (Some(cert), None) => {
+                credentials::client_certificates(&cert).map(drop).map_err(|e| ApiError::field(CERT, e))
+            }
+            (None, Some(key)) => credentials::client_key(&key).map(drop).map_err(|e| ApiError::field(KEY, e)),
+            (None, None) => Ok(()),
+        }
     }
 }
 
@@ -222,17 +228,68 @@ mod tests {
     use super::*;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine as _;
+    use rcgen::{CertificateParams, KeyPair, SignatureAlgorithm};
+
+    /// A throwaway RSA-2048 PKCS#8 key (ring cannot generate RSA keys).
+    const RSA_PEM: &str = include_str!("../../actors/src/providers/testdata/rsa2048.pem");
+
+    fn key_pem(alg: &'static SignatureAlgorithm) -> String {
+        KeyPair::generate_for(alg).unwrap().serialize_pem()
+    }
+
+    fn p256_pem() -> String {
+        key_pem(&rcgen::PKCS_ECDSA_P256_SHA256)
+    }
+
+    /// A self-signed certificate and its key, both PEM.
+    fn cert_and_key() -> (String, String) {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let cert = CertificateParams::new(vec!["com.x".to_string()]).unwrap().self_signed(&key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
 
     fn token_app() -> AppBody {
         AppBody {
             categories: vec!["chat".into()],
-            ios_apns_private_key: Some(STANDARD.encode("key")),
+            ios_apns_private_key: Some(STANDARD.encode(p256_pem())),
             ios_apns_team_id: Some("TEAM".into()),
             ios_apns_key_id: Some("KEY".into()),
             ios_bundle_id: Some("com.x".into()),
             ios_is_development: Some(true),
             ..Default::default()
         }
+    }
+
+    fn cert_app(cert: &str, key: &str) -> AppBody {
+        AppBody {
+            ios_apns_certificate: Some(STANDARD.encode(cert)),
+            ios_apns_private_key: Some(STANDARD.encode(key)),
+            ios_apns_team_id: None,
+            ios_apns_key_id: None,
+            ..token_app()
+        }
+    }
+
+    fn service_account_json(fields: serde_json::Value) -> String {
+        let mut sa = serde_json::json!({
+            "type": "service_account",
+            "project_id": "p",
+            "private_key_id": "k1",
+            "private_key": RSA_PEM,
+            "client_email": "svc@p.iam.gserviceaccount.com",
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            if v.is_null() {
+                sa.as_object_mut().unwrap().remove(k);
+            } else {
+                sa[k] = v.clone();
+            }
+        }
+        STANDARD.encode(sa.to_string())
+    }
+
+    fn fcm_app(sa: String) -> AppBody {
+        AppBody { categories: vec!["chat".into()], fcm_service_account_json: Some(sa), ..Default::default() }
     }
 
     fn field_of(r: ApiResult<()>) -> String {
@@ -244,17 +301,73 @@ mod tests {
         assert!(token_app().validate("a").is_ok());
         let no_team = AppBody { ios_apns_team_id: None, ..token_app() };
         assert_eq!(field_of(no_team.validate("a")), "iosApnsTeamId");
-        let cert = AppBody {
-            ios_apns_certificate: Some(STANDARD.encode("c")),
-            ios_apns_team_id: None,
-            ios_apns_key_id: None,
-            ..token_app()
-        };
+        let (c, k) = cert_and_key();
+        let cert = cert_app(&c, &k);
         assert!(cert.validate("a").is_ok());
         let cert_no_bundle = AppBody { ios_bundle_id: None, ..cert };
         assert_eq!(field_of(cert_no_bundle.validate("a")), "iosBundleId");
         let no_env = AppBody { ios_is_development: None, ..token_app() };
         assert_eq!(field_of(no_env.validate("a")), "iosIsDevelopment");
+    }
+
+    #[test]
+    fn the_apns_token_key_must_be_a_p256_pkcs8_key() {
+        let with_key = |key: String| AppBody { ios_apns_private_key: Some(key), ..token_app() };
+        // PEM, DER and a data URL, as the send path reads them.
+        let der = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap().serialize_der();
+        assert!(with_key(STANDARD.encode(&der)).validate("a").is_ok());
+        let data_url = format!("data:application/octet-stream;base64,{}", STANDARD.encode(p256_pem()));
+        assert!(with_key(data_url).validate("a").is_ok());
+        for bad in [
+            "key".to_string(),
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".to_string(),
+            key_pem(&rcgen::PKCS_ECDSA_P384_SHA384),
+            key_pem(&rcgen::PKCS_ED25519),
+            RSA_PEM.to_string(),
+        ] {
+            let r = with_key(STANDARD.encode(&bad)).validate("a");
+            assert_eq!(field_of(r.clone()), "iosApnsPrivateKey", "{bad}");
+            assert!(r.unwrap_err().message.contains("P-256"));
+        }
+        assert_eq!(field_of(with_key("!!".into()).validate("a")), "iosApnsPrivateKey");
+        // The mask keeps the stored key: it is not parsed.
+        assert!(with_key(MASK.into()).validate("a").is_ok());
+    }
+
+    #[test]
+    fn the_apns_certificate_must_parse_and_match_its_key() {
+        let (cert, key) = cert_and_key();
+        let (_, other_key) = cert_and_key();
+        assert!(cert_app(&cert, &key).validate("a").is_ok());
+        let mismatch = cert_app(&cert, &other_key).validate("a").unwrap_err().message;
+        assert!(mismatch.starts_with("iosApnsPrivateKey:") && mismatch.contains("not the key of the certificate"));
+        // A usable RSA key, but not the certificate's.
+        assert_eq!(field_of(cert_app(&cert, RSA_PEM).validate("a")), "iosApnsPrivateKey");
+        assert_eq!(field_of(cert_app(&cert, "key").validate("a")), "iosApnsPrivateKey");
+        assert_eq!(field_of(cert_app("cert", &key).validate("a")), "iosApnsCertificate");
+        let not_x509 = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        assert_eq!(field_of(cert_app(not_x509, &key).validate("a")), "iosApnsCertificate");
+        // The certificate as DER works too (wrapped into PEM as at send time).
+        let der = AppBody {
+            ios_apns_certificate: Some(
+                STANDARD.encode(x509_parser::pem::parse_x509_pem(cert.as_bytes()).unwrap().1.contents),
+            ),
+            ..cert_app(&cert, &key)
+        };
+        assert!(der.validate("a").is_ok());
+        // A masked half is the stored one: the other half is checked alone.
+        let masked_key = AppBody { ios_apns_private_key: Some(MASK.into()), ..cert_app(&cert, &key) };
+        assert!(masked_key.validate("a").is_ok());
+        assert_eq!(
+            field_of(AppBody { ios_apns_certificate: Some(STANDARD.encode("cert")), ..masked_key }.validate("a")),
+            "iosApnsCertificate"
+        );
+        let masked_cert = AppBody { ios_apns_certificate: Some(MASK.into()), ..cert_app(&cert, &other_key) };
+        assert!(masked_cert.validate("a").is_ok());
+        assert_eq!(
+            field_of(AppBody { ios_apns_private_key: Some(STANDARD.encode("key")), ..masked_cert }.validate("a")),
+            "iosApnsPrivateKey"
+        );
     }
 
     #[test]
@@ -283,22 +396,38 @@ mod tests {
 
     #[test]
     fn service_account_must_decode() {
-        let base = AppBody { categories: vec!["chat".into()], ..Default::default() };
-        let good = STANDARD.encode(r#"{"client_email":"a@b","private_key":"k","project_id":"p"}"#);
-        assert!(AppBody { fcm_service_account_json: Some(good), ..base.clone() }.validate("a").is_ok());
-        let missing = STANDARD.encode(r#"{"client_email":"a@b","project_id":"p"}"#);
-        assert_eq!(
-            field_of(AppBody { fcm_service_account_json: Some(missing), ..base.clone() }.validate("a")),
-            "fcmServiceAccountJSON"
-        );
-        assert_eq!(
-            field_of(AppBody { fcm_service_account_json: Some("!!".into()), ..base.clone() }.validate("a")),
-            "fcmServiceAccountJSON"
-        );
-        let data_url = format!(
-            "data:application/json;base64,{}",
-            STANDARD.encode(r#"{"client_email":"a","private_key":"k","project_id":"p"}"#)
-        );
-        assert!(AppBody { fcm_service_account_json: Some(data_url), ..base }.validate("a").is_ok());
+        let good = service_account_json(serde_json::json!({}));
+        assert!(fcm_app(good.clone()).validate("a").is_ok());
+        let missing = service_account_json(serde_json::json!({"private_key": null}));
+        assert_eq!(field_of(fcm_app(missing).validate("a")), "fcmServiceAccountJSON");
+        assert_eq!(field_of(fcm_app("!!".into()).validate("a")), "fcmServiceAccountJSON");
+        let data_url = format!("data:application/json;base64,{good}");
+        assert!(fcm_app(data_url).validate("a").is_ok());
+        assert!(fcm_app(MASK.into()).validate("a").is_ok());
+    }
+
+    #[test]
+    fn the_service_account_needs_its_fields_and_an_rsa_key() {
+        let message = |fields: serde_json::Value| {
+            let e = fcm_app(service_account_json(fields)).validate("a").unwrap_err().message;
+            assert!(e.starts_with("fcmServiceAccountJSON: "), "{e}");
+            e
+        };
+        for (fields, names) in [
+            (serde_json::json!({"private_key": "k"}), "private_key"),
+            (
+                serde_json::json!({"private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}),
+                "private_key",
+            ),
+            // A P-256 key is PKCS#8 but not RSA: it cannot sign the RS256 assertion.
+            (serde_json::json!({"private_key": p256_pem()}), "private_key"),
+            (serde_json::json!({"client_email": null}), "client_email"),
+            (serde_json::json!({"client_email": ""}), "client_email"),
+            (serde_json::json!({"project_id": null}), "project_id"),
+            (serde_json::json!({"project_id": " "}), "project_id"),
+        ] {
+            let e = message(fields.clone());
+            assert!(e.contains(names), "{fields} -> {e}");
+        }
     }
 }

@@ -154,9 +154,21 @@ impl TestServer {
     }
 }
 
+/// A throwaway RSA-2048 PKCS#8 key (ring cannot generate RSA keys): the
+/// private_key of test service accounts, which saving an app checks.
+pub const TEST_RSA_PEM: &str = include_str!("../../actors/src/providers/testdata/rsa2048.pem");
+
+/// A new APNs token-auth key (a P-256 PKCS#8 PEM, as Apple's `.p8`) in base64,
+/// as an app body carries it.
+pub fn apns_key_base64() -> String {
+    use base64::Engine as _;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("P-256 key");
+    base64::engine::general_purpose::STANDARD.encode(key.serialize_pem())
+}
+
 pub fn fcm_app_body() -> Value {
     use base64::Engine as _;
-    let sa = json!({"type": "service_account", "project_id": "demo", "private_key_id": "k1", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n", "client_email": "svc@demo.iam.gserviceaccount.com"});
+    let sa = json!({"type": "service_account", "project_id": "demo", "private_key_id": "k1", "private_key": TEST_RSA_PEM, "client_email": "svc@demo.iam.gserviceaccount.com"});
     json!({"categories": ["chat", "payment"], "fcmServiceAccountJSON": base64::engine::general_purpose::STANDARD.encode(sa.to_string())})
 }
 

@@ -263,10 +263,8 @@ impl ApnsJwt {
     /// As [`ApnsJwt::new`], reading the time from `clock` (Unix seconds), so tests
     /// can move time.
     pub fn with_clock(key: &[u8], key_id: &str, team_id: &str, clock: Clock) -> Result<ApnsJwt, String> {
-        let der = pkcs8_der(key)?;
+        let key = signing_key(key)?;
         let rng = SystemRandom::new();
-        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-            .map_err(|e| format!("the APNs key is not a PKCS#8 P-256 key (.p8): {e}"))?;
         if key_id.is_empty() || team_id.is_empty() {
             return Err("the APNs key id and team id must not be empty".into());
         }
@@ -360,6 +358,15 @@ impl ApnsJwt {
 
 fn count_refresh() {
     metrics::counter!("herald_provider_auth_refreshes_total", "provider" => "apns", "outcome" => "ok").increment(1);
+}
+
+/// The signing key of APNs token auth: the `.p8` file, a PKCS#8 P-256 key as PEM
+/// (`-----BEGIN PRIVATE KEY-----`) or DER. The one reader of that key, at send
+/// time ([`ApnsJwt::new`]) and when an app is saved.
+pub fn signing_key(key: &[u8]) -> Result<EcdsaKeyPair, String> {
+    let der = pkcs8_der(key)?;
+    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &SystemRandom::new())
+        .map_err(|e| format!("the APNs key is not a PKCS#8 P-256 key (.p8): {e}"))
 }
 
 /// The DER of a PKCS#8 key given as PEM (`PRIVATE KEY`) or as DER.

@@ -272,10 +272,23 @@ impl ServiceAccount {
     pub fn from_json(json: &[u8]) -> Result<ServiceAccount, String> {
         let sa: ServiceAccount =
             serde_json::from_slice(json).map_err(|e| format!("not a Google service-account JSON file: {e}"))?;
-        if sa.client_email.is_empty() || sa.project_id.is_empty() {
-            return Err("the service account has no client_email or project_id".into());
+        for (name, value) in [("client_email", &sa.client_email), ("project_id", &sa.project_id)] {
+            if value.trim().is_empty() {
+                return Err(format!("the service account's {name} is empty"));
+            }
         }
         Ok(sa)
+    }
+
+    /// The account's RSA key, which signs the OAuth assertion: a PKCS#8 PEM
+    /// (`-----BEGIN PRIVATE KEY-----`) that ring accepts. The one reader of that
+    /// key, at send time ([`FcmAuth::new`]) and when an app is saved.
+    pub fn signing_key(&self) -> Result<RsaKeyPair, String> {
+        use rustls::pki_types::pem::PemObject;
+        let der = rustls::pki_types::PrivatePkcs8KeyDer::from_pem_slice(self.private_key.as_bytes())
+            .map_err(|e| format!("the service account's private_key is not a PEM PKCS#8 key: {e:?}"))?;
+        RsaKeyPair::from_pkcs8(der.secret_pkcs8_der())
+            .map_err(|e| format!("the service account's private_key is not a usable RSA key: {e}"))
     }
 }
 
@@ -302,11 +315,7 @@ impl FcmAuth {
     /// Checks the key at once, so a bad service account is reported when the
     /// app is configured.
     pub fn new(sa: ServiceAccount, http: AuthHttp) -> Result<FcmAuth, String> {
-        use rustls::pki_types::pem::PemObject;
-        let der = rustls::pki_types::PrivatePkcs8KeyDer::from_pem_slice(sa.private_key.as_bytes())
-            .map_err(|e| format!("the service account's private_key is not a PEM PKCS#8 key: {e:?}"))?;
-        let key = RsaKeyPair::from_pkcs8(der.secret_pkcs8_der())
-            .map_err(|e| format!("the service account's private_key is not a usable RSA key: {e}"))?;
+        let key = sa.signing_key()?;
         Ok(FcmAuth { sa, key, rng: SystemRandom::new(), http, cache: TokenCache::new("fcm") })
     }
 
@@ -610,6 +619,11 @@ mod tests {
         assert!(!format!("{sa:?}").contains("private_key:"));
         assert!(ServiceAccount::from_json(b"{}").is_err());
         assert!(ServiceAccount::from_json(b"nope").is_err());
+        let empty = json!({"project_id": " ", "private_key": "k", "client_email": "e"}).to_string();
+        assert!(ServiceAccount::from_json(empty.as_bytes()).unwrap_err().contains("project_id"));
+        // The key is read on its own: at save time and when FcmAuth is made.
+        assert!(sa.signing_key().is_err());
+        assert!(account("https://oauth2.example/token").signing_key().is_ok());
     }
 
     #[tokio::test]
