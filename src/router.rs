@@ -234,6 +234,17 @@ fn time_for(received: usize, min_rate: u64) -> std::time::Duration {
     crate::config::BODY_GRACE.saturating_add(std::time::Duration::from_millis(ms))
 }
 
+/// A user's token stops working the moment something is taken from the user
+/// (disabled, a role revoked, the password changed, its data deleted): every
+/// such change records a revocation instant, and tokens issued before it are
+/// refused on every route.
+fn check_user_session(engine: &Engine, tenant: &str, claims: &tokens::AccessClaims) -> ApiResult<()> {
+    if claims.issued_ms() < engine.store.users().tokens_revoked_before(tenant, &claims.sub)? {
+        return Err(ApiError::unauthorized("the token was revoked: log in again"));
+    }
+    Ok(())
+}
+
 /// A client's token stops working when the client is deleted, locked, or
 /// disconnected after the token was issued.
 fn check_client_session(engine: &Engine, tenant: &str, client_id: &str, issued_at: u64) -> ApiResult<()> {
@@ -276,6 +287,9 @@ fn authenticate(
                 tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
             if Some(token_tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
+            }
+            if claims.ast_client_id.is_none() {
+                check_user_session(engine, &token_tenant, &claims)?;
             }
             let principal = Principal {
                 tenant: token_tenant,

@@ -389,6 +389,103 @@ async fn account_states_roles_and_tokens() {
     s.shutdown().await;
 }
 
+async fn promote_bob(s: &TestServer, admin: &str) {
+    let (st, _) = s.call(Method::PUT, &realm("acme", "/users/bob/admin"), Some(admin), None).await;
+    assert_eq!(st, StatusCode::OK);
+}
+
+/// Bob's access and refresh tokens.
+async fn login_bob(s: &TestServer, password: &str) -> (String, String) {
+    let (st, t) = s.password_grant("acme", "bob", password).await;
+    assert_eq!(st, StatusCode::OK, "{t}");
+    (t["access_token"].as_str().unwrap().to_string(), t["refresh_token"].as_str().unwrap().to_string())
+}
+
+/// What an admin-read realm route and a tenant route answer `token`.
+async fn answers(s: &TestServer, token: &str) -> (StatusCode, StatusCode) {
+    let (a, _) = s.call(Method::GET, &realm("acme", "/admins"), Some(token), None).await;
+    let (b, _) = s.call(Method::GET, "/v1/tenants/acme/apps", Some(token), None).await;
+    (a, b)
+}
+
+/// Every change that takes something from a user refuses its earlier tokens
+/// on the very next request, on realm and tenant routes alike; a token issued
+/// after the change works (where the user may still log in).
+#[tokio::test]
+async fn earlier_tokens_are_refused_at_once_after_each_revocation() {
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let body = json!({"username": "bob", "realmRoles": ["member"], "clientRoles": {"shop": ["buyer"]},
+                      "credentials": [{"type": "password", "value": "bob-password"}]});
+    assert_eq!(create_user(&s, "acme", &admin, body).await.0, StatusCode::OK);
+    let ok = (StatusCode::OK, StatusCode::OK);
+    let revoked = (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED);
+
+    let changes: Vec<(&str, Method, &str, Option<Value>)> = vec![
+        ("disable", Method::PUT, "/users/bob/disable", None),
+        ("demote", Method::DELETE, "/users/bob/admin", None),
+        (
+            "revoke roles",
+            Method::POST,
+            "/users/bob/revoke-roles",
+            Some(json!({"realmRoles": ["member"], "clientRoles": {}})),
+        ),
+        (
+            "new password",
+            Method::PUT,
+            "/users/bob",
+            Some(json!({"credentials": [{"type": "password", "value": "bob-password-2"}]})),
+        ),
+    ];
+    let mut password = "bob-password";
+    for (what, method, path, body) in changes {
+        promote_bob(&s, &admin).await;
+        s.call(Method::PUT, &realm("acme", "/users/bob/enable"), Some(&admin), None).await;
+        let (token, refresh_token) = login_bob(&s, password).await;
+        assert_eq!(answers(&s, &token).await, ok, "before {what}");
+        let (st, b) = s.call(method, &realm("acme", path), Some(&admin), body).await;
+        assert_eq!(st, StatusCode::OK, "{what}: {b}");
+        assert_eq!(answers(&s, &token).await, revoked, "the token from before {what} is refused at once");
+        let (st, b) = refresh(&s, "acme", &refresh_token).await;
+        assert_eq!((st, b["error"].clone()), (StatusCode::BAD_REQUEST, json!("invalid_grant")), "{what}: {b}");
+        if what == "new password" {
+            password = "bob-password-2";
+        }
+    }
+    // A token issued after the change works; the admin's own token was never touched.
+    promote_bob(&s, &admin).await;
+    let (token, _) = login_bob(&s, password).await;
+    assert_eq!(answers(&s, &token).await, ok, "a token issued after the changes");
+    assert_eq!(answers(&s, &admin).await, ok);
+
+    // Required actions revoked, and the user's data deleted, refuse earlier tokens too.
+    let (st, _) = s
+        .call(
+            Method::PUT,
+            &realm("acme", "/users/bob"),
+            Some(&admin),
+            Some(json!({"requiredActions": ["VERIFY_EMAIL"]})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (st, b) = s
+        .call(
+            Method::POST,
+            &realm("acme", "/users/bob/revoke-required-actions"),
+            Some(&admin),
+            Some(json!({"requiredActions": ["VERIFY_EMAIL"]})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    assert_eq!(answers(&s, &token).await, revoked, "required actions revoked");
+    let (token, _) = login_bob(&s, password).await;
+    let (st, b) = s.call(Method::DELETE, "/v1/tenants/acme/users/bob", Some(&admin), None).await;
+    assert_eq!(st, StatusCode::NO_CONTENT, "{b}");
+    assert_eq!(answers(&s, &token).await, revoked, "user data deleted");
+    s.shutdown().await;
+}
+
 fn decode_claims(token: &str) -> Value {
     use base64::Engine as _;
     let payload = token.split('.').nth(1).unwrap();

@@ -156,6 +156,9 @@ async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req:
     }
     let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
     check_user_may_log_in(&user)?;
+    if claims.issued_ms() < engine.store.users().tokens_revoked_before(tenant, &user.id)? {
+        return Err(invalid_grant("Token is not active"));
+    }
     // Refresh tokens are single-use: the session moves to a new one; the reuse
     // of an old one ends the session (a stolen token is worth one use at most).
     let sessions = engine.store.identity();
@@ -190,11 +193,13 @@ fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenR
     if client.is_locked() {
         return Err(invalid_grant("Client is locked"));
     }
-    let now = now_secs();
+    let now_ms = herald_storage::now_ms();
+    let now = now_ms / 1000;
     let ttl = engine.config.access_token_ttl;
     let claims = AccessClaims {
         exp: now + ttl,
         iat: now,
+        iat_ms: now_ms,
         jti: ulid::Ulid::generate().to_string(),
         iss: issuer(&engine.config.public_url, tenant),
         aud: id.clone(),
@@ -232,11 +237,13 @@ fn issue_user_tokens(
     session: &str,
     refresh_jti: &str,
 ) -> ApiResult<TokenPair> {
-    let now = now_secs();
+    let now_ms = herald_storage::now_ms();
+    let now = now_ms / 1000;
     let cfg = &engine.config;
     let access = AccessClaims {
         exp: now + cfg.access_token_ttl,
         iat: now,
+        iat_ms: now_ms,
         jti: ulid::Ulid::generate().to_string(),
         iss: issuer(&cfg.public_url, tenant),
         aud: "account".into(),
@@ -268,10 +275,6 @@ fn issue_user_tokens(
         session_state: access.session_state,
         scope: access.scope,
     })
-}
-
-fn now_secs() -> u64 {
-    herald_storage::now_ms() / 1000
 }
 
 pub async fn discovery(cx: Cx) -> ApiResult<Response> {

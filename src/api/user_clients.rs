@@ -82,6 +82,14 @@ pub async fn delete_user_data(cx: Cx) -> ApiResult<Response> {
     let store = &cx.engine.store;
     let events = cx.engine.push.events();
     store.properties().delete_user(tenant, user)?;
+    // The realm user of that name (or id), if any, must log in again.
+    let realm_user = match store.users().get_by_name(tenant, &user.to_lowercase())? {
+        Some(u) => Some(u),
+        None => store.users().get(tenant, user)?,
+    };
+    if let Some(u) = realm_user {
+        store.users().revoke_tokens(tenant, &u.id)?;
+    }
     for l in store.links().of_user(tenant, user)? {
         store.links().remove(tenant, user, &l.client_id)?;
         if store.links().user_ids_of_client(tenant, &l.client_id)?.is_empty()

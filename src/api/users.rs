@@ -4,8 +4,8 @@ use crate::auth::{password, roles};
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::models::user::{
-    add_unique, attributes_map, bare, credential_data, validate_attributes, validate_client_roles, validate_email,
-    validate_names, ProfileWrite, RevokeActions, RevokeRoles, UserView, UserWrite, UPDATE_PASSWORD,
+    add_unique, attributes_map, bare, credential_data, revokes_tokens, validate_attributes, validate_client_roles,
+    validate_email, validate_names, ProfileWrite, RevokeActions, RevokeRoles, UserView, UserWrite, UPDATE_PASSWORD,
 };
 use herald_storage::users::{Credential, Index, Source, User};
 use herald_storage::{now_ms, Store};
@@ -120,8 +120,10 @@ fn apply(u: &mut User, body: &UserWrite) {
     }
 }
 
+/// Saves `u`; a change that takes something from the user revokes its tokens
+/// in the same transaction ([`revokes_tokens`]).
 fn save(store: &Store, tenant: &str, u: &User) -> ApiResult<()> {
-    store.users().update(tenant, u).map_err(conflict)
+    store.users().update_revoking(tenant, u, &revokes_tokens).map_err(conflict)
 }
 
 pub async fn create(cx: Cx) -> ApiResult<Response> {

@@ -22,6 +22,10 @@ pub struct RoleSet {
 pub struct AccessClaims {
     pub exp: u64,
     pub iat: u64,
+    /// `iat` to the millisecond: revocation compares it with the user's
+    /// revocation instant (tokens issued before Herald 0.2 lack it).
+    #[serde(default)]
+    pub iat_ms: u64,
     pub jti: String,
     pub iss: String,
     pub aud: String,
@@ -52,6 +56,17 @@ pub struct TokenPair {
     pub not_before_policy: u64,
     pub session_state: String,
     pub scope: String,
+}
+
+impl AccessClaims {
+    /// When the token was issued, in milliseconds (from `iat` where `iat_ms` is absent).
+    pub fn issued_ms(&self) -> u64 {
+        if self.iat_ms > 0 {
+            self.iat_ms
+        } else {
+            self.iat.saturating_mul(1000)
+        }
+    }
 }
 
 /// The issuer URL of a tenant realm.

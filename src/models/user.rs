@@ -173,6 +173,24 @@ pub fn add_unique(list: &mut Vec<String>, item: &str) {
     }
 }
 
+/// Whether changing `old` into `new` takes something away from the user
+/// (access, a realm or client role, its password, a required action): then
+/// every token issued to it before the change must stop working at once.
+pub fn revokes_tokens(old: &User, new: &User) -> bool {
+    fn lost(before: &[String], after: &[String]) -> bool {
+        before.iter().any(|x| !after.contains(x))
+    }
+    let client_role_lost = old
+        .client_roles
+        .iter()
+        .any(|(client, roles)| lost(roles, new.client_roles.get(client).map(Vec::as_slice).unwrap_or(&[])));
+    (old.enabled && !new.enabled)
+        || lost(&old.realm_roles, &new.realm_roles)
+        || client_role_lost
+        || old.password().map(|c| &c.hash) != new.password().map(|c| &c.hash)
+        || lost(&old.required_actions, &new.required_actions)
+}
+
 /// The user record of lists and `data` (spec 001 "User record").
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -266,6 +284,33 @@ pub fn credential_data(phc: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn taking_something_from_a_user_revokes_its_tokens() {
+        use herald_storage::users::Credential;
+        let pw = |hash: &str| Credential { id: "c".into(), kind: "password".into(), hash: hash.into(), created_ms: 0 };
+        let old = User {
+            enabled: true,
+            realm_roles: vec!["admin".into(), "x".into()],
+            client_roles: [("app".to_string(), vec!["r".to_string()])].into(),
+            required_actions: vec!["UPDATE_PASSWORD".into()],
+            credentials: vec![pw("h1")],
+            ..User::default()
+        };
+        let changed = |f: fn(&mut User)| {
+            let mut new = old.clone();
+            f(&mut new);
+            revokes_tokens(&old, &new)
+        };
+        assert!(!changed(|_| {}), "no change");
+        assert!(!changed(|u| u.first_name = Some("Ann".into())), "a name is nothing taken");
+        assert!(!changed(|u| u.realm_roles.push("more".into())), "a role given is nothing taken");
+        assert!(changed(|u| u.enabled = false), "disabled");
+        assert!(changed(|u| u.realm_roles.retain(|r| r != "admin")), "demoted");
+        assert!(changed(|u| u.client_roles.clear()), "client role revoked");
+        assert!(changed(|u| u.credentials = vec![pw("h2")]), "password changed");
+        assert!(changed(|u| u.required_actions.clear()), "required action revoked");
+    }
 
     #[test]
     fn credential_data_hides_the_hash() {

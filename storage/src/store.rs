@@ -58,6 +58,8 @@ pub(crate) struct Trees {
     pub(crate) user_index: sled::Tree,
     pub(crate) user_addresses: sled::Tree,
     pub(crate) user_sessions: sled::Tree,
+    /// Per user: tokens issued before this instant (ms) are refused.
+    pub(crate) token_revocations: sled::Tree,
     pub(crate) login_failures: sled::Tree,
     pub(crate) realm_config: sled::Tree,
     pub(crate) apps: sled::Tree,
@@ -116,6 +118,7 @@ impl Store {
             user_index: db.open_tree("user_index")?,
             user_addresses: db.open_tree("user_addresses")?,
             user_sessions: db.open_tree("user_sessions")?,
+            token_revocations: db.open_tree("token_revocations")?,
             login_failures: db.open_tree("login_failures")?,
             realm_config: db.open_tree("realm_config")?,
             apps: db.open_tree("apps")?,

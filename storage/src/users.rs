@@ -2,7 +2,7 @@
 
 use crate::error::abort;
 use crate::keys::{key, prefix};
-use crate::store::{get, Store};
+use crate::store::{get, put, Store};
 use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
@@ -99,6 +99,12 @@ pub(crate) fn index_keys(tenant: &str, u: &User) -> Vec<Vec<u8>> {
     keys
 }
 
+/// The revocation instant of a change made now: one millisecond on, so a
+/// token issued in the same millisecond as the change is refused too.
+fn revocation_instant() -> u64 {
+    crate::now_ms().saturating_add(1)
+}
+
 pub struct Users<'a>(&'a Store);
 
 impl Store {
@@ -111,65 +117,85 @@ impl Users<'_> {
     /// Creates the user with every index; `Conflict("user")` on a taken username,
     /// `Conflict("email")` on a taken e-mail.
     pub fn create(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, user, true)
+        self.write(tenant, user, true, &|_, _| false)
     }
 
     /// Replaces the user (same id), moving its index entries in the same
     /// transaction; `NotFound("user")` when absent.
     pub fn update(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, user, false)
+        self.write(tenant, user, false, &|_, _| false)
     }
 
-    fn write(&self, tenant: &str, user: &User, create: bool) -> Result<()> {
+    /// [`Users::update`], and in the same transaction, when `revokes(stored,
+    /// user)` says the change takes something away from the user, refuses
+    /// every token issued to it before now (see [`Users::tokens_revoked_before`]).
+    pub fn update_revoking(&self, tenant: &str, user: &User, revokes: &dyn Fn(&User, &User) -> bool) -> Result<()> {
+        self.write(tenant, user, false, revokes)
+    }
+
+    /// Refuses every token issued to the user before now.
+    pub fn revoke_tokens(&self, tenant: &str, user_id: &str) -> Result<()> {
+        put(&self.0.trees().token_revocations, &key(&[tenant, user_id]), &revocation_instant())
+    }
+
+    /// The instant (ms) before which tokens issued to the user are refused; 0 when none.
+    pub fn tokens_revoked_before(&self, tenant: &str, user_id: &str) -> Result<u64> {
+        Ok(get(&self.0.trees().token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
+    }
+
+    fn write(&self, tenant: &str, user: &User, create: bool, revokes: &dyn Fn(&User, &User) -> bool) -> Result<()> {
         let t = self.0.trees();
+        let revoked = codec::encode(&revocation_instant())?;
         let user_key = key(&[tenant, &user.id]);
         let value = codec::encode(user)?;
         let name_key = key(&[tenant, &user.username]);
         let email_key = user.email_key().map(|e| key(&[tenant, &e]));
         let new_index = index_keys(tenant, user);
-        let old_username = (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index).transaction(
-            |(users, names, emails, index)| {
-                let old: Option<User> = match users.get(&user_key)? {
-                    Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
-                    None => None,
-                };
-                match (&old, create) {
-                    (Some(_), true) => return abort(Error::Conflict("user")),
-                    (None, false) => return abort(Error::NotFound("user")),
-                    _ => {}
+        let trees = (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index, &t.token_revocations);
+        let old_username = trees.transaction(|(users, names, emails, index, revocations)| {
+            let old: Option<User> = match users.get(&user_key)? {
+                Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
+                None => None,
+            };
+            match (&old, create) {
+                (Some(_), true) => return abort(Error::Conflict("user")),
+                (None, false) => return abort(Error::NotFound("user")),
+                _ => {}
+            }
+            if let Some(id) = names.get(&name_key)? {
+                if id.as_ref() != user.id.as_bytes() {
+                    return abort(Error::Conflict("user"));
                 }
-                if let Some(id) = names.get(&name_key)? {
+            }
+            if let Some(k) = &email_key {
+                if let Some(id) = emails.get(k)? {
                     if id.as_ref() != user.id.as_bytes() {
-                        return abort(Error::Conflict("user"));
+                        return abort(Error::Conflict("email"));
                     }
                 }
-                if let Some(k) = &email_key {
-                    if let Some(id) = emails.get(k)? {
-                        if id.as_ref() != user.id.as_bytes() {
-                            return abort(Error::Conflict("email"));
-                        }
-                    }
+            }
+            if let Some(old) = &old {
+                if revokes(old, user) {
+                    revocations.insert(user_key.as_slice(), revoked.as_slice())?;
                 }
-                if let Some(old) = &old {
-                    names.remove(key(&[tenant, &old.username]))?;
-                    if let Some(e) = old.email_key() {
-                        emails.remove(key(&[tenant, &e]))?;
-                    }
-                    for k in index_keys(tenant, old) {
-                        index.remove(k)?;
-                    }
+                names.remove(key(&[tenant, &old.username]))?;
+                if let Some(e) = old.email_key() {
+                    emails.remove(key(&[tenant, &e]))?;
                 }
-                users.insert(user_key.as_slice(), value.as_slice())?;
-                names.insert(name_key.as_slice(), user.id.as_bytes())?;
-                if let Some(k) = &email_key {
-                    emails.insert(k.as_slice(), user.id.as_bytes())?;
+                for k in index_keys(tenant, old) {
+                    index.remove(k)?;
                 }
-                for k in &new_index {
-                    index.insert(k.as_slice(), user.id.as_bytes())?;
-                }
-                Ok(old.map(|o| o.username))
-            },
-        )?;
+            }
+            users.insert(user_key.as_slice(), value.as_slice())?;
+            names.insert(name_key.as_slice(), user.id.as_bytes())?;
+            if let Some(k) = &email_key {
+                emails.insert(k.as_slice(), user.id.as_bytes())?;
+            }
+            for k in &new_index {
+                index.insert(k.as_slice(), user.id.as_bytes())?;
+            }
+            Ok(old.map(|o| o.username))
+        })?;
         self.0.inner.directories.refresh(self.0, tenant, &user.id, old_username.as_deref())
     }
 
