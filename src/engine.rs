@@ -33,6 +33,7 @@ impl Engine {
         let store = Store::open(&StoreOptions {
             master_key_file: config.master_key_file.clone(),
             cache_bytes: config.cache_bytes,
+            disk_reserve_bytes: config.disk_reserve_bytes,
             ..StoreOptions::new(&config.data_dir)
         })
         .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
@@ -82,6 +83,9 @@ fn spawn_nonce_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
         loop {
             tick.tick().await;
+            if store.writable().is_err() {
+                continue;
+            }
             if let Err(e) = store.nonces().sweep(clock.now_ms()) {
                 tracing::warn!(error = %e, "nonce sweep failed");
             }

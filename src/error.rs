@@ -115,6 +115,10 @@ impl ApiError {
     pub fn too_many_requests(message: impl Into<String>, secs: u64) -> Self {
         Self { retry_after: Some(secs), ..Self::new(StatusCode::TOO_MANY_REQUESTS, message) }
     }
+    /// 507: the disk is (nearly) full; writes resume once space is freed.
+    pub fn insufficient_storage() -> Self {
+        Self::new(StatusCode::INSUFFICIENT_STORAGE, "the disk is full: writes are refused until space is freed")
+    }
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);
         self
@@ -154,6 +158,9 @@ fn status_word(status: StatusCode) -> &'static str {
         409 => "CONFLICT",
         413 => "PAYLOAD_TOO_LARGE",
         429 => "TOO_MANY_REQUESTS",
+        408 => "REQUEST_TIMEOUT",
+        503 => "SERVICE_UNAVAILABLE",
+        507 => "INSUFFICIENT_STORAGE",
         _ => "INTERNAL_SERVER_ERROR",
     }
 }
@@ -164,9 +171,10 @@ impl From<herald_storage::Error> for ApiError {
         match e {
             E::Conflict(what) => Self::conflict(format!("{what} already exists")),
             E::NotFound(what) => Self::not_found(format!("{what} not found")),
+            E::Full => Self::insufficient_storage(),
             other => {
                 tracing::error!(error = %other, "storage failure");
-                Self::internal("storage failure")
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")
             }
         }
     }

@@ -125,6 +125,8 @@ pub const SERIES: &[Series] = &[
     series("herald_connections_closed_total", Kind::Counter, &["reason"],
         "Connections Herald closed: no_request (no complete request head in time), idle (no request open for the idle timeout), per_ip (over the per-address cap)."),
     series("herald_storage_size_bytes", Kind::Gauge, &[], "Size of the database on disk (measured at scrape)."),
+    series("herald_storage_free_bytes", Kind::Gauge, &[],
+        "Free space of the data directory's disk; below --disk-reserve-mib writes are refused with 507 and /readyz answers 503."),
     series("herald_storage_flush_seconds", Kind::Histogram, &[], "Duration of one grouped storage flush."),
 ];
 

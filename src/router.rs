@@ -170,6 +170,7 @@ where
     let (parts, body) = req.into_parts();
     let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
     let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
+    refuse_writes_when_full(&engine, route)?;
     let body = read_body(body, engine.config.body_limit, &engine.config.limits).await?;
     let cx = Cx {
         engine,
@@ -182,6 +183,17 @@ where
         principal,
     };
     (route.handler)(cx).await
+}
+
+/// A request that may write is refused up front while the store takes no
+/// writes (507 on a full disk), so nothing is half done. The token endpoint
+/// is let through: it issues tokens to existing users without writing.
+fn refuse_writes_when_full(engine: &Engine, route: &Route) -> ApiResult<()> {
+    let reads_only = route.method == Method::GET || route.method == Method::HEAD;
+    if reads_only || route.family == Family::OAuth {
+        return Ok(());
+    }
+    Ok(engine.store.writable()?)
 }
 
 /// Reads the whole body within `limit` bytes, the whole-body deadline, and

@@ -255,3 +255,125 @@ async fn the_operations_port_serves_probes_and_metrics_only() {
     assert_eq!(r.status(), StatusCode::OK, "the main port keeps the probes too");
     s.shutdown().await;
 }
+
+/// A tmpfs of `mib` MiB mounted for the test, unmounted on drop; `None` (and
+/// a message) where this machine does not let the test mount one.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(mib: u64) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir.path())
+            .status();
+        match mounted {
+            Ok(s) if s.success() => Some(SmallDisk(dir)),
+            other => {
+                eprintln!("SKIPPED: mounting a tmpfs is not permitted here ({other:?})");
+                None
+            }
+        }
+    }
+
+    /// Writes a file until the filesystem is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.path().join("filler");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let chunk = vec![7u8; 1 << 20];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+/// Polls `url` until it answers `status`; panics after `secs`.
+async fn until_status(http: &reqwest::Client, url: &str, status: StatusCode, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if http.get(url).send().await.is_ok_and(|r| r.status() == status) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} did not answer {status} within {secs} s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_restart() {
+    let Some(disk) = SmallDisk::mount(192) else { return };
+    let data = disk.0.path().join("data");
+    let h = Herald::start(&data, &[]);
+    let http = reqwest::Client::new();
+    let admin = h.create_tenant(&http, "acme").await;
+    let user = |name: String| {
+        let req = http
+            .post(format!("{}/auth/realms/acme/users", h.base))
+            .bearer_auth(&admin)
+            .json(&serde_json::json!({"username": name, "credentials": [{"type": "password", "value": "pw-123456"}]}));
+        async move { req.send().await.unwrap().status() }
+    };
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        assert_eq!(user(format!("before{i}")).await, StatusCode::OK);
+        acknowledged.push(format!("before{i}"));
+    }
+
+    let filler = disk.fill();
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::SERVICE_UNAVAILABLE, 5).await;
+    let r = http
+        .post(format!("{}/auth/realms/acme/users", h.base))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"username": "during"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
+    assert!(r.text().await.unwrap().contains("disk is full"));
+    let r = http.post(format!("{}/v1/tenants/acme/apps/shop", h.base)).bearer_auth(&admin).json(&fcm_app_body());
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::INSUFFICIENT_STORAGE, "every write route");
+    // Reads, the user list and logins of existing users keep working.
+    let r = http.get(format!("{}/auth/realms/acme/users", h.base)).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the user list while full");
+    let r = http
+        .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", h.base))
+        .form(&[("grant_type", "password"), ("username", "before3"), ("password", "pw-123456")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "a login while full");
+    let t: serde_json::Value = r.json().await.unwrap();
+    let token = t["access_token"].as_str().unwrap();
+    assert_eq!(t["refresh_token"], "", "no session can be stored, so no refresh token");
+    let r = http.get(format!("{}/v1/tenants/acme/apps", h.base)).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = http.get(format!("{}/auth/realms/acme/users/before3", h.base)).bearer_auth(token).send().await;
+    assert_ne!(r.unwrap().status(), StatusCode::INTERNAL_SERVER_ERROR);
+
+    // Space freed: writes succeed again, no restart.
+    std::fs::remove_file(filler).unwrap();
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::OK, 5).await;
+    for i in 0..20 {
+        assert_eq!(user(format!("after{i}")).await, StatusCode::OK, "writes after space was freed");
+        acknowledged.push(format!("after{i}"));
+    }
+
+    // Nothing acknowledged was lost, before or after a kill -9.
+    let h = {
+        h.kill9();
+        Herald::start(&data, &[])
+    };
+    let admin = h.login(&http, "acme").await;
+    for name in &acknowledged {
+        let r = http.get(format!("{}/auth/realms/acme/users/{name}", h.base)).bearer_auth(&admin).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{name} survived");
+    }
+    drop(h);
+}

@@ -112,28 +112,37 @@ async fn password_grant(
     if locked {
         return Err(invalid_grant("Account temporarily disabled"));
     }
+    // On a full disk, tokens are still issued, but nothing is recorded: no
+    // failure count and no session, so no refresh token either.
+    let writable = engine.store.writable().is_ok();
     let user = match (ok, user) {
         (true, Some(u)) => u,
         (false, Some(u)) => {
-            let mut f = failure.unwrap_or_default();
-            policy.record_failure(&mut f, now);
-            engine.store.identity().put_login_failure(tenant, &u.id, &f)?;
+            if writable {
+                let mut f = failure.unwrap_or_default();
+                policy.record_failure(&mut f, now);
+                engine.store.identity().put_login_failure(tenant, &u.id, &f)?;
+            }
             return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials"));
         }
         _ => return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")),
     };
+    check_user_may_log_in(&user)?;
+    let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
+    let session_id = ulid::Ulid::generate().to_string();
+    if !writable {
+        tracing::warn!(tenant, "disk full: access token issued without a refresh session");
+        return issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, None);
+    }
     if failure.is_some() {
         engine.store.identity().clear_login_failure(tenant, &user.id)?;
     }
-    check_user_may_log_in(&user)?;
-    let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
     // A session holds the one refresh token that may still be used.
-    let session_id = ulid::Ulid::generate().to_string();
     let session =
         Session { user_id: user.id.clone(), refresh_jti: ulid::Ulid::generate().to_string(), created_ms: now };
     engine.store.identity().put_session(tenant, &session_id, &session)?;
     engine.store.durable().await?;
-    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, &session.refresh_jti)
+    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, Some(&session.refresh_jti))
 }
 
 fn check_user_may_log_in(user: &User) -> ApiResult<()> {
@@ -176,7 +185,7 @@ async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req:
         return Err(invalid_grant("Maximum allowed refresh token reuse exceeded"));
     }
     engine.store.durable().await?;
-    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &sid, &next.refresh_jti)
+    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &sid, Some(&next.refresh_jti))
 }
 
 fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
@@ -235,7 +244,7 @@ fn issue_user_tokens(
     client_id: &str,
     scope: Option<String>,
     session: &str,
-    refresh_jti: &str,
+    refresh_jti: Option<&str>,
 ) -> ApiResult<TokenPair> {
     let now_ms = herald_storage::now_ms();
     let now = now_ms / 1000;
@@ -258,18 +267,25 @@ fn issue_user_tokens(
         email: user.email.clone(),
         ast_client_id: None,
     };
-    let refresh = AccessClaims {
-        exp: now + cfg.refresh_token_ttl,
-        jti: refresh_jti.to_string(),
-        typ: TYP_REFRESH.into(),
-        aud: access.iss.clone(),
-        ..access.clone()
+    // Without a session (a full disk), no refresh token: it could not be used.
+    let (refresh_token, refresh_expires_in) = match refresh_jti {
+        Some(jti) => {
+            let refresh = AccessClaims {
+                exp: now + cfg.refresh_token_ttl,
+                jti: jti.to_string(),
+                typ: TYP_REFRESH.into(),
+                aud: access.iss.clone(),
+                ..access.clone()
+            };
+            (tokens::sign(key, &refresh)?, cfg.refresh_token_ttl)
+        }
+        None => (String::new(), 0),
     };
     Ok(TokenPair {
         access_token: tokens::sign(key, &access)?,
         expires_in: cfg.access_token_ttl,
-        refresh_expires_in: cfg.refresh_token_ttl,
-        refresh_token: tokens::sign(key, &refresh)?,
+        refresh_expires_in,
+        refresh_token,
         token_type: "Bearer".into(),
         not_before_policy: 0,
         session_state: access.session_state,

@@ -1,6 +1,6 @@
 //! Operational routes: liveness, readiness, metrics.
 
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::http::{json, with_body, Cx, Response};
 use http::StatusCode;
 
@@ -15,9 +15,13 @@ pub async fn healthz(_cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &Status { status: "ok" })
 }
 
-/// Ready when storage answers a read.
+/// Ready when storage answers a read and takes writes (not while the disk is
+/// below its reserve).
 pub async fn readyz(cx: Cx) -> ApiResult<Response> {
     cx.engine.store.tenants().get("readyz-probe")?;
+    if let Err(e) = cx.engine.store.writable() {
+        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}")));
+    }
     json(StatusCode::OK, &Status { status: "ready" })
 }
 

@@ -8,8 +8,14 @@ pub enum Error {
     Conflict(&'static str),
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// The disk is full, or below Herald's reserve: writes wait for space.
+    #[error("no space left on the disk")]
+    Full,
+    /// The store cannot take writes for another reason (it failed one).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
     #[error("storage engine: {0}")]
-    Engine(#[from] sled::Error),
+    Engine(sled::Error),
     #[error("corrupt record: {0}")]
     Codec(String),
     #[error("sealing: {0}")]
@@ -17,7 +23,26 @@ pub enum Error {
     #[error("flush failed: {0}")]
     Flush(String),
     #[error("i/o: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Self {
+        match e {
+            sled::Error::Io(io) if crate::space::is_no_space(&io) => Error::Full,
+            other => Error::Engine(other),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        if crate::space::is_no_space(&e) {
+            Error::Full
+        } else {
+            Error::Io(e)
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -26,7 +51,7 @@ impl From<sled::transaction::TransactionError<Error>> for Error {
     fn from(e: sled::transaction::TransactionError<Error>) -> Self {
         match e {
             sled::transaction::TransactionError::Abort(e) => e,
-            sled::transaction::TransactionError::Storage(e) => Error::Engine(e),
+            sled::transaction::TransactionError::Storage(e) => e.into(),
         }
     }
 }

@@ -16,6 +16,8 @@ struct Done {
     flushed: u64,
     /// Every ticket above `flushed` and up to this one saw its flush fail.
     failed: u64,
+    /// The last failure was for want of disk space.
+    full: bool,
 }
 
 #[derive(Default)]
@@ -57,10 +59,10 @@ impl Flusher {
             .wait_for(|d| d.flushed >= ticket || d.failed >= ticket)
             .await
             .map_err(|_| Error::Flush("flusher stopped".into()))?;
-        if done.flushed >= ticket {
-            Ok(())
-        } else {
-            Err(Error::Flush("sled flush failed".into()))
+        match (done.flushed >= ticket, done.full) {
+            (true, _) => Ok(()),
+            (false, true) => Err(Error::Full),
+            (false, false) => Err(Error::Flush("sled flush failed".into())),
         }
     }
 }
@@ -103,6 +105,7 @@ fn run(dbs: Vec<sled::Db>, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sende
             Err(e) => {
                 tracing::error!(error = %e, "sled flush failed");
                 done.failed = target;
+                done.full = matches!(Error::from(e), Error::Full);
             }
         }
         tx.send_replace(done);

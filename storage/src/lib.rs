@@ -12,6 +12,7 @@ mod error;
 mod flusher;
 mod keys;
 mod seal;
+mod space;
 mod store;
 
 pub mod apps;

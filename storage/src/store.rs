@@ -19,11 +19,19 @@ pub struct StoreOptions {
     /// by about 3× but is paid on every write: `cargo bench --bench storage`
     /// weighs it. Delivery records are never compressed (see [`Store::open`]).
     pub compression_level: i32,
+    /// Free disk (bytes) below which writes are refused with [`Error::Full`](crate::Error::Full).
+    pub disk_reserve_bytes: u64,
 }
 
 impl StoreOptions {
     pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
-        StoreOptions { data_dir: data_dir.into(), master_key_file: None, cache_bytes: 64 << 20, compression_level: 5 }
+        StoreOptions {
+            data_dir: data_dir.into(),
+            master_key_file: None,
+            cache_bytes: 64 << 20,
+            compression_level: 5,
+            disk_reserve_bytes: 64 << 20,
+        }
     }
 }
 
@@ -44,6 +52,8 @@ pub(crate) struct Inner {
     master: MasterKey,
     /// Users' list fields, per tenant (see `user_directory`).
     pub(crate) directories: crate::user_directory::Directories,
+    /// Free space and write health of the data directory's disk.
+    space: std::sync::Arc<crate::space::Space>,
     /// Bumped after every app write (see [`Store::apps_generation`]).
     pub(crate) apps_generation: std::sync::atomic::AtomicU64,
 }
@@ -103,6 +113,7 @@ impl Store {
     /// once and mostly never read (`cargo bench --bench storage`).
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
+        let space = crate::space::Space::watch(&opts.data_dir, opts.disk_reserve_bytes);
         let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
         // A modest page cache: Herald's working set is its indexes, and the process
@@ -160,6 +171,7 @@ impl Store {
             flusher,
             master,
             directories: Default::default(),
+            space,
             apps_generation: Default::default(),
         };
         Ok(Store { inner: Arc::new(inner) })
@@ -168,7 +180,27 @@ impl Store {
     /// Returns once every write made before the call is on disk; flushes are
     /// shared between concurrent callers. Call it before acknowledging a write.
     pub async fn durable(&self) -> Result<()> {
-        self.inner.flusher.durable().await
+        let flushed = self.inner.flusher.durable().await;
+        if let Err(e) = &flushed {
+            self.inner.space.write_failed(e);
+        }
+        flushed
+    }
+
+    /// `Ok` when writes may be made: [`Error::Full`](crate::Error::Full)
+    /// while free disk is below the reserve (writes resume by themselves when
+    /// space is freed), [`Error::Unavailable`](crate::Error::Unavailable)
+    /// after the database failed a write. Callers check it before a write
+    /// they cannot take back, so the database never meets a full disk.
+    pub fn writable(&self) -> Result<()> {
+        self.inner.space.writable()
+    }
+
+    /// Waits until [`Store::writable`] (background work pausing on a full disk).
+    pub async fn wait_writable(&self) {
+        while self.writable().is_err() {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
     }
 
     /// One flush for this caller alone: the baseline grouped flushing is measured against.
