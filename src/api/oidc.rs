@@ -156,6 +156,8 @@ fn check_user_may_log_in(user: &User) -> ApiResult<()> {
 }
 
 async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
+    // A refresh rotates its session (a write): refused up front on a full disk.
+    engine.store.writable()?;
     let token = req.refresh_token.ok_or_else(|| invalid_request("refresh_token is required"))?;
     let (token_tenant, claims) =
         tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, &token, TYP_REFRESH)

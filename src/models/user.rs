@@ -297,19 +297,19 @@ mod tests {
             credentials: vec![pw("h1")],
             ..User::default()
         };
-        let changed = |f: fn(&mut User)| {
+        let changed = |f: &dyn Fn(&mut User)| {
             let mut new = old.clone();
             f(&mut new);
             revokes_tokens(&old, &new)
         };
-        assert!(!changed(|_| {}), "no change");
-        assert!(!changed(|u| u.first_name = Some("Ann".into())), "a name is nothing taken");
-        assert!(!changed(|u| u.realm_roles.push("more".into())), "a role given is nothing taken");
-        assert!(changed(|u| u.enabled = false), "disabled");
-        assert!(changed(|u| u.realm_roles.retain(|r| r != "admin")), "demoted");
-        assert!(changed(|u| u.client_roles.clear()), "client role revoked");
-        assert!(changed(|u| u.credentials = vec![pw("h2")]), "password changed");
-        assert!(changed(|u| u.required_actions.clear()), "required action revoked");
+        assert!(!changed(&|_| {}), "no change");
+        assert!(!changed(&|u| u.first_name = Some("Ann".into())), "a name is nothing taken");
+        assert!(!changed(&|u| u.realm_roles.push("more".into())), "a role given is nothing taken");
+        assert!(changed(&|u| u.enabled = false), "disabled");
+        assert!(changed(&|u| u.realm_roles.retain(|r| r != "admin")), "demoted");
+        assert!(changed(&|u| u.client_roles.clear()), "client role revoked");
+        assert!(changed(&|u| u.credentials = vec![pw("h2")]), "password changed");
+        assert!(changed(&|u| u.required_actions.clear()), "required action revoked");
     }
 
     #[test]

@@ -89,6 +89,10 @@ fn report_depth(state: &mut TargetState) {
 /// Delivers every due entry, in order; answers how long until the next is due.
 async fn deliver_due(a: &TargetArgs) -> Result<Option<Duration>, ActorProcessingErr> {
     loop {
+        // Each attempt is recorded: on a full disk, wait (deliveries are late, never lost).
+        if a.store.writable().is_err() {
+            return Ok(Some(Duration::from_secs(1)));
+        }
         let Some(webhook) = a.store.webhooks().get(&a.tenant, &a.id)? else { return Ok(None) };
         if !webhook.active {
             return Ok(None);
