@@ -172,6 +172,8 @@ impl From<herald_storage::Error> for ApiError {
             E::Conflict(what) => Self::conflict(format!("{what} already exists")),
             E::NotFound(what) => Self::not_found(format!("{what} not found")),
             E::Full => Self::insufficient_storage(),
+            // The store logged the failure once; each refused request need not.
+            E::Unavailable(why) => Self::new(StatusCode::SERVICE_UNAVAILABLE, format!("storage unavailable: {why}")),
             other => {
                 tracing::error!(error = %other, "storage failure");
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "storage unavailable")

@@ -379,3 +379,69 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
     }
     drop(h);
 }
+
+#[tokio::test]
+async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
+    let Some(disk) = SmallDisk::mount(96) else { return };
+    let data = disk.0.path().join("data");
+    // No reserve: the database itself meets the full disk.
+    let h = Herald::start(&data, &[("HERALD_DISK_RESERVE_MIB", "0".into())]);
+    let http = reqwest::Client::new();
+    let admin = h.create_tenant(&http, "acme").await;
+    let create = |name: String| {
+        let req = http
+            .post(format!("{}/auth/realms/acme/users", h.base))
+            .bearer_auth(&admin)
+            .json(&serde_json::json!({"username": name}));
+        async move { req.send().await.unwrap().status() }
+    };
+    assert_eq!(create("first".into()).await, StatusCode::OK);
+    let filler = disk.fill();
+    // Writes fail (507 from the disk, then 503 while the database waits to be reopened), never 500.
+    let mut refused = Vec::new();
+    for i in 0..10 {
+        let st = create(format!("during{i}")).await;
+        assert_ne!(st, StatusCode::INTERNAL_SERVER_ERROR);
+        if st != StatusCode::OK {
+            refused.push(st);
+        }
+    }
+    assert!(!refused.is_empty(), "a full disk refused some write");
+    assert!(
+        refused.iter().all(|s| [StatusCode::INSUFFICIENT_STORAGE, StatusCode::SERVICE_UNAVAILABLE].contains(s)),
+        "{refused:?}"
+    );
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::SERVICE_UNAVAILABLE, 5).await;
+    std::fs::remove_file(filler).unwrap();
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::OK, 10).await;
+    assert_eq!(create("after".into()).await, StatusCode::OK, "writes work again without a restart");
+    for name in ["first", "after"] {
+        let r = http.get(format!("{}/auth/realms/acme/users/{name}", h.base)).bearer_auth(&admin).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{name}");
+    }
+    drop(h);
+}
+
+#[tokio::test]
+async fn an_engine_started_on_a_full_disk_serves_reads_and_is_not_ready() {
+    let Some(disk) = SmallDisk::mount(160) else { return };
+    let data = disk.0.path().join("data");
+    let h = Herald::start(&data, &[]);
+    let http = reqwest::Client::new();
+    h.create_tenant(&http, "acme").await;
+    h.kill9();
+    let filler = disk.fill();
+    let h = Herald::start(&data, &[]);
+    let r = http.get(format!("{}/readyz", h.base)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "not ready on a full disk");
+    let admin = h.login(&http, "acme").await;
+    let r = http.get(format!("{}/auth/realms/acme/users", h.base)).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "reads are served");
+    let r = http.post(format!("{}/v1/tenants/acme/apps/shop", h.base)).bearer_auth(&admin).json(&fcm_app_body());
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::INSUFFICIENT_STORAGE);
+    std::fs::remove_file(filler).unwrap();
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::OK, 5).await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/shop", h.base)).bearer_auth(&admin).json(&fcm_app_body());
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED, "writes once space is freed");
+    drop(h);
+}

@@ -42,13 +42,13 @@ impl Apps<'_> {
     pub fn create(&self, tenant: &str, app: &App) -> Result<()> {
         let k = key(&[tenant, &app.name]);
         let v = codec::encode(app)?;
-        let created = self.0.trees().apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?;
+        let created = self.0.trees()?.apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?;
         self.changed();
         created.map_err(|_| Error::Conflict("app"))
     }
 
     pub fn update(&self, tenant: &str, app: &App) -> Result<()> {
-        let t = &self.0.trees().apps;
+        let t = &self.0.trees()?.apps;
         let k = key(&[tenant, &app.name]);
         if !t.contains_key(&k)? {
             return Err(Error::NotFound("app"));
@@ -59,12 +59,12 @@ impl Apps<'_> {
     }
 
     pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
-        get(&self.0.trees().apps, &key(&[tenant, name]))
+        get(&self.0.trees()?.apps, &key(&[tenant, name]))
     }
 
     /// Apps in name order, skipping `offset`, at most `limit`, and the total count.
     pub fn list(&self, tenant: &str, offset: usize, limit: usize) -> Result<(Vec<App>, usize)> {
-        let t = &self.0.trees().apps;
+        let t = &self.0.trees()?.apps;
         let p = prefix(&[tenant]);
         let total = t.scan_prefix(&p).count();
         let page =
@@ -73,7 +73,7 @@ impl Apps<'_> {
     }
 
     pub fn delete(&self, tenant: &str, name: &str) -> Result<()> {
-        let removed = self.0.trees().apps.remove(key(&[tenant, name]))?;
+        let removed = self.0.trees()?.apps.remove(key(&[tenant, name]))?;
         self.changed();
         match removed {
             Some(_) => Ok(()),

@@ -32,7 +32,7 @@ fn version_key(tenant: &str) -> Vec<u8> {
 impl Catalogue<'_> {
     /// Creates or replaces a service; answers the new resource version.
     pub fn put(&self, tenant: &str, s: &Service) -> Result<u64> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, &s.id]);
         let v = codec::encode(s)?;
         let vk = version_key(tenant);
@@ -53,14 +53,14 @@ impl Catalogue<'_> {
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Service>> {
-        get(&self.0.trees().catalogue, &key(&[tenant, id]))
+        get(&self.0.trees()?.catalogue, &key(&[tenant, id]))
     }
 
     pub fn list(&self, tenant: &str) -> Result<Vec<Service>> {
-        self.0.trees().catalogue.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.catalogue.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     pub fn version(&self, tenant: &str) -> Result<u64> {
-        Ok(get(&self.0.trees().settings, &version_key(tenant))?.unwrap_or(0))
+        Ok(get(&self.0.trees()?.settings, &version_key(tenant))?.unwrap_or(0))
     }
 }

@@ -49,7 +49,7 @@ impl Certificates<'_> {
 
     /// Writes the record and, when given, its signer (the issued counter) in one transaction.
     pub fn put_with(&self, tenant: &str, c: &CertRecord, signer: Option<&Signer>) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, &c.cert_ref]);
         let value = codec::encode(c)?;
         let index = (!c.signer.is_empty()).then(|| key(&[tenant, &c.signer, &c.cert_ref]));
@@ -68,16 +68,16 @@ impl Certificates<'_> {
     }
 
     pub fn get(&self, tenant: &str, cert_ref: &str) -> Result<Option<CertRecord>> {
-        get(&self.0.trees().certificates, &key(&[tenant, cert_ref]))
+        get(&self.0.trees()?.certificates, &key(&[tenant, cert_ref]))
     }
 
     pub fn list(&self, tenant: &str) -> Result<Vec<CertRecord>> {
-        self.0.trees().certificates.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.certificates.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// The certificates of one signer, in request order.
     pub fn of_signer(&self, tenant: &str, signer: &str) -> Result<Vec<CertRecord>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let mut out = Vec::new();
         for k in t.certificates_by_signer.scan_prefix(prefix(&[tenant, signer])).keys() {
             if let Some(c) = self.get(tenant, &last_part(&k?))? {
@@ -89,7 +89,7 @@ impl Certificates<'_> {
 
     /// Every request still waiting for issuance, as (tenant, record): restart recovery.
     pub fn pending(&self) -> Result<Vec<(String, CertRecord)>> {
-        let all = all_with_tenant::<CertRecord>(&self.0.trees().certificates)?;
+        let all = all_with_tenant::<CertRecord>(&self.0.trees()?.certificates)?;
         Ok(all.into_iter().filter(|(_, c)| c.status == crate::signers::REQUESTED).collect())
     }
 }

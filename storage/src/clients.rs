@@ -60,20 +60,20 @@ impl Clients<'_> {
     pub fn create(&self, tenant: &str, client: &Client) -> Result<()> {
         let k = key(&[tenant, &client.id]);
         self.0
-            .trees()
+            .trees()?
             .clients
             .compare_and_swap(k, None as Option<&[u8]>, Some(codec::encode(client)?))?
             .map_err(|_| Error::Conflict("client"))
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
-        get(&self.0.trees().clients, &key(&[tenant, id]))
+        get(&self.0.trees()?.clients, &key(&[tenant, id]))
     }
 
     /// Replaces a client's record; its lock state decides whether its push
     /// token is in the broadcast index (a locked client gets no push).
     pub fn put(&self, tenant: &str, client: &Client) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, &client.id]);
         let value = codec::encode(client)?;
         (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
@@ -98,7 +98,7 @@ impl Clients<'_> {
 
     /// Deletes a client with its push token.
     pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, id]);
         (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
             if clients.remove(k.as_slice())?.is_none() {

@@ -155,12 +155,12 @@ impl Deliveries<'_> {
     /// one-client or one-user send, as one record.
     pub fn finish_send(&self, tenant: &str, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
         let record = SendRecordRef { report, outcomes };
-        put(&self.0.trees().sends, &key(&[tenant, &report.id]), &record)
+        put(&self.0.trees()?.sends, &key(&[tenant, &report.id]), &record)
     }
 
     /// Creates a broadcast job and its empty report together.
     pub fn create_job(&self, job: &Job, report: &Report) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
         (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
@@ -174,7 +174,7 @@ impl Deliveries<'_> {
     /// Commits a finished batch of a broadcast: the job's cursor, the report
     /// and the outcomes of the batch's clients, in one transaction.
     pub fn commit_batch(&self, job: &Job, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
         let encoded = outcomes
@@ -195,7 +195,7 @@ impl Deliveries<'_> {
     /// Saves a job's cursors and its report's counts atomically; a finished job
     /// is removed and its report completed.
     pub fn checkpoint(&self, job: &Job, report: &Report, finished: bool) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
         (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
@@ -212,19 +212,19 @@ impl Deliveries<'_> {
 
     /// Every unfinished broadcast of every tenant.
     pub fn unfinished_jobs(&self) -> Result<Vec<Job>> {
-        self.0.trees().jobs.iter().map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.jobs.iter().map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     pub fn report(&self, tenant: &str, notification: &str) -> Result<Option<Report>> {
         let k = key(&[tenant, notification]);
         match self.send(&k)? {
             Some(send) => Ok(Some(send.report)),
-            None => get(&self.0.trees().reports, &k),
+            None => get(&self.0.trees()?.reports, &k),
         }
     }
 
     fn send(&self, k: &[u8]) -> Result<Option<SendRecord>> {
-        get(&self.0.trees().sends, k)
+        get(&self.0.trees()?.sends, k)
     }
 
     /// Client outcomes of a notification in client-id order.
@@ -239,7 +239,7 @@ impl Deliveries<'_> {
             return Ok(send.outcomes.into_iter().skip(offset).take(limit).collect());
         }
         self.0
-            .trees()
+            .trees()?
             .outcomes
             .scan_prefix(prefix(&[tenant, notification]))
             .skip(offset)

@@ -5,6 +5,7 @@
 //! each covering every ticket issued before it began, so under load the cost of
 //! a flush is shared by all writers that arrived while the previous one ran.
 
+use crate::databases::Slot;
 use crate::{Error, Result};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -34,7 +35,7 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    pub(crate) fn start(dbs: Vec<sled::Db>) -> Self {
+    pub(crate) fn start(dbs: Slot) -> Self {
         let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let (tx, done) = watch::channel(Done::default());
         let q = queue.clone();
@@ -80,7 +81,7 @@ impl Drop for Flusher {
     }
 }
 
-fn run(dbs: Vec<sled::Db>, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sender<Done>) {
+fn run(dbs: Slot, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sender<Done>) {
     let (lock, cv) = &*queue;
     let mut done = Done::default();
     loop {
@@ -98,14 +99,14 @@ fn run(dbs: Vec<sled::Db>, queue: Arc<(Mutex<Queue>, Condvar)>, tx: watch::Sende
             q.requested
         };
         let started = Instant::now();
-        let result = dbs.iter().try_for_each(|db| db.flush().map(drop));
+        let result = dbs.get().and_then(|d| d.flush());
         metrics::histogram!("herald_storage_flush_seconds").record(started.elapsed().as_secs_f64());
         match result {
             Ok(_) => done.flushed = target,
             Err(e) => {
                 tracing::error!(error = %e, "sled flush failed");
                 done.failed = target;
-                done.full = matches!(Error::from(e), Error::Full);
+                done.full = matches!(e, Error::Full);
             }
         }
         tx.send_replace(done);

@@ -81,19 +81,19 @@ impl Store {
 
 impl Identity<'_> {
     pub fn addresses(&self, tenant: &str, user_id: &str) -> Result<Vec<Address>> {
-        Ok(get(&self.0.trees().user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
+        Ok(get(&self.0.trees()?.user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
     }
 
     pub fn put_addresses(&self, tenant: &str, user_id: &str, list: &[Address]) -> Result<()> {
-        put(&self.0.trees().user_addresses, &key(&[tenant, user_id]), &list)
+        put(&self.0.trees()?.user_addresses, &key(&[tenant, user_id]), &list)
     }
 
     pub fn session(&self, tenant: &str, id: &str) -> Result<Option<Session>> {
-        get(&self.0.trees().user_sessions, &key(&[tenant, id]))
+        get(&self.0.trees()?.user_sessions, &key(&[tenant, id]))
     }
 
     pub fn put_session(&self, tenant: &str, id: &str, s: &Session) -> Result<()> {
-        put(&self.0.trees().user_sessions, &key(&[tenant, id]), s)
+        put(&self.0.trees()?.user_sessions, &key(&[tenant, id]), s)
     }
 
     /// Moves the session to `next` only if it still holds `current`: true when
@@ -102,44 +102,44 @@ impl Identity<'_> {
         let k = key(&[tenant, id]);
         let old = codec::encode(current)?;
         let new = codec::encode(next)?;
-        Ok(self.0.trees().user_sessions.compare_and_swap(k, Some(old), Some(new))?.is_ok())
+        Ok(self.0.trees()?.user_sessions.compare_and_swap(k, Some(old), Some(new))?.is_ok())
     }
 
     pub fn delete_session(&self, tenant: &str, id: &str) -> Result<()> {
-        self.0.trees().user_sessions.remove(key(&[tenant, id]))?;
+        self.0.trees()?.user_sessions.remove(key(&[tenant, id]))?;
         Ok(())
     }
 
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
-        get(&self.0.trees().login_failures, &key(&[tenant, user_id]))
+        get(&self.0.trees()?.login_failures, &key(&[tenant, user_id]))
     }
 
     pub fn put_login_failure(&self, tenant: &str, user_id: &str, f: &LoginFailure) -> Result<()> {
-        put(&self.0.trees().login_failures, &key(&[tenant, user_id]), f)
+        put(&self.0.trees()?.login_failures, &key(&[tenant, user_id]), f)
     }
 
     pub fn clear_login_failure(&self, tenant: &str, user_id: &str) -> Result<()> {
-        self.0.trees().login_failures.remove(key(&[tenant, user_id]))?;
+        self.0.trees()?.login_failures.remove(key(&[tenant, user_id]))?;
         Ok(())
     }
 
     /// A realm configuration record at `tenant, parts...`.
     pub fn config<T: DeserializeOwned>(&self, tenant: &str, parts: &[&str]) -> Result<Option<T>> {
-        get(&self.0.trees().realm_config, &config_key(tenant, parts))
+        get(&self.0.trees()?.realm_config, &config_key(tenant, parts))
     }
 
     pub fn put_config<T: Serialize>(&self, tenant: &str, parts: &[&str], value: &T) -> Result<()> {
-        put(&self.0.trees().realm_config, &config_key(tenant, parts), value)
+        put(&self.0.trees()?.realm_config, &config_key(tenant, parts), value)
     }
 
     pub fn delete_config(&self, tenant: &str, parts: &[&str]) -> Result<()> {
-        self.0.trees().realm_config.remove(config_key(tenant, parts))?;
+        self.0.trees()?.realm_config.remove(config_key(tenant, parts))?;
         Ok(())
     }
 
     /// Removes every configuration record under `tenant, parts...`; returns how many.
     pub fn delete_config_prefix(&self, tenant: &str, parts: &[&str]) -> Result<usize> {
-        let tree = &self.0.trees().realm_config;
+        let tree = &self.0.trees()?.realm_config;
         let mut all = vec![tenant];
         all.extend_from_slice(parts);
         let mut n = 0;

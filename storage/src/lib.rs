@@ -8,6 +8,7 @@
 //! acknowledge nothing before that.
 
 mod codec;
+mod databases;
 mod error;
 mod flusher;
 mod keys;

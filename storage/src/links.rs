@@ -26,7 +26,7 @@ impl Store {
 impl Links<'_> {
     /// Links a user to a client, or updates the link's mLoA; returns the stored link.
     pub fn put(&self, tenant: &str, user_id: &str, client_id: &str, mloa: &str, now: u64) -> Result<Link> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let by_user = key(&[tenant, user_id, client_id]);
         let by_client = key(&[tenant, client_id, user_id]);
         let link = (&t.links_by_user, &t.links_by_client).transaction(|(users, clients)| {
@@ -55,7 +55,7 @@ impl Links<'_> {
 
     /// Removes one link; true when it existed.
     pub fn remove(&self, tenant: &str, user_id: &str, client_id: &str) -> Result<bool> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let (by_user, by_client) = (key(&[tenant, user_id, client_id]), key(&[tenant, client_id, user_id]));
         let existed = (&t.links_by_user, &t.links_by_client).transaction(|(users, clients)| {
             clients.remove(by_client.as_slice())?;
@@ -65,18 +65,18 @@ impl Links<'_> {
     }
 
     pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {
-        let t = &self.0.trees().links_by_user;
+        let t = &self.0.trees()?.links_by_user;
         t.scan_prefix(prefix(&[tenant, user_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     pub fn of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<Link>> {
-        let t = &self.0.trees().links_by_client;
+        let t = &self.0.trees()?.links_by_client;
         t.scan_prefix(prefix(&[tenant, client_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Ids of the users linked to a client, without decoding the links.
     pub fn user_ids_of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<String>> {
-        let t = &self.0.trees().links_by_client;
+        let t = &self.0.trees()?.links_by_client;
         t.scan_prefix(prefix(&[tenant, client_id])).keys().map(|k| Ok(last_part(&k?))).collect()
     }
 }

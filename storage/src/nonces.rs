@@ -58,7 +58,7 @@ fn nonce_key(tenant: &str, value: &str) -> Vec<u8> {
 
 impl Nonces<'_> {
     pub fn create(&self, tenant: &str, n: &Nonce) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = nonce_key(tenant, &n.value);
         let v = codec::encode(n)?;
         let e = expiry_key(n.expires_ms, tenant, &n.value);
@@ -74,13 +74,13 @@ impl Nonces<'_> {
     }
 
     pub fn get(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
-        get(&self.0.trees().nonces, &nonce_key(tenant, value))
+        get(&self.0.trees()?.nonces, &nonce_key(tenant, value))
     }
 
     /// Marks the nonce used, atomically: of two concurrent uses one wins.
     /// An expired nonce counts as unknown.
     pub fn use_once(&self, tenant: &str, value: &str, now: u64) -> Result<std::result::Result<Nonce, UseError>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = nonce_key(tenant, value);
         let r = t.nonces.transaction(|nonces| {
             let Some(raw) = nonces.get(&k)? else { return Ok(Err(UseError::Unknown)) };
@@ -103,7 +103,7 @@ impl Nonces<'_> {
 
     /// Deletes every nonce expired by `now`; returns how many.
     pub fn sweep(&self, now: u64) -> Result<usize> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let end = format!("{now:020}");
         let mut n = 0;
         for kv in t.nonce_expiry.range(..end.as_bytes()) {
@@ -141,7 +141,7 @@ mod tests {
             used: false,
         };
         store.nonces().create("acme", &n).unwrap();
-        let t = store.trees();
+        let t = store.trees().unwrap();
         let keys: Vec<Vec<u8>> =
             t.nonces.iter().chain(t.nonce_expiry.iter()).map(|kv| kv.unwrap().0.to_vec()).collect();
         assert!(keys.iter().all(|k| !String::from_utf8_lossy(k).contains("live-nonce")), "no key holds the value");

@@ -50,7 +50,7 @@ impl Properties<'_> {
     pub fn create(&self, tenant: &str, p: &Property) -> Result<()> {
         let k = key(&[tenant, &p.user_id, owner(p.client_id.as_deref()), &p.name]);
         self.0
-            .trees()
+            .trees()?
             .properties
             .compare_and_swap(k, None as Option<&[u8]>, Some(codec::encode(p)?))?
             .map_err(|_| Error::Conflict("property"))
@@ -59,7 +59,7 @@ impl Properties<'_> {
     /// The properties of one owner, in name order.
     pub fn list(&self, tenant: &str, user: &str, client: Option<&str>) -> Result<Vec<Property>> {
         self.0
-            .trees()
+            .trees()?
             .properties
             .scan_prefix(prefix(&[tenant, user, owner(client)]))
             .map(|kv| codec::decode(&kv?.1))
@@ -68,7 +68,7 @@ impl Properties<'_> {
 
     /// Deletes every property of a user, with or without a client.
     pub fn delete_user(&self, tenant: &str, user: &str) -> Result<usize> {
-        let t = &self.0.trees().properties;
+        let t = &self.0.trees()?.properties;
         let mut n = 0;
         for k in t.scan_prefix(prefix(&[tenant, user])).keys() {
             t.remove(k?)?;

@@ -26,10 +26,10 @@ impl Store {
 
 impl ProviderTokens<'_> {
     pub fn get(&self, tenant: &str, app: &str, provider: &str) -> Result<Option<ProviderToken>> {
-        get(&self.0.trees().provider_tokens, &key(&[tenant, app, provider]))
+        get(&self.0.trees()?.provider_tokens, &key(&[tenant, app, provider]))
     }
 
     pub fn put(&self, tenant: &str, app: &str, provider: &str, token: &ProviderToken) -> Result<()> {
-        put(&self.0.trees().provider_tokens, &key(&[tenant, app, provider]), token)
+        put(&self.0.trees()?.provider_tokens, &key(&[tenant, app, provider]), token)
     }
 }

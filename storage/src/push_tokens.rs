@@ -70,7 +70,7 @@ impl PushTokens<'_> {
     /// Stores or replaces a client's token, moving its index entry (a locked
     /// client's token stays out of the index until it is unlocked).
     pub fn set(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, client_id]);
         let value = codec::encode(token)?;
         let index_value = codec::encode(&TokenRef { provider: token.provider, token: token.token.clone() })?;
@@ -95,7 +95,7 @@ impl PushTokens<'_> {
 
     /// Removes a client's token; true when there was one.
     pub fn remove(&self, tenant: &str, client_id: &str) -> Result<bool> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, client_id]);
         let removed = (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
             let Some(old) = tokens.remove(k.as_slice())? else {
@@ -109,13 +109,13 @@ impl PushTokens<'_> {
     }
 
     pub fn get(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
-        get(&self.0.trees().push_tokens, &key(&[tenant, client_id]))
+        get(&self.0.trees()?.push_tokens, &key(&[tenant, client_id]))
     }
 
     /// Marks the token invalid if the client still holds exactly `token` (it may
     /// have registered a new one since the send); true when something changed.
     pub fn invalidate(&self, tenant: &str, client_id: &str, token: &str, now: u64) -> Result<bool> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, client_id]);
         let changed = (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
             let Some(old) = tokens.get(&k)? else { return Ok(false) };
@@ -140,7 +140,7 @@ impl PushTokens<'_> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, TokenRef)>> {
-        let t = &self.0.trees().tokens_by_app;
+        let t = &self.0.trees()?.tokens_by_app;
         let p = prefix(&[tenant, app]);
         let iter = match after {
             Some(c) => {
@@ -162,6 +162,7 @@ impl PushTokens<'_> {
     }
 
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
-        self.0.trees().tokens_by_app.scan_prefix(prefix(&[tenant, app])).count()
+        // A count for metrics and reports: 0 while the database is being reopened.
+        self.0.trees().map_or(0, |t| t.tokens_by_app.scan_prefix(prefix(&[tenant, app])).count())
     }
 }

@@ -21,10 +21,10 @@ impl Store {
 
 impl Settings<'_> {
     pub fn login(&self, tenant: &str) -> Result<LoginConfig> {
-        Ok(get(&self.0.trees().settings, &key(&[tenant, "login"]))?.unwrap_or_default())
+        Ok(get(&self.0.trees()?.settings, &key(&[tenant, "login"]))?.unwrap_or_default())
     }
 
     pub fn set_login(&self, tenant: &str, c: &LoginConfig) -> Result<()> {
-        put(&self.0.trees().settings, &key(&[tenant, "login"]), c)
+        put(&self.0.trees()?.settings, &key(&[tenant, "login"]), c)
     }
 }

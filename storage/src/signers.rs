@@ -83,42 +83,42 @@ impl Store {
 
 impl Signers<'_> {
     pub fn root(&self) -> Result<Option<RootCa>> {
-        get(&self.0.trees().pki, ROOT_KEY)
+        get(&self.0.trees()?.pki, ROOT_KEY)
     }
 
     pub fn put_root(&self, root: &RootCa) -> Result<()> {
-        put(&self.0.trees().pki, ROOT_KEY, root)
+        put(&self.0.trees()?.pki, ROOT_KEY, root)
     }
 
     /// The next generation number of the tenant's signers (1, 2, ...).
     pub fn next_generation(&self, tenant: &str) -> Result<u64> {
         let k = key(&[tenant, "generation"]);
-        let n = get::<u64>(&self.0.trees().pki, &k)?.unwrap_or(0) + 1;
-        put(&self.0.trees().pki, &k, &n)?;
+        let n = get::<u64>(&self.0.trees()?.pki, &k)?.unwrap_or(0) + 1;
+        put(&self.0.trees()?.pki, &k, &n)?;
         Ok(n)
     }
 
     pub fn root_crl(&self, tenant: &str) -> Result<Option<RootCrl>> {
-        get(&self.0.trees().pki, &key(&[tenant, "root-crl"]))
+        get(&self.0.trees()?.pki, &key(&[tenant, "root-crl"]))
     }
 
     pub fn put_root_crl(&self, tenant: &str, crl: &RootCrl) -> Result<()> {
-        put(&self.0.trees().pki, &key(&[tenant, "root-crl"]), crl)
+        put(&self.0.trees()?.pki, &key(&[tenant, "root-crl"]), crl)
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Signer>> {
-        get(&self.0.trees().signers, &key(&[tenant, id]))
+        get(&self.0.trees()?.signers, &key(&[tenant, id]))
     }
 
     pub fn put(&self, tenant: &str, s: &Signer) -> Result<()> {
-        put(&self.0.trees().signers, &key(&[tenant, &s.id]), s)
+        put(&self.0.trees()?.signers, &key(&[tenant, &s.id]), s)
     }
 
     /// The tenant's signers by generation (ULIDs of one millisecond do not sort by creation).
     pub fn list(&self, tenant: &str) -> Result<Vec<Signer>> {
         let mut all: Vec<Signer> = self
             .0
-            .trees()
+            .trees()?
             .signers
             .scan_prefix(prefix(&[tenant]))
             .map(|kv| codec::decode(&kv?.1))
@@ -129,7 +129,7 @@ impl Signers<'_> {
 
     /// Every signer of every tenant, as (tenant, signer): restart recovery.
     pub fn all(&self) -> Result<Vec<(String, Signer)>> {
-        all_with_tenant(&self.0.trees().signers)
+        all_with_tenant(&self.0.trees()?.signers)
     }
 
     /// The latest ACTIVE signer.
@@ -145,7 +145,7 @@ impl Signers<'_> {
             old.updated_ms = now;
             writes.push((key(&[tenant, &old.id]), codec::encode(&old)?));
         }
-        self.0.trees().signers.transaction(|tree| {
+        self.0.trees()?.signers.transaction(|tree| {
             for (k, v) in &writes {
                 tree.insert(k.as_slice(), v.as_slice())?;
             }
@@ -155,7 +155,7 @@ impl Signers<'_> {
     }
 
     pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        match self.0.trees().signers.remove(key(&[tenant, id]))? {
+        match self.0.trees()?.signers.remove(key(&[tenant, id]))? {
             Some(_) => Ok(()),
             None => Err(Error::NotFound("signer")),
         }

@@ -7,60 +7,54 @@
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How often free space is measured.
-const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 
-/// The shared view of the disk, updated by a sampling thread.
+/// Space held in a file of the data directory and given up when the
+/// databases must open on a full disk (sled writes when it opens: up to a
+/// segment, 512 KiB, per database).
+const BALLAST_BYTES: u64 = 8 << 20;
+const BALLAST_FILE: &str = "reserve.ballast";
+
+/// Free space beyond the reserve that a failed database waits for before it is reopened.
+const REOPEN_ROOM: u64 = 2 << 20;
+
+/// The store's view of its disk, sampled by its watch thread.
 pub(crate) struct Space {
     dir: PathBuf,
     reserve: u64,
     free: AtomicU64,
-    /// Set for good once the database reported a write failure: it refuses
-    /// writes until a restart.
+    /// Set once the database failed a write: sled refuses every write after
+    /// one until it is reopened.
     failed: AtomicBool,
 }
 
 impl Space {
-    /// Measures now and starts a thread that keeps measuring while the store lives.
-    pub(crate) fn watch(dir: &Path, reserve: u64) -> Arc<Space> {
-        let space = Arc::new(Space {
-            dir: dir.to_path_buf(),
-            reserve,
-            free: AtomicU64::new(u64::MAX),
-            failed: AtomicBool::new(false),
-        });
+    /// Measures now; the store's watch thread calls [`Space::sample`] after.
+    pub(crate) fn new(dir: &Path, reserve: u64) -> Space {
+        let space =
+            Space { dir: dir.to_path_buf(), reserve, free: AtomicU64::new(u64::MAX), failed: AtomicBool::new(false) };
         space.sample();
-        let weak = Arc::downgrade(&space);
-        let spawned = std::thread::Builder::new().name("herald-disk-watch".into()).spawn(move || {
-            while let Some(space) = weak.upgrade() {
-                space.sample();
-                drop(space);
-                std::thread::sleep(SAMPLE_EVERY);
-            }
-        });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "could not start the disk watch: free space is measured at start only");
-        }
         space
     }
 
-    fn sample(&self) {
+    /// Measures free space, and takes the ballast back when there is room for it.
+    pub(crate) fn sample(&self) {
         match free_bytes(&self.dir) {
             Ok(free) => {
                 let was_low = self.free.swap(free, Ordering::AcqRel) < self.reserve;
                 let low = free < self.reserve;
                 if low != was_low {
-                    tracing::warn!(
-                        free,
-                        reserve = self.reserve,
-                        "disk {}",
-                        if low { "below the reserve: writes refused" } else { "has room again: writes accepted" }
-                    );
+                    let state =
+                        if low { "below the reserve: writes refused" } else { "has room again: writes accepted" };
+                    tracing::warn!(free, reserve = self.reserve, "disk {state}");
                 }
                 metrics::gauge!("herald_storage_free_bytes").set(free as f64);
+                if free >= self.reserve.saturating_add(BALLAST_BYTES) {
+                    self.keep_ballast();
+                }
             }
             Err(e) => tracing::warn!(error = %e, "measuring free disk space failed"),
         }
@@ -69,7 +63,7 @@ impl Space {
     /// `Ok` when a write may be made now.
     pub(crate) fn writable(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(Error::Unavailable("the database failed a write; restart Herald".into()));
+            return Err(Error::Unavailable("the database failed a write and is being reopened".into()));
         }
         if self.free.load(Ordering::Acquire) < self.reserve {
             return Err(Error::Full);
@@ -77,13 +71,41 @@ impl Space {
         Ok(())
     }
 
-    /// Records a failed write: a full disk is measured again at once (so
-    /// writes stop before the next sample), anything else marks the database
-    /// failed.
-    pub(crate) fn write_failed(&self, e: &Error) {
-        match e {
-            Error::Full => self.sample(),
-            _ => self.failed.store(true, Ordering::Release),
+    /// Records a failed flush: the database refuses writes until reopened.
+    pub(crate) fn write_failed(&self) {
+        self.failed.store(true, Ordering::Release);
+        self.sample();
+    }
+
+    /// The database failed and there is room to reopen it (and to write a
+    /// little more even with no reserve configured).
+    pub(crate) fn needs_reopen(&self) -> bool {
+        let room = self.reserve.saturating_add(REOPEN_ROOM);
+        self.failed.load(Ordering::Acquire) && self.free.load(Ordering::Acquire) >= room
+    }
+
+    pub(crate) fn recovered(&self) {
+        self.failed.store(false, Ordering::Release);
+    }
+
+    /// Deletes the ballast file; true when there was one to give up.
+    pub(crate) fn give_up_ballast(&self) -> bool {
+        std::fs::remove_file(self.dir.join(BALLAST_FILE)).is_ok()
+    }
+
+    /// Creates the ballast file (its blocks allocated, not sparse) when absent.
+    fn keep_ballast(&self) {
+        let path = self.dir.join(BALLAST_FILE);
+        if path.exists() {
+            return;
+        }
+        let made = std::fs::File::create(&path).and_then(|f| {
+            rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, BALLAST_BYTES)?;
+            f.sync_all()
+        });
+        if let Err(e) = made {
+            tracing::warn!(error = %e, "could not keep the disk ballast");
+            let _ = std::fs::remove_file(&path);
         }
     }
 }
@@ -106,14 +128,29 @@ mod tests {
     #[test]
     fn writes_are_refused_below_the_reserve_and_after_a_failure() {
         let dir = tempfile::tempdir().unwrap();
-        let roomy = Space::watch(dir.path(), 0);
+        let roomy = Space::new(dir.path(), 0);
         assert!(roomy.writable().is_ok());
-        let tight = Space::watch(dir.path(), u64::MAX);
+        assert!(!roomy.needs_reopen(), "nothing failed");
+        let tight = Space::new(dir.path(), u64::MAX);
         assert!(matches!(tight.writable(), Err(Error::Full)));
-        roomy.write_failed(&Error::Full);
-        assert!(roomy.writable().is_ok(), "a full disk with room again is writable");
-        roomy.write_failed(&Error::Codec("x".into()));
-        assert!(matches!(roomy.writable(), Err(Error::Unavailable(_))), "other failures stay");
+        assert!(!tight.needs_reopen());
+        roomy.write_failed();
+        assert!(matches!(roomy.writable(), Err(Error::Unavailable(_))), "a failed database takes no writes");
+        assert!(roomy.needs_reopen(), "and is reopened once there is room");
+        roomy.recovered();
+        assert!(roomy.writable().is_ok());
+    }
+
+    #[test]
+    fn the_ballast_is_kept_when_there_is_room_and_given_up_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let space = Space::new(dir.path(), 0);
+        let ballast = dir.path().join(BALLAST_FILE);
+        assert_eq!(std::fs::metadata(&ballast).unwrap().len(), BALLAST_BYTES);
+        assert!(space.give_up_ballast());
+        assert!(!space.give_up_ballast(), "nothing left to give up");
+        space.sample();
+        assert!(ballast.exists(), "taken back when there is room");
     }
 
     #[test]

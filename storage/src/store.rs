@@ -1,6 +1,8 @@
+use crate::databases::{Dbs, Slot};
 use crate::flusher::Flusher;
 use crate::seal::{MasterKey, Secret};
-use crate::{codec, Result};
+use crate::space::{Space, SAMPLE_EVERY};
+use crate::{codec, Error, Result};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,147 +44,50 @@ pub struct Store {
 }
 
 pub(crate) struct Inner {
-    /// Tenants' records: clients, tokens, users, apps... compressed.
-    pub(crate) db: sled::Db,
-    /// Delivery records (reports, outcomes, broadcast jobs): written by every
-    /// send, rarely read, so stored without compression.
-    delivery_db: sled::Db,
-    pub(crate) trees: Trees,
+    /// The two sled databases (see [`Dbs`]), reopened after a write failure.
+    dbs: Slot,
+    /// How they were opened, to open them again.
+    opts: StoreOptions,
     flusher: Flusher,
     master: MasterKey,
     /// Users' list fields, per tenant (see `user_directory`).
     pub(crate) directories: crate::user_directory::Directories,
     /// Free space and write health of the data directory's disk.
-    space: std::sync::Arc<crate::space::Space>,
+    space: Space,
     /// Bumped after every app write (see [`Store::apps_generation`]).
     pub(crate) apps_generation: std::sync::atomic::AtomicU64,
 }
 
-/// One tree per record kind, and one per secondary index.
-pub(crate) struct Trees {
-    pub(crate) tenants: sled::Tree,
-    pub(crate) users: sled::Tree,
-    pub(crate) users_by_name: sled::Tree,
-    pub(crate) users_by_email: sled::Tree,
-    /// Secondary indexes of users: attributes, roles, client roles, groups.
-    pub(crate) user_index: sled::Tree,
-    pub(crate) user_addresses: sled::Tree,
-    pub(crate) user_sessions: sled::Tree,
-    /// Per user: tokens issued before this instant (ms) are refused.
-    pub(crate) token_revocations: sled::Tree,
-    pub(crate) login_failures: sled::Tree,
-    pub(crate) realm_config: sled::Tree,
-    pub(crate) apps: sled::Tree,
-    pub(crate) clients: sled::Tree,
-    pub(crate) links_by_user: sled::Tree,
-    pub(crate) links_by_client: sled::Tree,
-    pub(crate) push_tokens: sled::Tree,
-    pub(crate) tokens_by_app: sled::Tree,
-    pub(crate) jobs: sled::Tree,
-    pub(crate) reports: sled::Tree,
-    /// One-client and one-user sends: report and outcomes in one record.
-    pub(crate) sends: sled::Tree,
-    pub(crate) outcomes: sled::Tree,
-    pub(crate) provider_tokens: sled::Tree,
-    pub(crate) webhooks: sled::Tree,
-    pub(crate) outbox: sled::Tree,
-    pub(crate) failed_events: sled::Tree,
-    pub(crate) attempts: sled::Tree,
-    pub(crate) versions: sled::Tree,
-    pub(crate) versions_by_app: sled::Tree,
-    pub(crate) policies: sled::Tree,
-    pub(crate) policies_by_name: sled::Tree,
-    pub(crate) version_archs: sled::Tree,
-    pub(crate) version_votes: sled::Tree,
-    pub(crate) nonces: sled::Tree,
-    pub(crate) nonce_expiry: sled::Tree,
-    pub(crate) settings: sled::Tree,
-    pub(crate) properties: sled::Tree,
-    pub(crate) catalogue: sled::Tree,
-    pub(crate) signers: sled::Tree,
-    pub(crate) certificates: sled::Tree,
-    pub(crate) certificates_by_signer: sled::Tree,
-    pub(crate) pki: sled::Tree,
-}
-
 impl Store {
-    /// Opens the two sled databases under the data directory: `db` for
-    /// records, compressed, and `deliveries` for delivery records, not: sled
-    /// compresses each write on its own with a new zstd context, which costs
-    /// about 120 µs per send report for little gain on records that are written
-    /// once and mostly never read (`cargo bench --bench storage`).
+    /// Opens the two sled databases under the data directory (see [`Dbs`]).
+    /// On a full disk the ballast is given up so they can open (sled writes
+    /// when it opens); the store then serves reads and refuses writes until
+    /// space is freed.
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
-        let space = crate::space::Space::watch(&opts.data_dir, opts.disk_reserve_bytes);
+        let space = Space::new(&opts.data_dir, opts.disk_reserve_bytes);
         let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
-        // A modest page cache: Herald's working set is its indexes, and the process
-        // must stay small during million-token broadcasts.
-        let db = open_db(&opts.data_dir.join("db"), opts.cache_bytes / 4 * 3, opts.compression_level)?;
-        let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
-        move_delivery_trees(&db, &delivery_db)?;
-        let trees = Trees {
-            tenants: db.open_tree("tenants")?,
-            users: db.open_tree("users")?,
-            users_by_name: db.open_tree("users_by_name")?,
-            users_by_email: db.open_tree("users_by_email")?,
-            user_index: db.open_tree("user_index")?,
-            user_addresses: db.open_tree("user_addresses")?,
-            user_sessions: db.open_tree("user_sessions")?,
-            token_revocations: db.open_tree("token_revocations")?,
-            login_failures: db.open_tree("login_failures")?,
-            realm_config: db.open_tree("realm_config")?,
-            apps: db.open_tree("apps")?,
-            clients: db.open_tree("clients")?,
-            links_by_user: db.open_tree("links_by_user")?,
-            links_by_client: db.open_tree("links_by_client")?,
-            push_tokens: db.open_tree("push_tokens")?,
-            tokens_by_app: db.open_tree("tokens_by_app")?,
-            jobs: delivery_db.open_tree("jobs")?,
-            reports: delivery_db.open_tree("reports")?,
-            sends: delivery_db.open_tree("sends")?,
-            outcomes: delivery_db.open_tree("outcomes")?,
-            provider_tokens: db.open_tree("provider_tokens")?,
-            webhooks: db.open_tree("webhooks")?,
-            outbox: db.open_tree("outbox")?,
-            failed_events: db.open_tree("failed_events")?,
-            attempts: db.open_tree("attempts")?,
-            nonces: db.open_tree("nonces")?,
-            nonce_expiry: db.open_tree("nonce_expiry")?,
-            settings: db.open_tree("settings")?,
-            properties: db.open_tree("properties")?,
-            catalogue: db.open_tree("catalogue")?,
-            signers: db.open_tree("signers")?,
-            certificates: db.open_tree("certificates")?,
-            certificates_by_signer: db.open_tree("certificates_by_signer")?,
-            pki: db.open_tree("pki")?,
-            versions: db.open_tree("versions")?,
-            versions_by_app: db.open_tree("versions_by_app")?,
-            policies: db.open_tree("policies")?,
-            policies_by_name: db.open_tree("policies_by_name")?,
-            version_archs: db.open_tree("version_archs")?,
-            version_votes: db.open_tree("version_votes")?,
-        };
-        let flusher = Flusher::start(vec![db.clone(), delivery_db.clone()]);
-        let inner = Inner {
-            db,
-            delivery_db,
-            trees,
-            flusher,
+        let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
+        let inner = Arc::new(Inner {
+            flusher: Flusher::start(dbs.clone()),
+            dbs,
+            opts: opts.clone(),
             master,
             directories: Default::default(),
             space,
             apps_generation: Default::default(),
-        };
-        Ok(Store { inner: Arc::new(inner) })
+        });
+        watch_disk(Arc::downgrade(&inner));
+        Ok(Store { inner })
     }
 
     /// Returns once every write made before the call is on disk; flushes are
     /// shared between concurrent callers. Call it before acknowledging a write.
     pub async fn durable(&self) -> Result<()> {
         let flushed = self.inner.flusher.durable().await;
-        if let Err(e) = &flushed {
-            self.inner.space.write_failed(e);
+        if flushed.is_err() {
+            self.inner.space.write_failed();
         }
         flushed
     }
@@ -205,9 +110,7 @@ impl Store {
 
     /// One flush for this caller alone: the baseline grouped flushing is measured against.
     pub fn flush_now(&self) -> Result<()> {
-        self.inner.db.flush()?;
-        self.inner.delivery_db.flush()?;
-        Ok(())
+        self.trees()?.flush()
     }
 
     /// A number that changes after every write of any app: what was built from
@@ -218,7 +121,8 @@ impl Store {
     }
 
     pub fn size_on_disk(&self) -> Result<u64> {
-        Ok(self.inner.db.size_on_disk()? + self.inner.delivery_db.size_on_disk()?)
+        let dbs = self.trees()?;
+        Ok(dbs.db.size_on_disk()? + dbs.delivery_db.size_on_disk()?)
     }
 
     pub fn data_dir_exists(path: &Path) -> bool {
@@ -233,47 +137,55 @@ impl Store {
         self.inner.master.open(secret, context)
     }
 
-    pub(crate) fn trees(&self) -> &Trees {
-        &self.inner.trees
+    /// The databases and their trees, for the length of one operation.
+    pub(crate) fn trees(&self) -> Result<Arc<Dbs>> {
+        self.inner.dbs.get()
     }
 }
 
-fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled::Db> {
-    Ok(sled::Config::new()
-        .path(path)
-        .cache_capacity(cache_bytes)
-        .use_compression(compression_level > 0)
-        .compression_factor(compression_level.clamp(1, 22))
-        .open()?)
-}
-
-const DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
-
-/// A data directory written before delivery records had their own database
-/// holds them in the records one: they are copied over, made durable, then
-/// dropped there. A crash part way copies again on the next start (nothing
-/// writes to them before this returns).
-fn move_delivery_trees(from: &sled::Db, to: &sled::Db) -> Result<()> {
-    let names = from.tree_names();
-    let present: Vec<&str> =
-        DELIVERY_TREES.into_iter().filter(|n| names.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
-    if present.is_empty() {
-        return Ok(());
-    }
-    for name in &present {
-        let (old, new) = (from.open_tree(name)?, to.open_tree(name)?);
-        for kv in old.iter() {
-            let (k, v) = kv?;
-            new.insert(k, v)?;
+/// Opens the databases; on a full disk, gives up the ballast and tries once more.
+fn open_or_give_up_ballast(opts: &StoreOptions, space: &Space) -> Result<Dbs> {
+    match Dbs::open(opts) {
+        Err(Error::Full) if space.give_up_ballast() => {
+            tracing::warn!("disk full at start: the ballast was given up to open the database; writes wait for space");
+            Dbs::open(opts)
         }
+        other => other,
     }
-    to.flush()?;
-    for name in present {
-        from.drop_tree(name)?;
+}
+
+impl Inner {
+    /// Closes and reopens the databases after a write failure, which sled
+    /// keeps refusing every write for until then.
+    fn reopen(&self) -> Result<()> {
+        if !self.dbs.close(std::time::Duration::from_secs(5)) {
+            return Err(Error::Unavailable("the database is still in use".into()));
+        }
+        self.dbs.put(open_or_give_up_ballast(&self.opts, &self.space)?);
+        self.space.recovered();
+        tracing::warn!("the database was reopened after a write failure; writes accepted again");
+        Ok(())
     }
-    from.flush()?;
-    tracing::info!("moved the delivery records to their own database");
-    Ok(())
+}
+
+/// Measures free disk every [`SAMPLE_EVERY`] while the store lives, keeps the
+/// ballast, and reopens the databases after a write failure once there is room.
+fn watch_disk(inner: std::sync::Weak<Inner>) {
+    let spawned = std::thread::Builder::new().name("herald-disk-watch".into()).spawn(move || {
+        while let Some(inner) = inner.upgrade() {
+            inner.space.sample();
+            if inner.space.needs_reopen() {
+                if let Err(e) = inner.reopen() {
+                    tracing::warn!(error = %e, "reopening the database failed; trying again");
+                }
+            }
+            drop(inner);
+            std::thread::sleep(SAMPLE_EVERY);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "could not start the disk watch: free space is measured at start only");
+    }
 }
 
 pub(crate) fn get<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Result<Option<T>> {

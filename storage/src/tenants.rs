@@ -29,7 +29,7 @@ impl Store {
 impl Tenants<'_> {
     /// Creates the tenant and its first admin user in one transaction.
     pub fn create(&self, tenant: &Tenant, admin: &User) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let tenant_key = key(&[&tenant.id]);
         let tenant_value = codec::encode(tenant)?;
         let user_key = key(&[&tenant.id, &admin.id]);
@@ -52,10 +52,10 @@ impl Tenants<'_> {
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Tenant>> {
-        get(&self.0.trees().tenants, &key(&[id]))
+        get(&self.0.trees()?.tenants, &key(&[id]))
     }
 
     pub fn list(&self) -> Result<Vec<Tenant>> {
-        self.0.trees().tenants.iter().map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.tenants.iter().map(|kv| codec::decode(&kv?.1)).collect()
     }
 }

@@ -163,7 +163,7 @@ impl Dir {
             }
             Source::Index(lookup) => {
                 // Index keys end with the username, so no value or record is read.
-                for kv in store.trees().user_index.scan_prefix(lookup.prefix(tenant)) {
+                for kv in store.trees()?.user_index.scan_prefix(lookup.prefix(tenant)) {
                     let (k, _) = kv?;
                     let name = k.rsplit(|b| *b == 0).next().unwrap_or_default();
                     if let Some(row) = std::str::from_utf8(name).ok().and_then(|n| rows.get(n)) {
@@ -229,7 +229,7 @@ impl Directories {
         if let Some(old) = old_username {
             rows.remove(old);
         }
-        if let Some(u) = get::<User>(&store.trees().users, &key(&[tenant, id]))? {
+        if let Some(u) = get::<User>(&store.trees()?.users, &key(&[tenant, id]))? {
             rows.insert(u.username.clone(), Arc::new(UserRow::of(&u)));
         }
         Ok(())
@@ -313,7 +313,7 @@ pub enum Source<'a> {
 
 fn load(store: &crate::Store, tenant: &str) -> Result<BTreeMap<String, Arc<UserRow>>> {
     let mut rows = BTreeMap::new();
-    for kv in store.trees().users.scan_prefix(prefix(&[tenant])) {
+    for kv in store.trees()?.users.scan_prefix(prefix(&[tenant])) {
         let (_, v) = kv?;
         let u: User = codec::decode(&v)?;
         rows.insert(u.username.clone(), Arc::new(UserRow::of(&u)));

@@ -135,16 +135,16 @@ impl Users<'_> {
 
     /// Refuses every token issued to the user before now.
     pub fn revoke_tokens(&self, tenant: &str, user_id: &str) -> Result<()> {
-        put(&self.0.trees().token_revocations, &key(&[tenant, user_id]), &revocation_instant())
+        put(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]), &revocation_instant())
     }
 
     /// The instant (ms) before which tokens issued to the user are refused; 0 when none.
     pub fn tokens_revoked_before(&self, tenant: &str, user_id: &str) -> Result<u64> {
-        Ok(get(&self.0.trees().token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
+        Ok(get(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
     }
 
     fn write(&self, tenant: &str, user: &User, create: bool, revokes: &dyn Fn(&User, &User) -> bool) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let revoked = codec::encode(&revocation_instant())?;
         let user_key = key(&[tenant, &user.id]);
         let value = codec::encode(user)?;
@@ -229,7 +229,7 @@ impl Users<'_> {
     }
 
     pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         match t.users_by_email.get(key(&[tenant, &email.to_lowercase()]))? {
             Some(id) => get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)])),
             None => Ok(None),
@@ -239,7 +239,7 @@ impl Users<'_> {
     /// Number of users of the tenant.
     pub fn count(&self, tenant: &str) -> Result<usize> {
         let mut n = 0;
-        for kv in self.0.trees().users_by_name.scan_prefix(prefix(&[tenant])) {
+        for kv in self.0.trees()?.users_by_name.scan_prefix(prefix(&[tenant])) {
             kv?;
             n += 1;
         }
@@ -249,7 +249,7 @@ impl Users<'_> {
     /// Users holding an index entry (ordered by username): one of
     /// [`Index`]'s lookups, never a scan of all users.
     pub fn by_index(&self, tenant: &str, lookup: Index<'_>) -> Result<Vec<User>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let mut out = Vec::new();
         for kv in t.user_index.scan_prefix(lookup.prefix(tenant)) {
             let (_, id) = kv?;
@@ -261,11 +261,11 @@ impl Users<'_> {
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<User>> {
-        get(&self.0.trees().users, &key(&[tenant, id]))
+        get(&self.0.trees()?.users, &key(&[tenant, id]))
     }
 
     pub fn get_by_name(&self, tenant: &str, username: &str) -> Result<Option<User>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         match t.users_by_name.get(key(&[tenant, username]))? {
             Some(id) => get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)])),
             None => Ok(None),

@@ -154,7 +154,7 @@ impl Versions<'_> {
     /// app/platform/versionStr, NotFound("policy") on an unknown policy,
     /// NotFound("version") when replacing a version that is gone.
     pub fn put(&self, tenant: &str, v: &Version, create: bool) -> Result<Version> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, &v.id]);
         let idx = Self::index_key(tenant, v);
         let stored = (&t.versions, &t.versions_by_app, &t.policies).transaction(|(versions, by_app, policies)| {
@@ -188,7 +188,7 @@ impl Versions<'_> {
     /// Sets the lock flag; returns the updated version.
     pub fn set_lock(&self, tenant: &str, id: &str, locked: bool, now: u64) -> Result<Version> {
         let k = key(&[tenant, id]);
-        let v = self.0.trees().versions.transaction(|versions| {
+        let v = self.0.trees()?.versions.transaction(|versions| {
             let Some(mut v) = tx_get::<Version>(versions, &k)? else {
                 return abort(Error::NotFound("version"));
             };
@@ -201,17 +201,17 @@ impl Versions<'_> {
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
-        get(&self.0.trees().versions, &key(&[tenant, id]))
+        get(&self.0.trees()?.versions, &key(&[tenant, id]))
     }
 
     /// Every version of the tenant.
     pub fn list(&self, tenant: &str) -> Result<Vec<Version>> {
-        self.0.trees().versions.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.versions.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Versions of one app.
     pub fn of_app(&self, tenant: &str, app: &str) -> Result<Vec<Version>> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let mut out = Vec::new();
         for kv in t.versions_by_app.scan_prefix(prefix(&[tenant, app])) {
             let id = String::from_utf8_lossy(&kv?.1).into_owned();
@@ -224,7 +224,7 @@ impl Versions<'_> {
 
     /// Deletes a version with its index entry, architectures and votes.
     pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, id]);
         (&t.versions, &t.versions_by_app, &t.policies).transaction(|(versions, by_app, policies)| {
             let Some(old) = tx_get::<Version>(versions, &k)? else {
@@ -261,7 +261,7 @@ impl Versions<'_> {
     // ---- policies ----
 
     pub fn create_policy(&self, tenant: &str, p: &Policy) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, &p.id]);
         let nk = key(&[tenant, &p.name]);
         (&t.policies, &t.policies_by_name).transaction(|(policies, by_name)| {
@@ -275,16 +275,16 @@ impl Versions<'_> {
     }
 
     pub fn policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
-        get(&self.0.trees().policies, &key(&[tenant, id]))
+        get(&self.0.trees()?.policies, &key(&[tenant, id]))
     }
 
     pub fn policies(&self, tenant: &str) -> Result<Vec<Policy>> {
-        self.0.trees().policies.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.policies.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Deletes an unused policy: NotFound, or Conflict("policy in use").
     pub fn delete_policy(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let k = key(&[tenant, id]);
         (&t.policies, &t.policies_by_name).transaction(|(policies, by_name)| {
             let Some(p) = tx_get::<Policy>(policies, &k)? else {
@@ -303,11 +303,11 @@ impl Versions<'_> {
     // ---- architectures and votes ----
 
     pub fn arch(&self, tenant: &str, version: &str, arch: &str) -> Result<Option<ArchState>> {
-        get(&self.0.trees().version_archs, &key(&[tenant, version, arch]))
+        get(&self.0.trees()?.version_archs, &key(&[tenant, version, arch]))
     }
 
     pub fn archs(&self, tenant: &str, version: &str) -> Result<Vec<ArchState>> {
-        self.0.trees().version_archs.scan_prefix(prefix(&[tenant, version])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.version_archs.scan_prefix(prefix(&[tenant, version])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Votes of the current round of an architecture, in client order.
@@ -316,7 +316,7 @@ impl Versions<'_> {
             return Ok(Vec::new());
         };
         self.0
-            .trees()
+            .trees()?
             .version_votes
             .scan_prefix(prefix(&[tenant, version, arch, &state.round]))
             .map(|kv| codec::decode(&kv?.1))
@@ -337,10 +337,10 @@ impl Versions<'_> {
         client_users: &[String],
         now: u64,
     ) -> Result<VoteOutcome> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let vk = key(&[tenant, version_id]);
         let ak = key(&[tenant, version_id, arch]);
-        let fresh_round = round_part(self.0.inner.db.generate_id()?);
+        let fresh_round = round_part(self.0.trees()?.db.generate_id()?);
         let outcome = (&t.versions, &t.policies, &t.version_archs, &t.version_votes).transaction(
             |(versions, policies, archs, votes)| {
                 let Some(version) = tx_get::<Version>(versions, &vk)? else {
@@ -424,9 +424,9 @@ impl Versions<'_> {
     /// votes; any other starts over (its state is removed). Returns false when
     /// the architecture has no state.
     pub fn reset(&self, tenant: &str, version: &str, arch: &str, now: u64) -> Result<bool> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let ak = key(&[tenant, version, arch]);
-        let new_round = round_part(self.0.inner.db.generate_id()?);
+        let new_round = round_part(self.0.trees()?.db.generate_id()?);
         let found = t.version_archs.transaction(|archs| {
             let Some(mut state) = tx_get::<ArchState>(archs, &ak)? else {
                 return Ok(false);
@@ -448,7 +448,7 @@ impl Versions<'_> {
 
     /// Removes an architecture's registration with its votes; false when it has none.
     pub fn delete_registration(&self, tenant: &str, version: &str, arch: &str) -> Result<bool> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let found = t.version_archs.remove(key(&[tenant, version, arch]))?.is_some();
         self.sweep(tenant, version, arch)?;
         Ok(found)
@@ -457,7 +457,7 @@ impl Versions<'_> {
     /// Names of the architectures with a state.
     pub fn arch_names(&self, tenant: &str, version: &str) -> Result<Vec<String>> {
         self.0
-            .trees()
+            .trees()?
             .version_archs
             .scan_prefix(prefix(&[tenant, version]))
             .keys()
@@ -468,7 +468,7 @@ impl Versions<'_> {
     /// Deletes the votes of every round but the architecture's current one.
     fn sweep(&self, tenant: &str, version: &str, arch: &str) -> Result<()> {
         let current = self.arch(tenant, version, arch)?.map(|s| prefix(&[tenant, version, arch, &s.round]));
-        let t = &self.0.trees().version_votes;
+        let t = &self.0.trees()?.version_votes;
         for k in t.scan_prefix(prefix(&[tenant, version, arch])).keys() {
             let k = k?;
             if current.as_ref().is_some_and(|c| k.starts_with(c)) {

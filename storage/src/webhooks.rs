@@ -79,25 +79,25 @@ fn seq_part(seq: u64) -> String {
 
 impl Webhooks<'_> {
     pub fn put(&self, tenant: &str, w: &Webhook) -> Result<()> {
-        put(&self.0.trees().webhooks, &key(&[tenant, &w.id]), w)
+        put(&self.0.trees()?.webhooks, &key(&[tenant, &w.id]), w)
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
-        get(&self.0.trees().webhooks, &key(&[tenant, id]))
+        get(&self.0.trees()?.webhooks, &key(&[tenant, id]))
     }
 
     pub fn list(&self, tenant: &str) -> Result<Vec<Webhook>> {
-        self.0.trees().webhooks.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.webhooks.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     /// Every webhook of every tenant, as (tenant, webhook).
     pub fn all(&self) -> Result<Vec<(String, Webhook)>> {
-        all_with_tenant(&self.0.trees().webhooks)
+        all_with_tenant(&self.0.trees()?.webhooks)
     }
 
     /// Deletes the webhook with its outbox, failed events and attempt log.
     pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         if t.webhooks.remove(key(&[tenant, id]))?.is_none() {
             return Err(Error::NotFound("webhook"));
         }
@@ -112,11 +112,11 @@ impl Webhooks<'_> {
 
     /// Queues one event for several webhooks in one transaction.
     pub fn enqueue(&self, tenant: &str, webhook_ids: &[String], entry: &OutboxEntry) -> Result<()> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let value = codec::encode(entry)?;
         let keys = webhook_ids
             .iter()
-            .map(|w| Ok(key(&[tenant, w, &seq_part(self.0.inner.db.generate_id()?)])))
+            .map(|w| Ok(key(&[tenant, w, &seq_part(self.0.trees()?.db.generate_id()?)])))
             .collect::<Result<Vec<_>>>()?;
         t.outbox.transaction(|outbox| {
             for k in &keys {
@@ -130,7 +130,7 @@ impl Webhooks<'_> {
     /// The first `limit` waiting entries of a webhook's outbox, in order, with their keys.
     pub fn pending(&self, tenant: &str, id: &str, limit: usize) -> Result<Vec<(Vec<u8>, OutboxEntry)>> {
         self.0
-            .trees()
+            .trees()?
             .outbox
             .scan_prefix(prefix(&[tenant, id]))
             .take(limit)
@@ -142,14 +142,15 @@ impl Webhooks<'_> {
     }
 
     pub fn outbox_depth(&self, tenant: &str, id: &str) -> usize {
-        self.0.trees().outbox.scan_prefix(prefix(&[tenant, id])).count()
+        // A gauge: 0 while the database is being reopened.
+        self.0.trees().map_or(0, |t| t.outbox.scan_prefix(prefix(&[tenant, id])).count())
     }
 
     /// Records an attempt and the entry's next state: delivered (removed),
     /// retried later (updated) or failed for good (moved to the failed tree).
     pub fn settle(&self, tenant: &str, id: &str, entry_key: &[u8], attempt: &Attempt, next: Settle) -> Result<()> {
-        let t = self.0.trees();
-        let attempt_key = key(&[tenant, id, &seq_part(self.0.inner.db.generate_id()?)]);
+        let t = self.0.trees()?;
+        let attempt_key = key(&[tenant, id, &seq_part(self.0.trees()?.db.generate_id()?)]);
         let attempt_value = codec::encode(attempt)?;
         let next_value = match &next {
             Settle::Retry(e) | Settle::Failed(e) => Some(codec::encode(e)?),
@@ -177,7 +178,7 @@ impl Webhooks<'_> {
     /// Attempt log of a webhook, oldest first.
     pub fn attempts(&self, tenant: &str, id: &str, offset: usize, limit: usize) -> Result<Vec<Attempt>> {
         self.0
-            .trees()
+            .trees()?
             .attempts
             .scan_prefix(prefix(&[tenant, id]))
             .skip(offset)
@@ -188,7 +189,7 @@ impl Webhooks<'_> {
 
     /// Puts failed events created at or after `since_ms` back into the outbox; returns how many.
     pub fn replay(&self, tenant: &str, id: &str, since_ms: u64, now: u64) -> Result<usize> {
-        let t = self.0.trees();
+        let t = self.0.trees()?;
         let mut n = 0;
         for kv in t.failed_events.scan_prefix(prefix(&[tenant, id])) {
             let (k, v) = kv?;
