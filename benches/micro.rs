@@ -152,6 +152,7 @@ fn access_token(c: &mut Criterion) {
     let claims = AccessClaims {
         exp: now + 3600,
         iat: now,
+        iat_ms: now * 1000,
         jti: "01JD0000000000000000000002".into(),
         iss: tokens::issuer(public_url, "acme"),
         aud: "account".into(),
