@@ -48,6 +48,7 @@ async fn a_topic_reaches_every_valid_client_of_every_app() {
     assert_eq!(report["counts"]["sent"], 11, "{report}");
     assert_eq!(report["counts"]["invalid"], 1);
     assert_eq!(report["counts"]["pending"], 0);
+    assert_eq!(report["counts"]["resent"], 0, "nothing sent twice without a crash: {report}");
     assert_eq!(report["byProvider"]["apns"]["sent"], 5);
     assert_eq!(report["byProvider"]["fcm"]["sent"], 5);
     assert_eq!(report["byProvider"]["hms"]["sent"], 1);

@@ -445,3 +445,63 @@ async fn an_engine_started_on_a_full_disk_serves_reads_and_is_not_ready() {
     assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED, "writes once space is freed");
     drop(h);
 }
+
+#[tokio::test]
+async fn a_broadcast_pauses_on_a_full_disk_and_completes_once_space_is_freed() {
+    use herald_sim::{Faults, ProviderFaults};
+    let Some(disk) = SmallDisk::mount(192) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let env = sim_env(&sims, dir.path());
+    let data = disk.0.path().join("data");
+    let http = reqwest::Client::new();
+    let h = Herald::start(&data, &env);
+    let admin = h.create_tenant(&http, "acme").await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
+    h.kill9();
+    const TOKENS: u64 = 3000;
+    seed_clients(&data, TOKENS, |i| (herald_storage::push_tokens::PushProvider::Apns, apns_token(7_000_000 + i)));
+    // Slow answers, so the broadcast is still running when the disk fills.
+    sims.set_faults(Faults {
+        apns: ProviderFaults { latency_ms: Some(50), max_concurrent_streams: Some(100), ..Default::default() },
+        ..Default::default()
+    });
+    let h = Herald::start(&data, &env);
+    let admin = h.login(&http, "acme").await;
+    let body = serde_json::json!({"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"body": "all"}}});
+    let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&admin).json(&body);
+    let answer: serde_json::Value = r.send().await.unwrap().json().await.unwrap();
+    let id = answer[0]["notificationId"].as_str().unwrap().to_string();
+    let report = || {
+        let req = http.get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base)).bearer_auth(&admin);
+        async move { req.send().await.unwrap().json::<serde_json::Value>().await.unwrap() }
+    };
+    while sims.stats().apns.accepted < 200 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let filler = disk.fill();
+    until_status(&http, &format!("{}/readyz", h.base), StatusCode::SERVICE_UNAVAILABLE, 5).await;
+    // Paused: what was in flight finishes, then nothing more is sent.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let paused_at = sims.stats().apns.accepted;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(sims.stats().apns.accepted, paused_at, "nothing is sent while the disk is full");
+    assert!(paused_at < TOKENS, "the broadcast was caught mid-way ({paused_at})");
+    assert_eq!(report().await["state"], "RUNNING");
+    std::fs::remove_file(filler).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let r = report().await;
+        if r["state"] == "COMPLETED" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the broadcast did not complete after space was freed: {r}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    eprintln!("paused at {paused_at} of {TOKENS}; report {done}");
+    assert_eq!(done["counts"]["sent"], TOKENS, "{done}");
+    assert!(sims.stats().apns.accepted >= TOKENS);
+    drop(h);
+}

@@ -1,16 +1,32 @@
 //! The `FanOut` actor: one topic broadcast, streamed from the token index in
-//! batches with bounded in-flight sends, checkpointed after every batch.
+//! small batches with bounded in-flight sends, checkpointed after every batch.
+//!
+//! A kill -9 resends what was sent but not durably checkpointed. That is kept
+//! to about what is in flight: batches are small, the clients sent to but not
+//! committed never exceed `bulk_in_flight` plus one batch, and checkpoints are
+//! made durable by a group commit at most [`GROUP_COMMIT`] apart, awaited
+//! beside the sends rather than in front of them.
+//!
+//! Each read also advances the job's read mark, and no client is sent to
+//! before a checkpoint holding a mark at or above it is durable; so after a
+//! crash, the clients a resumed job sends to up to the stored mark are exactly
+//! those that may have been sent before, and the report counts them as
+//! `resent` (durably, before sending them again).
 
 use crate::delivery::{AppChannels, Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, Report, State};
 use herald_storage::now_ms;
 use herald_storage::push_tokens::TokenRef;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub struct FanOut;
 
@@ -58,19 +74,6 @@ impl Actor for FanOut {
     }
 }
 
-/// Batches a broadcast keeps open (read but not yet committed) at most: the
-/// next batch's sends start while the last tokens of the previous one finish.
-const OPEN_BATCHES: usize = 3;
-
-/// A batch read from the token index, committed once all its sends are done.
-struct OpenBatch {
-    last_client: String,
-    remaining: usize,
-    /// Undelivered clients: what the report lists besides the counts.
-    undelivered: Vec<(String, ClientOutcome)>,
-    counts: Report,
-}
-
 /// Delivers every remaining batch of the job; resumable from its checkpoint.
 pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), ActorProcessingErr> {
     let store = d.store().clone();
@@ -92,9 +95,12 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
             send_app(d, job, i, &mut report, &channels, &n).await?;
         }
         job.apps[i].done = true;
+        job.read_mark = None; // the mark is the app in progress's
+        store.wait_writable().await;
         store.deliveries().checkpoint(job, &report, false)?;
     }
     report.completed_ms = Some(now_ms());
+    store.wait_writable().await;
     store.deliveries().checkpoint(job, &report, true)?;
     let total = report.by_app.values().fold(herald_storage::deliveries::Counts::default(), |mut t, c| {
         t.sent += c.sent;
@@ -114,10 +120,231 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
     Ok(())
 }
 
+/// Shortest time between two flushes a broadcast starts: checkpoints reach
+/// the disk in groups this far apart at most (plus the flush itself), which
+/// bounds what a kill -9 loses beyond the sends in flight.
+const GROUP_COMMIT: Duration = Duration::from_millis(5);
+
+/// How often a broadcast paused by a full disk looks again.
+const FULL_DISK_RECHECK: Duration = Duration::from_millis(250);
+
+/// A batch read from the token index, committed once all its sends are done.
+struct OpenBatch {
+    last_client: String,
+    size: usize,
+    remaining: usize,
+    /// The checkpoint write whose read mark covers this batch: its clients
+    /// are sent to only once that write is durable.
+    reserved_by: u64,
+    /// Undelivered clients: what the report lists besides the counts.
+    undelivered: Vec<(String, ClientOutcome)>,
+    counts: Report,
+}
+
+/// Checkpoint writes of one broadcast and their group commit: flushes run
+/// beside the sends, one at a time, started at most every [`GROUP_COMMIT`]
+/// unless sends wait for one.
+struct GroupCommit {
+    store: herald_storage::Store,
+    /// Checkpoint writes made so far.
+    written: u64,
+    /// Writes known to be on disk.
+    durable: u64,
+    /// The running flush and the writes it covers.
+    flush: Option<(u64, BoxFuture<'static, herald_storage::Result<()>>)>,
+    /// When the next flush is due: one timer, reset rather than created per
+    /// wait, since the send loop waits on it once per answer.
+    due: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl GroupCommit {
+    fn new(store: herald_storage::Store) -> GroupCommit {
+        let due = Box::pin(tokio::time::sleep_until(Instant::now()));
+        GroupCommit { store, written: 0, durable: 0, flush: None, due }
+    }
+
+    /// Starts a flush covering every write so far if one is due, or at once
+    /// when `urgent` (sends wait for a read mark to be durable).
+    fn maybe_start(&mut self, urgent: bool) {
+        let now = Instant::now();
+        if self.flush.is_some() || self.written == self.durable || (!urgent && now < self.due.deadline()) {
+            return;
+        }
+        let store = self.store.clone();
+        self.flush = Some((self.written, Box::pin(async move { store.durable().await })));
+        self.due.as_mut().reset(now + GROUP_COMMIT);
+    }
+
+    /// Waits for the running flush to finish, or for the next one to be due.
+    /// Cancel-safe: the flush is kept across calls.
+    async fn progress(&mut self) -> herald_storage::Result<()> {
+        match &mut self.flush {
+            Some((covers, flush)) => {
+                let (covers, flushed) = (*covers, flush.await);
+                self.flush = None; // finished: never polled again
+                flushed?;
+                self.durable = covers;
+            }
+            None if self.written > self.durable => self.due.as_mut().await,
+            None => std::future::pending().await,
+        }
+        Ok(())
+    }
+}
+
+/// One app's tokens between the index and the checkpoints.
+struct Window {
+    read_cursor: Option<String>,
+    exhausted: bool,
+    /// The read mark stored before this run: clients up to it may have been
+    /// sent to already.
+    resume_mark: Option<String>,
+    open: VecDeque<OpenBatch>,
+    first_seq: usize,
+    /// Clients read but not yet sent to, with their batch's sequence number.
+    pending: VecDeque<(usize, String, TokenRef)>,
+    /// Clients of open (uncommitted) batches.
+    unsettled: usize,
+    /// Outcomes of committed batches not yet written.
+    to_write: Vec<(String, ClientOutcome)>,
+    dirty: bool,
+}
+
+impl Window {
+    fn new(job: &BroadcastJob, i: usize) -> Window {
+        Window {
+            read_cursor: job.apps[i].cursor.clone(),
+            exhausted: false,
+            resume_mark: job.read_mark.clone(),
+            open: VecDeque::new(),
+            first_seq: 0,
+            pending: VecDeque::new(),
+            unsettled: 0,
+            to_write: Vec::new(),
+            dirty: false,
+        }
+    }
+
+    /// Reads batches while at most `cap` + one batch clients are open, so
+    /// the next batch is read (and its mark made durable) while the sends of
+    /// the previous ones run. Advances the read mark and counts the clients up
+    /// to the previous run's mark as resent.
+    fn read(
+        &mut self,
+        ctx: &Ctx<'_>,
+        job: &mut BroadcastJob,
+        report: &mut Report,
+        written: u64,
+    ) -> Result<(), ActorProcessingErr> {
+        while !self.exhausted && self.unsettled <= ctx.cap + ctx.batch {
+            let batch =
+                ctx.store.push_tokens().valid_of_app(&job.tenant, ctx.app, self.read_cursor.as_deref(), ctx.batch)?;
+            let Some((last, _)) = batch.last() else {
+                self.exhausted = true;
+                break;
+            };
+            if let Some(mark) = self.resume_mark.as_deref() {
+                report.resent += batch.iter().filter(|(client, _)| client.as_str() <= mark).count() as u64;
+            }
+            if job.read_mark.as_deref().is_none_or(|m| m < last.as_str()) {
+                job.read_mark = Some(last.clone());
+            }
+            self.read_cursor = Some(last.clone());
+            let seq = self.first_seq + self.open.len();
+            self.open.push_back(OpenBatch {
+                last_client: last.clone(),
+                size: batch.len(),
+                remaining: batch.len(),
+                reserved_by: written + 1,
+                undelivered: Vec::new(),
+                counts: Report::default(),
+            });
+            self.unsettled += batch.len();
+            self.pending.extend(batch.into_iter().map(|(client, token)| (seq, client, token)));
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// The next client to send to, if its batch's mark is durable and fewer
+    /// than `cap` + one batch clients were sent to but not committed.
+    fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64) -> Option<(usize, String, TokenRef)> {
+        let (seq, _, _) = self.pending.front()?;
+        let sent_uncommitted = self.unsettled - self.pending.len();
+        if self.open[seq - self.first_seq].reserved_by > durable || sent_uncommitted >= ctx.cap + ctx.batch {
+            return None;
+        }
+        self.pending.pop_front()
+    }
+
+    /// Whether the next send waits for a read mark to be durable.
+    fn waits_for(&self, durable: u64) -> bool {
+        self.pending.front().is_some_and(|(seq, _, _)| self.open[seq - self.first_seq].reserved_by > durable)
+    }
+
+    /// Records one outcome; commits (in memory) the batches now complete, in
+    /// order, advancing the app's cursor.
+    fn settle(
+        &mut self,
+        job: &mut BroadcastJob,
+        i: usize,
+        report: &mut Report,
+        seq: usize,
+        client: String,
+        outcome: ClientOutcome,
+    ) {
+        let batch = &mut self.open[seq - self.first_seq];
+        batch.remaining -= 1;
+        batch.counts.record(&outcome);
+        if outcome.state != State::Sent {
+            batch.undelivered.push((client, outcome));
+        }
+        while self.open.front().is_some_and(|b| b.remaining == 0) {
+            let Some(done) = self.open.pop_front() else { break };
+            self.first_seq += 1;
+            self.unsettled -= done.size;
+            report.add(&done.counts);
+            job.apps[i].cursor = Some(done.last_client);
+            self.to_write.extend(done.undelivered);
+            self.dirty = true;
+            crate::telemetry::tenant(&job.tenant).fanout_notifications.increment(done.size as u64);
+        }
+    }
+
+    /// Writes the job and report (and the outcomes committed since the last
+    /// write) in one transaction, if anything changed.
+    fn write(
+        &mut self,
+        ctx: &Ctx<'_>,
+        job: &BroadcastJob,
+        report: &Report,
+        commits: &mut GroupCommit,
+    ) -> Result<(), ActorProcessingErr> {
+        if self.dirty {
+            ctx.store.deliveries().commit_batch(job, report, &self.to_write)?;
+            self.to_write.clear();
+            self.dirty = false;
+            commits.written += 1;
+        }
+        Ok(())
+    }
+}
+
+/// What the window reads and sends with.
+struct Ctx<'a> {
+    store: &'a herald_storage::Store,
+    app: &'a str,
+    /// `bulk_in_flight`: sends in flight at most.
+    cap: usize,
+    /// Clients per batch read and committed.
+    batch: usize,
+}
+
 /// Streams one app's tokens from its cursor with at most `bulk_in_flight`
 /// sends in flight (each holding one of the deliverer's bulk permits, which
-/// all broadcasts share) across up to [`OPEN_BATCHES`] batches, committing each batch
-/// (cursor, counts, undelivered clients) once all of its sends are done.
+/// all broadcasts share), committing each batch (cursor, counts, undelivered
+/// clients) once all of its sends are done; see the module doc for how that
+/// bounds resends.
 async fn send_app(
     d: &Arc<Deliverer>,
     job: &mut BroadcastJob,
@@ -126,65 +353,46 @@ async fn send_app(
     channels: &AppChannels,
     n: &Notification,
 ) -> Result<(), ActorProcessingErr> {
-    let store = d.store();
     let settings = d.settings();
+    let ctx = Ctx {
+        store: d.store(),
+        app: &channels.app,
+        cap: settings.bulk_in_flight.max(1),
+        batch: settings.batch_size.max(1),
+    };
     let prepared = Prepared::default();
-    let send = Job { tenant: &job.tenant, channels, prepared: &prepared, notification: n };
-    let mut read_cursor = job.apps[i].cursor.clone();
-    let mut exhausted = false;
-    let mut open: VecDeque<OpenBatch> = VecDeque::new();
-    let mut first_seq = 0usize;
-    let mut pending: VecDeque<(usize, String, TokenRef)> = VecDeque::new();
+    let tenant = job.tenant.clone(); // `job` itself changes as the sends settle
+    let send = Job { tenant: &tenant, channels, prepared: &prepared, notification: n };
+    let mut w = Window::new(job, i);
+    let mut commits = GroupCommit::new(ctx.store.clone());
     let mut in_flight = FuturesUnordered::new();
     loop {
-        while in_flight.len() < settings.bulk_in_flight.max(1) {
-            if pending.is_empty() {
-                if exhausted || open.len() >= OPEN_BATCHES {
-                    break;
-                }
-                let batch = store.push_tokens().valid_of_app(
-                    &job.tenant,
-                    &channels.app,
-                    read_cursor.as_deref(),
-                    settings.batch_size,
-                )?;
-                let Some((last, _)) = batch.last() else {
-                    exhausted = true;
-                    break;
-                };
-                read_cursor = Some(last.clone());
-                let seq = first_seq + open.len();
-                open.push_back(OpenBatch {
-                    last_client: last.clone(),
-                    remaining: batch.len(),
-                    undelivered: Vec::new(),
-                    counts: Report::default(),
-                });
-                pending.extend(batch.into_iter().map(|(client, token)| (seq, client, token)));
-            }
-            let Some((seq, client, token)) = pending.pop_front() else { break };
+        // On a full disk nothing is read or written (the sends in flight
+        // finish and wait in memory) until there is room again.
+        let writable = ctx.store.writable().is_ok();
+        if writable {
+            w.read(&ctx, job, report, commits.written)?;
+            w.write(&ctx, job, report, &mut commits)?;
+        }
+        while in_flight.len() < ctx.cap {
+            let Some((seq, client, token)) = w.next_send(&ctx, commits.durable) else { break };
+            let send = &send;
             in_flight.push(async move {
                 let _permit = d.bulk_permit().await;
-                let outcome = d.deliver(&send, &client, &token, Lane::Bulk).await;
+                let outcome = d.deliver(send, &client, &token, Lane::Bulk).await;
                 (seq, client, outcome)
             });
         }
-        let Some((seq, client, outcome)) = in_flight.next().await else { break };
-        let batch = &mut open[seq - first_seq];
-        batch.remaining -= 1;
-        batch.counts.record(&outcome);
-        if outcome.state != State::Sent {
-            batch.undelivered.push((client, outcome));
+        if w.exhausted && w.open.is_empty() && !w.dirty {
+            return Ok(());
         }
-        while open.front().is_some_and(|b| b.remaining == 0) {
-            let Some(done) = open.pop_front() else { break };
-            first_seq += 1;
-            report.add(&done.counts);
-            job.apps[i].cursor = Some(done.last_client);
-            store.deliveries().commit_batch(job, report, &done.undelivered)?;
-            let sent: u64 = done.counts.by_app.values().map(|c| c.total()).sum();
-            crate::telemetry::tenant(&job.tenant).fanout_notifications.increment(sent);
+        commits.maybe_start(w.waits_for(commits.durable));
+        tokio::select! {
+            Some((seq, client, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
+                w.settle(job, i, report, seq, client, outcome);
+            }
+            flushed = commits.progress() => flushed?,
+            _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}
         }
     }
-    Ok(())
 }

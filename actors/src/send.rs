@@ -214,6 +214,7 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
         notification_json,
         apps: job_apps,
         created_ms: now_ms(),
+        read_mark: None,
     };
     store.deliveries().create_job(&job, &report)?;
     Ok((job, queued))

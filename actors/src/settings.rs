@@ -37,7 +37,8 @@ pub struct PushSettings {
     pub max_attempts: u32,
     /// First retry delay; doubled per attempt unless the provider says when.
     pub retry_base: Duration,
-    /// Tokens a broadcast reads and checkpoints at a time.
+    /// Tokens a broadcast reads and checkpoints at a time: small, because a
+    /// kill -9 resends up to `bulk_in_flight` plus about two batches.
     pub batch_size: usize,
     /// Notifications all broadcasts together keep in flight at most, shared
     /// fairly between them: enough to keep the connections busy, few enough
@@ -55,7 +56,7 @@ impl Default for PushSettings {
             limits: PoolLimits::default(),
             max_attempts: 5,
             retry_base: Duration::from_millis(200),
-            batch_size: 2000,
+            batch_size: 256,
             bulk_in_flight: 1000,
         }
     }

@@ -173,6 +173,8 @@ pub async fn report(cx: Cx) -> ApiResult<Response> {
                 "invalid": total.invalid,
                 "failed": total.failed,
                 "pending": targeted.saturating_sub(total.total()),
+                // Broadcast clients sent again after a crash: at least the duplicates.
+                "resent": report.resent,
             },
             "byProvider": by_provider,
             "byApp": by_app,

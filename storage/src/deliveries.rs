@@ -11,6 +11,16 @@
 //! cursor, the report's counts and the batch's undelivered clients together.
 //! A job resumed after a crash starts at its cursor, so a client of a batch
 //! that was in flight is sent again (at least once) but never counted twice.
+//!
+//! A job also keeps its read mark: the highest client the fan-out may have
+//! sent to, made durable before any send past it. On resume, every client
+//! sent again up to that mark may be a duplicate and is counted as `resent`
+//! in the report (an upper bound of the duplicates the crash caused).
+//!
+//! Both the mark and the count came after the first records were written:
+//! postcard is not self-describing, so each is a field appended to the end of
+//! its stored record, and records without it are still read (see
+//! [`decode_job`] and [`decode_broadcast_report`]).
 
 use crate::keys::{key, last_part, prefix};
 use crate::store::{get, put, Store};
@@ -71,6 +81,12 @@ pub struct Report {
     pub targeted: BTreeMap<String, u64>,
     pub by_app: BTreeMap<String, Counts>,
     pub by_provider: BTreeMap<String, Counts>,
+    /// Broadcast clients sent again after a crash, which may have been
+    /// delivered before it: an upper bound of the duplicates. Not part of the
+    /// encoding of `Report` itself, which one-client sends embed in their
+    /// record: a broadcast's report record stores it after the report.
+    #[serde(skip)]
+    pub resent: u64,
 }
 
 impl Report {
@@ -118,6 +134,67 @@ pub struct Job {
     pub notification_json: String,
     pub apps: Vec<JobApp>,
     pub created_ms: u64,
+    /// The highest client of the app in progress (the first not done) that
+    /// may have been sent to: every send is preceded by a durable write of a
+    /// mark at or above its client. `None` before the first read of an app.
+    /// Last, so that a record written before it decodes as [`JobV1`].
+    pub read_mark: Option<String>,
+}
+
+/// [`Job`] as stored before it had `read_mark`.
+#[derive(Deserialize)]
+struct JobV1 {
+    id: String,
+    tenant: String,
+    notification_json: String,
+    apps: Vec<JobApp>,
+    created_ms: u64,
+}
+
+impl From<JobV1> for Job {
+    fn from(v: JobV1) -> Job {
+        let JobV1 { id, tenant, notification_json, apps, created_ms } = v;
+        Job { id, tenant, notification_json, apps, created_ms, read_mark: None }
+    }
+}
+
+/// Decodes a stored job of either shape. A new record never decodes as the
+/// old shape by mistake because it is tried first; an old record never
+/// decodes as the new one because it ends where the new field would start
+/// (postcard fails at the end of input rather than inventing a value).
+pub(crate) fn decode_job(bytes: &[u8]) -> Result<Job> {
+    codec::decode::<Job>(bytes).or_else(|e| codec::decode::<JobV1>(bytes).map(Job::from).map_err(|_| e))
+}
+
+/// A broadcast's report as stored: the report's own encoding followed by the
+/// counts older records lack, so that those still decode as a bare [`Report`].
+#[derive(Serialize)]
+struct BroadcastReportRef<'a> {
+    report: &'a Report,
+    resent: u64,
+}
+
+#[derive(Deserialize)]
+struct BroadcastReport {
+    report: Report,
+    resent: u64,
+}
+
+fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
+    codec::encode(&BroadcastReportRef { report, resent: report.resent })
+}
+
+/// Decodes a record of the reports tree: a broadcast's report with its
+/// resends, or a bare report (older broadcasts, and one-client sends from
+/// before they had their own tree), tried in that order as in [`decode_job`].
+pub(crate) fn decode_broadcast_report(bytes: &[u8]) -> Result<Report> {
+    match codec::decode::<BroadcastReport>(bytes) {
+        Ok(BroadcastReport { mut report, resent }) => {
+            report.resent = resent;
+            Ok(report)
+        }
+        Err(e) => codec::decode::<Report>(bytes).map_err(|_| e),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,7 +239,7 @@ impl Deliveries<'_> {
     pub fn create_job(&self, job: &Job, report: &Report) -> Result<()> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
+        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
         (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
             jobs.insert(k.as_slice(), jv.as_slice())?;
             reports.insert(k.as_slice(), rv.as_slice())?;
@@ -176,7 +253,7 @@ impl Deliveries<'_> {
     pub fn commit_batch(&self, job: &Job, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
+        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
         let encoded = outcomes
             .iter()
             .map(|(client, o)| Ok((key(&[&job.tenant, &job.id, client]), codec::encode(o)?)))
@@ -197,7 +274,7 @@ impl Deliveries<'_> {
     pub fn checkpoint(&self, job: &Job, report: &Report, finished: bool) -> Result<()> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, codec::encode(report)?);
+        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
         (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
             if finished {
                 jobs.remove(k.as_slice())?;
@@ -212,14 +289,14 @@ impl Deliveries<'_> {
 
     /// Every unfinished broadcast of every tenant.
     pub fn unfinished_jobs(&self) -> Result<Vec<Job>> {
-        self.0.trees()?.jobs.iter().map(|kv| codec::decode(&kv?.1)).collect()
+        self.0.trees()?.jobs.iter().map(|kv| decode_job(&kv?.1)).collect()
     }
 
     pub fn report(&self, tenant: &str, notification: &str) -> Result<Option<Report>> {
         let k = key(&[tenant, notification]);
         match self.send(&k)? {
             Some(send) => Ok(Some(send.report)),
-            None => get(&self.0.trees()?.reports, &k),
+            None => self.0.trees()?.reports.get(&k)?.map(|v| decode_broadcast_report(&v)).transpose(),
         }
     }
 
@@ -249,5 +326,80 @@ impl Deliveries<'_> {
                 Ok((last_part(&k), codec::decode(&v)?))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`Job`] exactly as today's main stores it (before `read_mark`).
+    #[derive(Serialize)]
+    struct OldJob {
+        id: String,
+        tenant: String,
+        notification_json: String,
+        apps: Vec<JobApp>,
+        created_ms: u64,
+    }
+
+    fn old_job() -> OldJob {
+        let apps = vec![
+            JobApp { app: "a".into(), cursor: Some("c1".into()), done: true },
+            JobApp { app: "b".into(), cursor: None, done: false },
+        ];
+        OldJob { id: "n1".into(), tenant: "acme".into(), notification_json: "{}".into(), apps, created_ms: 1 << 40 }
+    }
+
+    fn old_report() -> Report {
+        let mut report =
+            Report { id: "n1".into(), kind: "topic".into(), recipient: "news".into(), ..Report::default() };
+        report.targeted.insert("a".into(), 3);
+        report.record(&ClientOutcome {
+            app: "a".into(),
+            provider: "apns".into(),
+            state: State::Sent,
+            code: 200,
+            message: None,
+        });
+        report
+    }
+
+    /// Records written before the read mark and the resend count (a job, and
+    /// a report encoded as a bare `Report`) are read back, with neither.
+    #[test]
+    fn records_of_the_old_shape_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&crate::StoreOptions::new(dir.path())).unwrap();
+        let (old, report) = (old_job(), old_report());
+        let t = store.trees();
+        let k = key(&[&old.tenant, &old.id]);
+        t.jobs.insert(k.as_slice(), codec::encode(&old).unwrap()).unwrap();
+        t.reports.insert(k.as_slice(), codec::encode(&report).unwrap()).unwrap();
+
+        let jobs = store.deliveries().unfinished_jobs().unwrap();
+        assert_eq!(jobs.len(), 1);
+        let job = &jobs[0];
+        assert_eq!((job.id.as_str(), job.tenant.as_str(), job.created_ms), ("n1", "acme", 1 << 40));
+        assert_eq!(job.apps, old.apps);
+        assert_eq!(job.read_mark, None);
+        let read = store.deliveries().report("acme", "n1").unwrap().unwrap();
+        assert_eq!(read, report);
+        assert_eq!(read.resent, 0);
+    }
+
+    /// New records decode as the new shape, never as the old one, and a
+    /// report's encoding (embedded in one-client send records) is unchanged.
+    #[test]
+    fn new_records_round_trip() {
+        let mut job: Job = decode_job(&codec::encode(&old_job()).unwrap()).unwrap();
+        job.read_mark = Some("c7".into());
+        assert_eq!(decode_job(&codec::encode(&job).unwrap()).unwrap(), job);
+        let mut report = old_report();
+        report.resent = 12;
+        let bytes = encode_broadcast_report(&report).unwrap();
+        assert_eq!(decode_broadcast_report(&bytes).unwrap(), report);
+        assert_eq!(codec::encode(&report).unwrap(), codec::encode(&old_report()).unwrap());
+        assert!(decode_job(&[1, 2, 3]).is_err());
     }
 }

@@ -158,8 +158,14 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
     use herald_storage::deliveries::{Job, Report};
     let dir = tempfile::tempdir().unwrap();
     let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
-    let job =
-        Job { id: "n1".into(), tenant: "acme".into(), notification_json: "{}".into(), apps: vec![], created_ms: 1 };
+    let job = Job {
+        id: "n1".into(),
+        tenant: "acme".into(),
+        notification_json: "{}".into(),
+        apps: vec![],
+        created_ms: 1,
+        read_mark: None,
+    };
     {
         let s = open(dir.path());
         s.deliveries().create_job(&job, &report).unwrap();
@@ -206,4 +212,43 @@ fn a_send_is_one_record_read_back_as_report_and_paged_outcomes() {
     assert_eq!(s.deliveries().outcomes("acme", "n1", 1, 5).unwrap(), outcomes[1..].to_vec());
     assert!(s.deliveries().report("other", "n1").unwrap().is_none(), "another tenant sees nothing");
     assert!(s.deliveries().outcomes("other", "n1", 0, 5).unwrap().is_empty());
+}
+
+/// A broadcast's read mark and resend count survive a reopen with the job's
+/// cursor, and the count outlives the job in the finished report.
+#[tokio::test]
+async fn a_broadcast_read_mark_and_resends_round_trip() {
+    use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = Job {
+        id: "n1".into(),
+        tenant: "acme".into(),
+        notification_json: "{}".into(),
+        apps: vec![JobApp { app: "shop".into(), cursor: None, done: false }],
+        created_ms: 1,
+        read_mark: None,
+    };
+    let mut report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+    let failed =
+        ClientOutcome { app: "shop".into(), provider: "apns".into(), state: State::Failed, code: 500, message: None };
+    {
+        let s = open(dir.path());
+        s.deliveries().create_job(&job, &report).unwrap();
+        job.apps[0].cursor = Some("c2".into());
+        job.read_mark = Some("c9".into());
+        report.resent = 7;
+        report.record(&failed);
+        s.deliveries().commit_batch(&job, &report, &[("c2".into(), failed.clone())]).unwrap();
+        s.durable().await.unwrap();
+    }
+    let s = open(dir.path());
+    assert_eq!(s.deliveries().unfinished_jobs().unwrap(), vec![job.clone()]);
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap(), Some(report.clone()));
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap().map(|r| r.resent), Some(7));
+    job.apps[0].done = true;
+    job.read_mark = None;
+    report.completed_ms = Some(2);
+    s.deliveries().checkpoint(&job, &report, true).unwrap();
+    assert!(s.deliveries().unfinished_jobs().unwrap().is_empty());
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap().map(|r| r.resent), Some(7), "kept once finished");
 }
