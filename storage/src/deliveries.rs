@@ -372,7 +372,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&crate::StoreOptions::new(dir.path())).unwrap();
         let (old, report) = (old_job(), old_report());
-        let t = store.trees();
+        let t = store.trees().unwrap();
         let k = key(&[&old.tenant, &old.id]);
         t.jobs.insert(k.as_slice(), codec::encode(&old).unwrap()).unwrap();
         t.reports.insert(k.as_slice(), codec::encode(&report).unwrap()).unwrap();
