@@ -296,6 +296,21 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Creates user `name` in tenant `acme` through the API; answers the status.
+async fn create_user(http: &reqwest::Client, h: &Herald, admin: &str, name: &str) -> StatusCode {
+    let body = serde_json::json!({"username": name, "credentials": [{"type": "password", "value": "pw-123456"}]});
+    let r = http.post(format!("{}/auth/realms/acme/users", h.base)).bearer_auth(admin).json(&body);
+    r.send().await.unwrap().status()
+}
+
+/// Asserts that every user of `names` is there.
+async fn assert_users(http: &reqwest::Client, h: &Herald, admin: &str, names: &[String]) {
+    for name in names {
+        let r = http.get(format!("{}/auth/realms/acme/users/{name}", h.base)).bearer_auth(admin).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{name} is there");
+    }
+}
+
 /// Polls `url` until it answers `status`; panics after `secs`.
 async fn until_status(http: &reqwest::Client, url: &str, status: StatusCode, secs: u64) {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -315,16 +330,9 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
     let h = Herald::start(&data, &[]);
     let http = reqwest::Client::new();
     let admin = h.create_tenant(&http, "acme").await;
-    let user = |name: String| {
-        let req = http
-            .post(format!("{}/auth/realms/acme/users", h.base))
-            .bearer_auth(&admin)
-            .json(&serde_json::json!({"username": name, "credentials": [{"type": "password", "value": "pw-123456"}]}));
-        async move { req.send().await.unwrap().status() }
-    };
     let mut acknowledged = Vec::new();
     for i in 0..20 {
-        assert_eq!(user(format!("before{i}")).await, StatusCode::OK);
+        assert_eq!(create_user(&http, &h, &admin, &format!("before{i}")).await, StatusCode::OK);
         acknowledged.push(format!("before{i}"));
     }
 
@@ -363,7 +371,8 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
     std::fs::remove_file(filler).unwrap();
     until_status(&http, &format!("{}/readyz", h.base), StatusCode::OK, 5).await;
     for i in 0..20 {
-        assert_eq!(user(format!("after{i}")).await, StatusCode::OK, "writes after space was freed");
+        let st = create_user(&http, &h, &admin, &format!("after{i}")).await;
+        assert_eq!(st, StatusCode::OK, "writes after space was freed");
         acknowledged.push(format!("after{i}"));
     }
 
@@ -373,10 +382,7 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
         Herald::start(&data, &[])
     };
     let admin = h.login(&http, "acme").await;
-    for name in &acknowledged {
-        let r = http.get(format!("{}/auth/realms/acme/users/{name}", h.base)).bearer_auth(&admin).send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK, "{name} survived");
-    }
+    assert_users(&http, &h, &admin, &acknowledged).await;
     drop(h);
 }
 
@@ -388,19 +394,12 @@ async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
     let h = Herald::start(&data, &[("HERALD_DISK_RESERVE_MIB", "0".into())]);
     let http = reqwest::Client::new();
     let admin = h.create_tenant(&http, "acme").await;
-    let create = |name: String| {
-        let req = http
-            .post(format!("{}/auth/realms/acme/users", h.base))
-            .bearer_auth(&admin)
-            .json(&serde_json::json!({"username": name}));
-        async move { req.send().await.unwrap().status() }
-    };
-    assert_eq!(create("first".into()).await, StatusCode::OK);
+    assert_eq!(create_user(&http, &h, &admin, "first").await, StatusCode::OK);
     let filler = disk.fill();
     // Writes fail (507 from the disk, then 503 while the database waits to be reopened), never 500.
     let mut refused = Vec::new();
     for i in 0..10 {
-        let st = create(format!("during{i}")).await;
+        let st = create_user(&http, &h, &admin, &format!("during{i}")).await;
         assert_ne!(st, StatusCode::INTERNAL_SERVER_ERROR);
         if st != StatusCode::OK {
             refused.push(st);
@@ -414,11 +413,8 @@ async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
     until_status(&http, &format!("{}/readyz", h.base), StatusCode::SERVICE_UNAVAILABLE, 5).await;
     std::fs::remove_file(filler).unwrap();
     until_status(&http, &format!("{}/readyz", h.base), StatusCode::OK, 10).await;
-    assert_eq!(create("after".into()).await, StatusCode::OK, "writes work again without a restart");
-    for name in ["first", "after"] {
-        let r = http.get(format!("{}/auth/realms/acme/users/{name}", h.base)).bearer_auth(&admin).send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK, "{name}");
-    }
+    assert_eq!(create_user(&http, &h, &admin, "after").await, StatusCode::OK, "writes work again without a restart");
+    assert_users(&http, &h, &admin, &["first".into(), "after".into()]).await;
     drop(h);
 }
 
