@@ -343,7 +343,8 @@ fn rss_mib(pid: u32) -> Option<f64> {
     status_mib(pid, "VmRSS:")
 }
 
-/// Bytes a directory occupies on disk, as `du` counts them (allocated blocks).
+/// Bytes a data directory occupies on disk, as `du` counts them (allocated
+/// blocks), less the disk ballast: space Herald holds in reserve, not data.
 fn du(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let mut total = 0;
@@ -355,7 +356,9 @@ fn du(dir: &Path) -> u64 {
             if m.is_dir() {
                 stack.push(e.path());
             }
-            total += m.blocks() * 512;
+            if e.file_name() != "reserve.ballast" {
+                total += m.blocks() * 512;
+            }
         }
     }
     total

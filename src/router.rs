@@ -8,7 +8,6 @@ use crate::error::{ApiError, ApiResult, Family};
 use crate::http::{json, Cx, Response};
 use futures::future::BoxFuture;
 use http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -171,7 +170,7 @@ where
     let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
     let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
     refuse_writes_when_full(&engine, route)?;
-    let body = read_body(body, engine.config.body_limit, &engine.config.limits).await?;
+    let body = crate::http::body::read(body, engine.config.body_limit, &engine.config.limits).await?;
     let cx = Cx {
         engine,
         method: parts.method,
@@ -194,56 +193,6 @@ fn refuse_writes_when_full(engine: &Engine, route: &Route) -> ApiResult<()> {
         return Ok(());
     }
     Ok(engine.store.writable()?)
-}
-
-/// Reads the whole body within `limit` bytes, the whole-body deadline, and
-/// the minimum rate: a body that trickles or stalls is cut off with 408.
-async fn read_body<B>(body: B, limit: usize, limits: &crate::config::AbuseLimits) -> ApiResult<bytes::Bytes>
-where
-    B: hyper::body::Body + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let started = tokio::time::Instant::now();
-    let too_slow = || ApiError::new(StatusCode::REQUEST_TIMEOUT, "the request body arrived too slowly");
-    let mut body = std::pin::pin!(body);
-    let mut data = bytes::BytesMut::new();
-    loop {
-        let wait = limits.body_timeout.min(time_for(data.len(), limits.min_body_rate));
-        let deadline = started.checked_add(wait).unwrap_or(started + limits.body_timeout);
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) => return Err(too_slow()),
-            Ok(None) => return Ok(data.freeze()),
-            Ok(Some(Err(e))) => {
-                return Err(ApiError::bad_request(format!("reading the request body: {}", e.into())));
-            }
-            Ok(Some(Ok(frame))) => frame,
-        };
-        if let Ok(mut chunk) = frame.into_data() {
-            use bytes::Buf;
-            if data.len().saturating_add(chunk.remaining()) > limit {
-                return Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("request body exceeds {limit} bytes"),
-                ));
-            }
-            while chunk.has_remaining() {
-                let n = chunk.chunk().len();
-                data.extend_from_slice(chunk.chunk());
-                chunk.advance(n);
-            }
-        }
-    }
-}
-
-/// By when, after the body started, its next byte is due when `received`
-/// bytes came so far: the grace period plus what the minimum rate allows.
-fn time_for(received: usize, min_rate: u64) -> std::time::Duration {
-    if min_rate == 0 {
-        return std::time::Duration::MAX;
-    }
-    let next = u64::try_from(received).unwrap_or(u64::MAX).saturating_add(1);
-    let ms = next.saturating_mul(1000) / min_rate;
-    crate::config::BODY_GRACE.saturating_add(std::time::Duration::from_millis(ms))
 }
 
 /// A user's token stops working the moment something is taken from the user

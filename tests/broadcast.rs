@@ -237,3 +237,87 @@ async fn broadcasts_share_one_budget_of_notifications_in_flight() {
         received.iter().map(|&t| received.iter().filter(|&&u| u >= t && u < t + LATENCY_MS * 3 / 4).count()).max();
     assert_eq!(most, Some(BUDGET), "requests received within {} ms: {received:?}", LATENCY_MS * 3 / 4);
 }
+
+/// Supervision: a broadcast whose fan-out fails on every restart is given up
+/// after the restart limit (`FAILED` with the reason, a `BROADCAST_FAILED`
+/// event), and meanwhile another tenant's one-client sends all succeed.
+#[tokio::test]
+async fn a_broadcast_failing_on_every_restart_ends_failed_while_other_tenants_send() {
+    let w = PushWorld::start_with(|c| c.webhooks.allow_private = true).await;
+    let s = &w.server;
+    // App `zbroken` (after `demo`: apps are sent in name order): its APNs key
+    // cannot be unsealed, so the fan-out fails each time it reaches it.
+    let store = &s.running.as_ref().unwrap().engine.store;
+    let junk = store.seal(b"junk", "another field's context").unwrap();
+    let broken = herald_storage::apps::App {
+        name: "zbroken".into(),
+        categories: vec!["chat".into()],
+        ios_apns_private_key: Some(junk),
+        ios_apns_team_id: Some("TEAM123456".into()),
+        ios_apns_key_id: Some("KEY1234567".into()),
+        ios_bundle_id: Some("com.example.zbroken".into()),
+        ..Default::default()
+    };
+    store.apps().create("acme", &broken).unwrap();
+    w.client("demo", "dora", &format!("APN:{}", apns_token(600))).await;
+    for i in 0..3 {
+        w.client("zbroken", &format!("bob{i}"), &format!("APN:{}", apns_token(700 + i))).await;
+    }
+    let receiver = common::receiver::Receiver::start(vec![]).await;
+    let hook = json!({"filter": "type=push", "callbackUrl": receiver.url});
+    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/webhooks", Some(&w.admin), Some(hook)).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+
+    // Another tenant with a client of its own.
+    s.create_tenant("other").await;
+    let other = s.admin_token("other").await;
+    let (st, b) =
+        s.call(Method::POST, "/v1/tenants/other/apps/demo", Some(&other), Some(w.creds.app_json.clone())).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    let (client, _) = s.register_client("other", &other, "demo").await;
+    let (st, b) = s
+        .call(Method::PUT, &format!("/v1/tenants/other/users/olga/clients/{client}"), Some(&other), Some(json!({})))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    let token = json!({"appName": "demo", "pushToken": format!("APN:{}", apns_token(800))});
+    let (st, b) =
+        s.call(Method::PUT, &format!("/v1/tenants/other/clients/{client}/pushtoken"), Some(&other), Some(token)).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let id = r[0]["notificationId"].as_str().unwrap().to_string();
+    let to_other = json!({"category": "chat", "recipient": {"tenantId": "other", "userId": "olga", "astClientId": client}, "payload": {"message": {"body": "hi"}}});
+    let (mut sent, mut failed) = (0, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let report = loop {
+        let (st, r) = s
+            .call(Method::POST, "/v1/tenants/other/push_notification/send", Some(&other), Some(to_other.clone()))
+            .await;
+        if st == StatusCode::ACCEPTED && r[0]["isSuccessful"] == true {
+            sent += 1;
+        } else {
+            failed += 1;
+            eprintln!("other tenant's send: {st} {r}");
+        }
+        let (_, report) =
+            s.call(Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), Some(&w.admin), None).await;
+        if report["state"] != "RUNNING" {
+            break report;
+        }
+        assert!(std::time::Instant::now() < deadline, "the broadcast was never given up: {report}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    eprintln!("other tenant: {sent} sends succeeded, {failed} failed while the broadcast failed; report {report}");
+    assert_eq!(report["state"], "FAILED", "{report}");
+    assert!(report["failure"].as_str().unwrap().contains("failed on every restart"), "{report}");
+    assert_eq!(report["byApp"]["demo"]["sent"], 1, "the working app was served before the broken one: {report}");
+    assert_eq!(failed, 0, "another tenant's sends all succeeded");
+    assert!(sent >= 10, "and kept going throughout ({sent})");
+    let events = receiver.wait_for(1, 10).await;
+    let failed_event = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(&e.body).ok())
+        .any(|e| e["event"] == "BROADCAST_FAILED" && e["data"]["notificationId"] == id.as_str());
+    assert!(failed_event, "a BROADCAST_FAILED event was delivered");
+}

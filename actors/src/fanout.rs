@@ -120,6 +120,33 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
     Ok(())
 }
 
+/// Ends a broadcast whose fan-out failed on every restart: its report is
+/// completed with the reason (state `FAILED`), its job removed, and a
+/// `BROADCAST_FAILED` event published. A job already gone is left alone.
+pub fn give_up(d: &Deliverer, tenant: &str, job_id: &str, reason: &str) -> herald_storage::Result<()> {
+    let store = d.store();
+    let Some(job) = store.deliveries().unfinished_jobs()?.into_iter().find(|j| j.tenant == tenant && j.id == job_id)
+    else {
+        return Ok(());
+    };
+    let mut report = store
+        .deliveries()
+        .report(tenant, job_id)?
+        .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
+    report.completed_ms = Some(now_ms());
+    report.failure = Some(reason.to_string());
+    store.deliveries().checkpoint(&job, &report, true)?;
+    let sent: u64 = report.by_app.values().map(|c| c.sent).sum();
+    d.events().emit(
+        tenant,
+        "push",
+        "BROADCAST_FAILED",
+        serde_json::json!({ "notificationId": job_id, "reason": reason, "targeted": report.targeted.values().sum::<u64>(), "sent": sent }),
+    );
+    tracing::error!(tenant, job = job_id, reason, "broadcast given up after repeated failures");
+    Ok(())
+}
+
 /// Shortest time between two flushes a broadcast starts: checkpoints reach
 /// the disk in groups this far apart at most (plus the flush itself), which
 /// bounds what a kill -9 loses beyond the sends in flight.

@@ -11,6 +11,7 @@ pub mod push;
 pub mod root;
 pub mod send;
 pub mod settings;
+pub mod supervision;
 pub mod telemetry;
 pub mod tenant;
 pub mod transport;

@@ -1,7 +1,9 @@
 //! The `Root` supervisor: starts tenant actors on demand and restarts one that
-//! fails, without touching the others.
+//! fails after a backoff (see [`crate::supervision`]), without touching the
+//! others; a tenant that cannot be started is logged, never Root's failure.
 
 use crate::delivery::Deliverer;
+use crate::supervision::{Decision, RestartPolicy, Restarts};
 use crate::tenant::{Tenant, TenantArgs, TenantMsg};
 use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -13,6 +15,9 @@ pub struct Root;
 pub enum RootMsg {
     /// The tenant's actor, started when needed.
     Tenant(String, RpcReplyPort<Result<ActorRef<TenantMsg>, String>>),
+    /// Start a tenant again after its actor failed (scheduled), so its
+    /// broadcasts resume without waiting for its next request.
+    Restart(String),
 }
 
 pub struct RootArgs {
@@ -25,6 +30,7 @@ pub struct RootState {
     deliverer: Arc<Deliverer>,
     registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
     names: HashMap<ractor::ActorId, String>,
+    restarts: Restarts<String>,
 }
 
 impl RootState {
@@ -50,13 +56,20 @@ impl Actor for Root {
     type Arguments = RootArgs;
 
     async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
-        let mut state = RootState { deliverer: args.deliverer, registry: args.registry, names: HashMap::new() };
+        let mut state = RootState {
+            deliverer: args.deliverer,
+            registry: args.registry,
+            names: HashMap::new(),
+            restarts: Restarts::new(RestartPolicy::default()),
+        };
         // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
         let mut tenants: Vec<String> =
             state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().map(|j| j.tenant).collect();
         tenants.dedup();
         for t in tenants {
-            state.start_tenant(&myself, &t).await?;
+            if let Err(e) = state.start_tenant(&myself, &t).await {
+                tracing::error!(tenant = %t, error = %e, "tenant could not start; its broadcasts resume on its next request");
+            }
         }
         Ok(state)
     }
@@ -72,29 +85,39 @@ impl Actor for Root {
                 let answer = state.start_tenant(&myself, &name).await.map_err(|e| e.to_string());
                 let _ = reply.send(answer);
             }
+            RootMsg::Restart(tenant) => {
+                if let Err(e) = state.start_tenant(&myself, &tenant).await {
+                    tracing::error!(%tenant, error = %e, "tenant could not be restarted");
+                }
+            }
         }
         Ok(())
     }
 
+    /// Never fails because a tenant did: the failed one is restarted after
+    /// its backoff, or left to start on its next request when it fails too often.
     async fn handle_supervisor_evt(
         &self,
         myself: ActorRef<Self::Msg>,
         evt: SupervisionEvent,
         state: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, failed) = match evt {
-            SupervisionEvent::ActorFailed(cell, err) => {
-                tracing::error!(actor = ?cell.get_id(), error = %err, "tenant actor failed; restarting it");
-                (cell, true)
-            }
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, false),
+        let (cell, failure) = match evt {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
             _ => return Ok(()),
         };
-        if let Some(tenant) = state.names.remove(&cell.get_id()) {
-            state.registry.remove(&tenant);
-            if failed {
+        let Some(tenant) = state.names.remove(&cell.get_id()) else { return Ok(()) };
+        state.registry.remove(&tenant);
+        let Some(err) = failure else { return Ok(()) };
+        match state.restarts.on_failure(&tenant, std::time::Instant::now()) {
+            Decision::RestartAfter(delay) => {
+                tracing::error!(%tenant, error = %err, ?delay, "tenant actor failed; restarting it");
                 metrics::counter!("herald_actor_restarts_total", "actor" => "tenant").increment(1);
-                state.start_tenant(&myself, &tenant).await?;
+                myself.send_after(delay, move || RootMsg::Restart(tenant));
+            }
+            Decision::GiveUp => {
+                tracing::error!(%tenant, error = %err, "tenant actor failed too often; it starts again on its next request");
             }
         }
         Ok(())

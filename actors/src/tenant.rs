@@ -1,9 +1,12 @@
 //! The `Tenant` actor: the router of one tenant's sends and the supervisor of
-//! its broadcasts. A failing broadcast is restarted from its checkpoint.
+//! its broadcasts. A failing broadcast is restarted from its checkpoint after
+//! a backoff, and given up (`FAILED`) after too many restarts (see
+//! [`crate::supervision`]).
 
 use crate::delivery::Deliverer;
 use crate::fanout::{FanOut, FanOutArgs};
 use crate::send::{self, SendAnswer, SendError, SendRequest};
+use crate::supervision::{Decision, RestartPolicy, Restarts};
 use herald_storage::deliveries::Job;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
@@ -15,6 +18,8 @@ pub enum TenantMsg {
     Send(Box<SendRequest>, RpcReplyPort<Result<SendAnswer, SendError>>),
     /// Start (or restart) the fan-out of a broadcast job.
     Broadcast(Job),
+    /// Restart broadcast `id` from its checkpoint (scheduled after a failure).
+    Resume(String),
     /// Fail on purpose: proves supervision in tests.
     Crash,
 }
@@ -29,6 +34,8 @@ pub struct TenantState {
     deliverer: Arc<Deliverer>,
     /// Running fan-outs by actor, with their job id, to restart a failed one.
     fanouts: HashMap<ActorId, String>,
+    /// Recent restarts of each broadcast.
+    restarts: Restarts<String>,
 }
 
 impl Actor for Tenant {
@@ -47,7 +54,12 @@ impl Actor for Tenant {
                 myself.cast(TenantMsg::Broadcast(job))?;
             }
         }
-        Ok(TenantState { tenant: args.tenant, deliverer: args.deliverer, fanouts: HashMap::new() })
+        Ok(TenantState {
+            tenant: args.tenant,
+            deliverer: args.deliverer,
+            fanouts: HashMap::new(),
+            restarts: Restarts::new(RestartPolicy::default()),
+        })
     }
 
     async fn handle(
@@ -79,11 +91,19 @@ impl Actor for Tenant {
                 let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
                 state.fanouts.insert(actor.get_id(), id);
             }
+            TenantMsg::Resume(id) => {
+                let unfinished = state.deliverer.store().deliveries().unfinished_jobs()?;
+                if let Some(job) = unfinished.into_iter().find(|j| j.id == id && j.tenant == state.tenant) {
+                    myself.cast(TenantMsg::Broadcast(job))?;
+                }
+            }
             TenantMsg::Crash => panic!("tenant {} crashed on request", state.tenant),
         }
         Ok(())
     }
 
+    /// Never fails because a broadcast did: a failed one is restarted after
+    /// its backoff (a delayed message) or given up.
     async fn handle_supervisor_evt(
         &self,
         myself: ActorRef<Self::Msg>,
@@ -92,18 +112,23 @@ impl Actor for Tenant {
     ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                state.fanouts.remove(&cell.get_id());
+                if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
+                    state.restarts.forget(&job_id);
+                }
             }
             SupervisionEvent::ActorFailed(cell, err) => {
-                if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
-                    tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, "broadcast failed; restarting from its checkpoint");
-                    metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
-                    if let Some(job) =
-                        state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().find(|j| j.id == job_id)
-                    {
-                        // Give a persistent fault (provider down) a moment before the retry.
-                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                        myself.cast(TenantMsg::Broadcast(job))?;
+                let Some(job_id) = state.fanouts.remove(&cell.get_id()) else { return Ok(()) };
+                match state.restarts.on_failure(&job_id, std::time::Instant::now()) {
+                    Decision::RestartAfter(delay) => {
+                        tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, ?delay, "broadcast failed; restarting from its checkpoint");
+                        metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
+                        myself.send_after(delay, move || TenantMsg::Resume(job_id));
+                    }
+                    Decision::GiveUp => {
+                        let reason = format!("the fan-out failed on every restart: {err}");
+                        if let Err(e) = crate::fanout::give_up(&state.deliverer, &state.tenant, &job_id, &reason) {
+                            tracing::error!(tenant = %state.tenant, job = %job_id, error = %e, "could not mark the broadcast failed");
+                        }
                     }
                 }
             }

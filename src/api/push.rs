@@ -164,7 +164,12 @@ pub async fn report(cx: Cx) -> ApiResult<Response> {
             "tenantId": tenant,
             "kind": report.kind,
             "recipient": report.recipient,
-            "state": if report.completed_ms.is_some() { "COMPLETED" } else { "RUNNING" },
+            "state": match (&report.failure, report.completed_ms) {
+                (Some(_), _) => "FAILED",
+                (None, Some(_)) => "COMPLETED",
+                (None, None) => "RUNNING",
+            },
+            "failure": report.failure,
             "createdAt": report.created_ms,
             "completedAt": report.completed_ms,
             "counts": {

@@ -1,5 +1,7 @@
 //! What a handler sees of a request, and how it answers.
 
+pub mod body;
+
 use crate::auth::Principal;
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};

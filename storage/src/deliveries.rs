@@ -87,6 +87,10 @@ pub struct Report {
     /// record: a broadcast's report record stores it after the report.
     #[serde(skip)]
     pub resent: u64,
+    /// Why a broadcast was given up (its fan-out failed on every restart);
+    /// stored like `resent`.
+    #[serde(skip)]
+    pub failure: Option<String>,
 }
 
 impl Report {
@@ -172,16 +176,18 @@ pub(crate) fn decode_job(bytes: &[u8]) -> Result<Job> {
 struct BroadcastReportRef<'a> {
     report: &'a Report,
     resent: u64,
+    failure: &'a Option<String>,
 }
 
 #[derive(Deserialize)]
 struct BroadcastReport {
     report: Report,
     resent: u64,
+    failure: Option<String>,
 }
 
 fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
-    codec::encode(&BroadcastReportRef { report, resent: report.resent })
+    codec::encode(&BroadcastReportRef { report, resent: report.resent, failure: &report.failure })
 }
 
 /// Decodes a record of the reports tree: a broadcast's report with its
@@ -189,8 +195,9 @@ fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
 /// before they had their own tree), tried in that order as in [`decode_job`].
 pub(crate) fn decode_broadcast_report(bytes: &[u8]) -> Result<Report> {
     match codec::decode::<BroadcastReport>(bytes) {
-        Ok(BroadcastReport { mut report, resent }) => {
+        Ok(BroadcastReport { mut report, resent, failure }) => {
             report.resent = resent;
+            report.failure = failure;
             Ok(report)
         }
         Err(e) => codec::decode::<Report>(bytes).map_err(|_| e),

@@ -4,6 +4,7 @@
 use super::client::WebhookClient;
 use super::target::{Target, TargetArgs, TargetMsg};
 use super::WebhookSettings;
+use crate::supervision::{Decision, RestartPolicy, Restarts};
 use herald_storage::Store;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ pub struct DispatcherState {
     client: WebhookClient,
     targets: HashMap<(String, String), ActorRef<TargetMsg>>,
     names: HashMap<ActorId, (String, String)>,
+    restarts: Restarts<(String, String)>,
 }
 
 impl DispatcherState {
@@ -78,6 +80,7 @@ impl Actor for Dispatcher {
             client,
             targets: HashMap::new(),
             names: HashMap::new(),
+            restarts: Restarts::new(RestartPolicy::default()),
         })
     }
 
@@ -92,26 +95,30 @@ impl Actor for Dispatcher {
         }
     }
 
+    /// Never fails because a target did: the failed one is woken again after
+    /// its backoff, or paused (until its next event) when it fails too often.
     async fn handle_supervisor_evt(
         &self,
         myself: ActorRef<DispatcherMsg>,
         evt: SupervisionEvent,
         state: &mut DispatcherState,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, failed) = match evt {
-            SupervisionEvent::ActorFailed(cell, err) => {
-                tracing::error!(error = %err, "webhook target failed; restarting it");
-                (cell, true)
-            }
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, false),
+        let (cell, failure) = match evt {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
             _ => return Ok(()),
         };
-        if let Some(key) = state.names.remove(&cell.get_id()) {
-            state.targets.remove(&key);
-            if failed {
+        let Some(key) = state.names.remove(&cell.get_id()) else { return Ok(()) };
+        state.targets.remove(&key);
+        let Some(err) = failure else { return Ok(()) };
+        match state.restarts.on_failure(&key, std::time::Instant::now()) {
+            Decision::RestartAfter(delay) => {
+                tracing::error!(tenant = %key.0, webhook = %key.1, error = %err, ?delay, "webhook target failed; restarting it");
                 metrics::counter!("herald_actor_restarts_total", "actor" => "webhook_target").increment(1);
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                state.wake(&myself, key.0, key.1).await?;
+                myself.send_after(delay, move || DispatcherMsg::Wake(key.0, key.1));
+            }
+            Decision::GiveUp => {
+                tracing::error!(tenant = %key.0, webhook = %key.1, error = %err, "webhook target failed too often; paused until its next event");
             }
         }
         Ok(())
