@@ -321,3 +321,43 @@ async fn a_broadcast_failing_on_every_restart_ends_failed_while_other_tenants_se
         .any(|e| e["event"] == "BROADCAST_FAILED" && e["data"]["notificationId"] == id.as_str());
     assert!(failed_event, "a BROADCAST_FAILED event was delivered");
 }
+
+/// Invariant: a client's self-update never undoes a concurrent lock or
+/// unlock: after both, the client is in the state of the lock call, and a
+/// broadcast never targets a locked client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_self_update_never_undoes_a_concurrent_lock() {
+    let w = PushWorld::start().await;
+    let s = &w.server;
+    let id = w.client("demo", "carol", "FCM:fcm-carol").await;
+    let path = format!("/v1/tenants/acme/clients/{id}");
+    for round in 0..40 {
+        let lock = round % 2 == 0;
+        let update = s.call(Method::PUT, &path, Some(&w.admin), Some(json!({"appVersion": format!("1.{round}")})));
+        let (st, b) = if lock {
+            let body = json!({"astClientId": id, "lockReason": "stolen"});
+            let change = s.call(Method::POST, "/v1/tenants/acme/clients/lock", Some(&w.admin), Some(body));
+            let ((st, b), _) = tokio::join!(change, update);
+            (st, b)
+        } else {
+            let unlock = format!("/v1/tenants/acme/clients/{id}/unlock");
+            let change = s.call(Method::POST, &unlock, Some(&w.admin), None);
+            let ((st, b), _) = tokio::join!(change, update);
+            (st, b)
+        };
+        assert_eq!(st, StatusCode::NO_CONTENT, "round {round}: {b}");
+        let (_, detail) = s.call(Method::GET, &path, Some(&w.admin), None).await;
+        let expected = if lock { "LOCKED" } else { "NONE" };
+        assert_eq!(detail["lockState"], expected, "round {round}: {detail}");
+        assert_eq!(detail["appVersion"], format!("1.{round}"), "round {round}: the update stands too");
+    }
+    // The last round unlocked; lock once more, racing an update, then broadcast.
+    let body = json!({"astClientId": id, "lockReason": "stolen"});
+    let lock = s.call(Method::POST, "/v1/tenants/acme/clients/lock", Some(&w.admin), Some(body));
+    let update = s.call(Method::PUT, &path, Some(&w.admin), Some(json!({"appVersion": "2.0"})));
+    let ((st, b), _) = tokio::join!(lock, update);
+    assert_eq!(st, StatusCode::NO_CONTENT, "{b}");
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    assert_eq!(r[0]["metadata"]["targeted"], 0, "a locked client is never targeted: {r}");
+}

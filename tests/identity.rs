@@ -778,3 +778,41 @@ async fn ldap_component_app_settings_and_affiliations() {
     assert_eq!(st, StatusCode::UNAUTHORIZED);
     s.shutdown().await;
 }
+
+/// Invariant: a disable is never undone by a concurrent update that does not
+/// touch `enabled`, even one that hashes a new password meanwhile; tokens
+/// issued before the disable are refused after both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_update_with_a_new_password_never_reverts_a_concurrent_disable() {
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let body =
+        json!({"username": "bob", "realmRoles": ["admin"], "credentials": [{"type": "password", "value": "pw-0"}]});
+    assert_eq!(create_user(&s, "acme", &admin, body).await.0, StatusCode::OK);
+    for round in 0..12 {
+        let (st, _) = s.call(Method::PUT, &realm("acme", "/users/bob/enable"), Some(&admin), None).await;
+        assert_eq!(st, StatusCode::OK);
+        let (token, _) = login_bob(&s, &format!("pw-{round}")).await;
+        let new_password = json!({"firstName": format!("Bob {round}"),
+                                  "credentials": [{"type": "password", "value": format!("pw-{}", round + 1)}]});
+        let bob = realm("acme", "/users/bob");
+        let update = s.call(Method::PUT, &bob, Some(&admin), Some(new_password));
+        let disable = async {
+            // Lands while the update hashes its password.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            s.call(Method::PUT, &realm("acme", "/users/bob/disable"), Some(&admin), None).await
+        };
+        let ((a, _), (b, _)) = tokio::join!(update, disable);
+        assert_eq!((a, b), (StatusCode::OK, StatusCode::OK), "round {round}");
+        let u = get(&s, "acme", &admin, "/users/bob").await["data"].clone();
+        assert_eq!(u["enabled"], false, "round {round}: the disable stands: {u}");
+        assert_eq!(u["firstName"], format!("Bob {round}"), "round {round}: and so does the update");
+        assert_eq!(
+            answers(&s, &token).await.0,
+            StatusCode::UNAUTHORIZED,
+            "round {round}: the earlier token is refused"
+        );
+    }
+    s.shutdown().await;
+}

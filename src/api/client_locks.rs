@@ -7,6 +7,32 @@ use crate::models::validate;
 use http::StatusCode;
 use serde_json::json;
 
+/// Locks the client (with `reason`) or unlocks it (`None`) in one
+/// transaction, so the transition is checked against the stored state and
+/// a concurrent write cannot undo it; 406 when it is in that state already.
+fn set_lock(store: &herald_storage::Store, tenant: &str, id: &str, reason: Option<&str>) -> ApiResult<()> {
+    let changed = store.clients().update(tenant, id, |c| match (reason, c.is_locked()) {
+        (Some(_), true) => Err(format!("client {id} is already locked")),
+        (None, false) => Err(format!("client {id} is not locked")),
+        (Some(r), false) => {
+            c.lock_state = "LOCKED".into();
+            c.lock_reason = Some(r.to_string());
+            Ok(())
+        }
+        (None, true) => {
+            c.lock_state = "NONE".into();
+            c.lock_reason = None;
+            Ok(())
+        }
+    });
+    match changed {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(refused)) => Err(ApiError::new(StatusCode::NOT_ACCEPTABLE, refused)),
+        Err(herald_storage::Error::NotFound(_)) => Err(ApiError::not_found(format!("client {id} not found"))),
+        Err(other) => Err(other.into()),
+    }
+}
+
 pub async fn lock(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let body: LockBody = cx.json()?;
@@ -14,14 +40,7 @@ pub async fn lock(cx: Cx) -> ApiResult<Response> {
     validate::length("lockReason", &body.lock_reason, 1, 255)?;
     let store = &cx.engine.store;
     let id = body.ast_client_id.as_str();
-    let mut c =
-        store.clients().get(tenant, id)?.ok_or_else(|| ApiError::not_found(format!("client {id} not found")))?;
-    if c.is_locked() {
-        return Err(ApiError::new(StatusCode::NOT_ACCEPTABLE, format!("client {id} is already locked")));
-    }
-    c.lock_state = "LOCKED".into();
-    c.lock_reason = Some(body.lock_reason.clone());
-    store.clients().put(tenant, &c)?;
+    set_lock(store, tenant, id, Some(&body.lock_reason))?;
     cx.engine.push.events().emit(
         tenant,
         "client",
@@ -36,14 +55,7 @@ pub async fn unlock(cx: Cx) -> ApiResult<Response> {
     let (tenant, id) = (cx.tenant(), cx.param("astClientId"));
     validate::ulid("astClientId", id)?;
     let store = &cx.engine.store;
-    let mut c =
-        store.clients().get(tenant, id)?.ok_or_else(|| ApiError::not_found(format!("client {id} not found")))?;
-    if !c.is_locked() {
-        return Err(ApiError::new(StatusCode::NOT_ACCEPTABLE, format!("client {id} is not locked")));
-    }
-    c.lock_state = "NONE".into();
-    c.lock_reason = None;
-    store.clients().put(tenant, &c)?;
+    set_lock(store, tenant, id, None)?;
     cx.engine.push.events().emit(tenant, "client", "CLIENT_UNLOCKED", json!({ "astClientId": id }));
     store.durable().await?;
     Ok(empty(StatusCode::NO_CONTENT))

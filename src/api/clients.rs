@@ -104,19 +104,34 @@ pub async fn update(cx: Cx) -> ApiResult<Response> {
     cx.principal()?.may_act_on_client(id)?;
     let body: UpdateClient = cx.json()?;
     body.validate()?;
+    let risk_analysis = match &body.risk_analysis {
+        Some(r) => Some(serde_json::to_string(r).map_err(|e| ApiError::internal(e.to_string()))?),
+        None => None,
+    };
     let store = &cx.engine.store;
-    let mut c = store.clients().get(tenant, id)?.ok_or_else(|| client_not_found(id))?;
-    c.app_version = body.app_version.or(c.app_version);
-    c.sdk_version = body.sdk_version.or(c.sdk_version);
-    c.device_name = body.device_name.or(c.device_name);
-    c.client_device = body.client_device.or(c.client_device);
-    c.client_os_version = body.client_os_version.or(c.client_os_version);
-    c.locales = body.locales.unwrap_or(c.locales);
-    c.risks = body.risks.or(c.risks);
-    if let Some(r) = body.risk_analysis {
-        c.risk_analysis = Some(serde_json::to_string(&r).map_err(|e| ApiError::internal(e.to_string()))?);
-    }
-    store.clients().put(tenant, &c)?;
+    // Only the fields the body carries change, on the record as stored at
+    // the write: a lock made meanwhile stays.
+    let c = store
+        .clients()
+        .update(tenant, id, |c| {
+            let b = body.clone();
+            c.app_version = b.app_version.or(c.app_version.take());
+            c.sdk_version = b.sdk_version.or(c.sdk_version.take());
+            c.device_name = b.device_name.or(c.device_name.take());
+            c.client_device = b.client_device.or(c.client_device.take());
+            c.client_os_version = b.client_os_version.or(c.client_os_version.take());
+            c.locales = b.locales.unwrap_or(std::mem::take(&mut c.locales));
+            c.risks = b.risks.or(c.risks.take());
+            if risk_analysis.is_some() {
+                c.risk_analysis = risk_analysis.clone();
+            }
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .map_err(|e| match e {
+            herald_storage::Error::NotFound(_) => client_not_found(id),
+            other => other.into(),
+        })?
+        .unwrap_or_else(|never| match never {});
     store.durable().await?;
     json(StatusCode::OK, &crate::models::client::detail(&c, None))
 }

@@ -64,9 +64,13 @@ pub async fn disconnect(cx: Cx) -> ApiResult<Response> {
     }
     let now = now_ms();
     for l in links.iter().filter(|l| selected(&l.client_id)) {
-        if let Some(mut c) = store.clients().get(tenant, &l.client_id)? {
+        let disconnected = store.clients().update(tenant, &l.client_id, |c| {
             c.not_before_ms = now;
-            store.clients().put(tenant, &c)?;
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match disconnected {
+            Ok(_) | Err(herald_storage::Error::NotFound(_)) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     store.durable().await?;

@@ -7,8 +7,8 @@ use crate::models::user::{
     add_unique, attributes_map, bare, credential_data, revokes_tokens, validate_attributes, validate_client_roles,
     validate_email, validate_names, ProfileWrite, RevokeActions, RevokeRoles, UserView, UserWrite, UPDATE_PASSWORD,
 };
+use herald_storage::now_ms;
 use herald_storage::users::{Credential, Index, Source, User};
-use herald_storage::{now_ms, Store};
 use http::StatusCode;
 use serde_json::{json, Value};
 
@@ -65,22 +65,28 @@ async fn hash(plain: String) -> ApiResult<String> {
         .map_err(ApiError::internal)
 }
 
-/// Applies the write body's password credential (the last one wins).
-async fn apply_credentials(u: &mut User, body: &UserWrite) -> ApiResult<()> {
-    if let Some(c) = body.credentials.iter().flatten().last() {
-        let phc = hash(c.value.clone()).await?;
+/// The body's password credential (the last one wins), hashed off the async
+/// threads, with whether it is temporary.
+async fn new_password(body: &UserWrite) -> ApiResult<Option<(Credential, bool)>> {
+    let Some(c) = body.credentials.iter().flatten().last() else { return Ok(None) };
+    let credential = Credential {
+        id: uuid::Uuid::new_v4().to_string(),
+        kind: "password".into(),
+        hash: hash(c.value.clone()).await?,
+        created_ms: now_ms(),
+    };
+    Ok(Some((credential, c.temporary)))
+}
+
+/// Puts a new password in place of the old one.
+fn set_password(u: &mut User, password: Option<&(Credential, bool)>) {
+    if let Some((credential, temporary)) = password {
         u.credentials.retain(|x| x.kind != "password");
-        u.credentials.push(Credential {
-            id: uuid::Uuid::new_v4().to_string(),
-            kind: "password".into(),
-            hash: phc,
-            created_ms: now_ms(),
-        });
-        if c.temporary {
+        u.credentials.push(credential.clone());
+        if *temporary {
             add_unique(&mut u.required_actions, UPDATE_PASSWORD);
         }
     }
-    Ok(())
 }
 
 /// Copies the fields present in `body` onto `u`.
@@ -120,10 +126,13 @@ fn apply(u: &mut User, body: &UserWrite) {
     }
 }
 
-/// Saves `u`; a change that takes something from the user revokes its tokens
-/// in the same transaction ([`revokes_tokens`]).
-fn save(store: &Store, tenant: &str, u: &User) -> ApiResult<()> {
-    store.users().update_revoking(tenant, u, &revokes_tokens).map_err(conflict)
+/// Applies `change` to the user named by the path's `userId`, on the record
+/// as stored at the write (one transaction, so a concurrent change of other
+/// fields is kept); a change that takes something from the user revokes its
+/// tokens in the same transaction ([`revokes_tokens`]).
+fn change_user(cx: &Cx, change: &dyn Fn(&mut User)) -> ApiResult<User> {
+    let id = load(cx, "userId")?.id;
+    cx.engine.store.users().change(cx.tenant(), &id, change, &revokes_tokens).map_err(conflict)
 }
 
 pub async fn create(cx: Cx) -> ApiResult<Response> {
@@ -131,7 +140,7 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
     body.validate(true)?;
     let mut u = User { id: uuid::Uuid::new_v4().to_string(), enabled: true, created_ms: now_ms(), ..User::default() };
     apply(&mut u, &body);
-    apply_credentials(&mut u, &body).await?;
+    set_password(&mut u, new_password(&body).await?.as_ref());
     cx.engine.store.users().create(cx.tenant(), &u).map_err(conflict)?;
     cx.engine.store.durable().await?;
     envelope("User created successfully", Some(json!({ "id": u.id, "username": u.username })))
@@ -140,10 +149,12 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
 pub async fn update(cx: Cx) -> ApiResult<Response> {
     let body: UserWrite = cx.json()?;
     body.validate(false)?;
-    let mut u = load(&cx, "userId")?;
-    apply(&mut u, &body);
-    apply_credentials(&mut u, &body).await?;
-    save(&cx.engine.store, cx.tenant(), &u)?;
+    load(&cx, "userId")?; // a 404 before the (slow) hash
+    let password = new_password(&body).await?;
+    change_user(&cx, &|u| {
+        apply(u, &body);
+        set_password(u, password.as_ref());
+    })?;
     cx.engine.store.durable().await?;
     envelope("User updated successfully", None)
 }
@@ -157,24 +168,25 @@ pub async fn update_profile(cx: Cx) -> ApiResult<Response> {
             crate::models::validate::id(f, v, 0, 255)?;
         }
     }
-    let mut u = load(&cx, "userId")?;
-    if let Some(v) = body.first_name {
-        u.first_name = Some(v);
-    }
-    if let Some(v) = body.last_name {
-        u.last_name = Some(v);
-    }
-    if let Some(v) = body.email {
-        if u.email.as_deref() != Some(v.as_str()) {
-            u.email_verified = false;
+    change_user(&cx, &|u| {
+        let b = body.clone();
+        if let Some(v) = b.first_name {
+            u.first_name = Some(v);
         }
-        u.email = Some(v).filter(|e| !e.is_empty());
-    }
-    if let Some(a) = body.attributes {
-        // Profile attributes are merged into the existing ones.
-        u.attributes.extend(attributes_map(a));
-    }
-    save(&cx.engine.store, cx.tenant(), &u)?;
+        if let Some(v) = b.last_name {
+            u.last_name = Some(v);
+        }
+        if let Some(v) = b.email {
+            if u.email.as_deref() != Some(v.as_str()) {
+                u.email_verified = false;
+            }
+            u.email = Some(v).filter(|e| !e.is_empty());
+        }
+        if let Some(a) = b.attributes {
+            // Profile attributes are merged into the existing ones.
+            u.attributes.extend(attributes_map(a));
+        }
+    })?;
     cx.engine.store.durable().await?;
     envelope("User profile updated successfully", None)
 }
@@ -223,13 +235,14 @@ pub async fn by_group(cx: Cx) -> ApiResult<Response> {
 }
 
 async fn set_enabled(cx: Cx, enabled: bool) -> ApiResult<Response> {
-    let mut u = load(&cx, "userId")?;
-    u.enabled = enabled;
-    if !enabled {
-        // Tokens issued before now are no longer honoured at refresh.
-        u.not_before = now_ms() / 1000;
-    }
-    save(&cx.engine.store, cx.tenant(), &u)?;
+    let now = now_ms() / 1000;
+    change_user(&cx, &|u| {
+        u.enabled = enabled;
+        if !enabled {
+            // Keycloak's notBefore; tokens are refused through the revocation instant.
+            u.not_before = now;
+        }
+    })?;
     cx.engine.store.durable().await?;
     envelope(if enabled { "User enabled successfully" } else { "User disabled successfully" }, None)
 }
@@ -243,19 +256,17 @@ pub async fn disable(cx: Cx) -> ApiResult<Response> {
 }
 
 pub async fn promote(cx: Cx) -> ApiResult<Response> {
-    let mut u = load(&cx, "userId")?;
-    for r in roles::ADMINS {
-        add_unique(&mut u.realm_roles, r);
-    }
-    save(&cx.engine.store, cx.tenant(), &u)?;
+    change_user(&cx, &|u| {
+        for r in roles::ADMINS {
+            add_unique(&mut u.realm_roles, r);
+        }
+    })?;
     cx.engine.store.durable().await?;
     envelope("User promoted to admin successfully", None)
 }
 
 pub async fn revoke_admin(cx: Cx) -> ApiResult<Response> {
-    let mut u = load(&cx, "userId")?;
-    u.realm_roles.retain(|r| !roles::ADMINS.contains(&r.as_str()));
-    save(&cx.engine.store, cx.tenant(), &u)?;
+    change_user(&cx, &|u| u.realm_roles.retain(|r| !roles::ADMINS.contains(&r.as_str())))?;
     cx.engine.store.durable().await?;
     envelope("Admin access revoked successfully", None)
 }
@@ -264,15 +275,15 @@ pub async fn revoke_roles(cx: Cx) -> ApiResult<Response> {
     let body: RevokeRoles = cx.json()?;
     validate_names("realmRoles", &body.realm_roles)?;
     validate_client_roles("clientRoles", &body.client_roles)?;
-    let mut u = load(&cx, "userId")?;
-    u.realm_roles.retain(|r| !body.realm_roles.contains(r));
-    for (client, revoked) in &body.client_roles {
-        if let Some(held) = u.client_roles.get_mut(client) {
-            held.retain(|r| !revoked.contains(r));
+    change_user(&cx, &|u| {
+        u.realm_roles.retain(|r| !body.realm_roles.contains(r));
+        for (client, revoked) in &body.client_roles {
+            if let Some(held) = u.client_roles.get_mut(client) {
+                held.retain(|r| !revoked.contains(r));
+            }
         }
-    }
-    u.client_roles.retain(|_, r| !r.is_empty());
-    save(&cx.engine.store, cx.tenant(), &u)?;
+        u.client_roles.retain(|_, r| !r.is_empty());
+    })?;
     cx.engine.store.durable().await?;
     envelope("Roles revoked successfully", None)
 }
@@ -280,9 +291,7 @@ pub async fn revoke_roles(cx: Cx) -> ApiResult<Response> {
 pub async fn revoke_required_actions(cx: Cx) -> ApiResult<Response> {
     let body: RevokeActions = cx.json()?;
     validate_names("requiredActions", &body.required_actions)?;
-    let mut u = load(&cx, "userId")?;
-    u.required_actions.retain(|a| !body.required_actions.contains(a));
-    save(&cx.engine.store, cx.tenant(), &u)?;
+    change_user(&cx, &|u| u.required_actions.retain(|a| !body.required_actions.contains(a)))?;
     cx.engine.store.durable().await?;
     envelope("Required actions revoked successfully", None)
 }

@@ -105,7 +105,7 @@ pub struct ItemizedRisk {
 }
 
 /// `PUT /v1/tenants/{t}/clients/{astClientId}` (ext): what a client reports of itself.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateClient {
     pub app_version: Option<String>,

@@ -73,17 +73,38 @@ impl Clients<'_> {
     /// Replaces a client's record; its lock state decides whether its push
     /// token is in the broadcast index (a locked client gets no push).
     pub fn put(&self, tenant: &str, client: &Client) -> Result<()> {
+        self.update(tenant, &client.id, |c| {
+            *c = client.clone();
+            Ok::<(), std::convert::Infallible>(())
+        })?
+        .map(drop)
+        .map_err(|never| match never {})
+    }
+
+    /// Changes a client in one transaction: `change` is applied to the record
+    /// as stored at that moment (it may run again if the transaction retries,
+    /// so it must only compute), and may refuse with its own error, which is
+    /// answered inside `Ok`. Concurrent changes of other fields are kept: no
+    /// read-then-write window. `NotFound("client")` when absent.
+    pub fn update<E>(
+        &self,
+        tenant: &str,
+        id: &str,
+        change: impl Fn(&mut Client) -> std::result::Result<(), E>,
+    ) -> Result<std::result::Result<Client, E>> {
         let t = self.0.trees()?;
-        let k = key(&[tenant, &client.id]);
-        let value = codec::encode(client)?;
-        (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
-            if clients.get(&k)?.is_none() {
-                return abort(Error::NotFound("client"));
+        let k = key(&[tenant, id]);
+        let done = (&t.clients, &t.push_tokens, &t.tokens_by_app).transaction(|(clients, tokens, index)| {
+            let Some(raw) = clients.get(&k)? else { return abort(Error::NotFound("client")) };
+            let mut client: Client = codec::decode(&raw).map_err(TxError::Abort)?;
+            if let Err(refused) = change(&mut client) {
+                return Ok(Err(refused));
             }
-            clients.insert(k.as_slice(), value.as_slice())?;
+            client.id = id.to_string();
+            clients.insert(k.as_slice(), codec::encode(&client).map_err(TxError::Abort)?)?;
             if let Some(raw) = tokens.get(&k)? {
                 let token: PushToken = codec::decode(&raw).map_err(TxError::Abort)?;
-                let ik = index_key(tenant, &token.app_name, &client.id);
+                let ik = index_key(tenant, &token.app_name, id);
                 if token.is_valid && !client.is_locked() {
                     let r = TokenRef { provider: token.provider, token: token.token };
                     index.insert(ik, codec::encode(&r).map_err(TxError::Abort)?)?;
@@ -91,9 +112,9 @@ impl Clients<'_> {
                     index.remove(ik)?;
                 }
             }
-            Ok(())
+            Ok(Ok(client))
         })?;
-        Ok(())
+        Ok(done)
     }
 
     /// Deletes a client with its push token.

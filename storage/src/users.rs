@@ -5,6 +5,7 @@ use crate::keys::{key, prefix};
 use crate::store::{get, put, Store};
 use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
+use sled::transaction::ConflictableTransactionError as TxError;
 use sled::Transactional;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -117,20 +118,35 @@ impl Users<'_> {
     /// Creates the user with every index; `Conflict("user")` on a taken username,
     /// `Conflict("email")` on a taken e-mail.
     pub fn create(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, user, true, &|_, _| false)
+        self.write(tenant, &user.id, true, &|_| user.clone(), &|_, _| false).map(drop)
     }
 
     /// Replaces the user (same id), moving its index entries in the same
     /// transaction; `NotFound("user")` when absent.
     pub fn update(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, user, false, &|_, _| false)
+        self.write(tenant, &user.id, false, &|_| user.clone(), &|_, _| false).map(drop)
     }
 
-    /// [`Users::update`], and in the same transaction, when `revokes(stored,
-    /// user)` says the change takes something away from the user, refuses
-    /// every token issued to it before now (see [`Users::tokens_revoked_before`]).
-    pub fn update_revoking(&self, tenant: &str, user: &User, revokes: &dyn Fn(&User, &User) -> bool) -> Result<()> {
-        self.write(tenant, user, false, revokes)
+    /// Changes user `id` in one transaction: `change` is applied to the
+    /// record as stored at that moment (it may run again if the transaction
+    /// retries, so it must only compute), so concurrent changes of other
+    /// fields are kept. When `revokes(stored, changed)` says the change takes
+    /// something away from the user, every token issued to it before now is
+    /// refused, in the same transaction (see [`Users::tokens_revoked_before`]).
+    /// Answers the changed user; `NotFound("user")` when absent.
+    pub fn change(
+        &self,
+        tenant: &str,
+        id: &str,
+        change: &dyn Fn(&mut User),
+        revokes: &dyn Fn(&User, &User) -> bool,
+    ) -> Result<User> {
+        let make = |stored: Option<&User>| {
+            let mut user = stored.cloned().unwrap_or_default();
+            change(&mut user);
+            user
+        };
+        self.write(tenant, id, false, &make, revokes)
     }
 
     /// Refuses every token issued to the user before now.
@@ -143,16 +159,22 @@ impl Users<'_> {
         Ok(get(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
     }
 
-    fn write(&self, tenant: &str, user: &User, create: bool, revokes: &dyn Fn(&User, &User) -> bool) -> Result<()> {
+    /// Writes user `id` as `make` builds it from the stored record (`None`
+    /// when creating), with its username, e-mail and index entries, in one
+    /// transaction.
+    fn write(
+        &self,
+        tenant: &str,
+        id: &str,
+        create: bool,
+        make: &dyn Fn(Option<&User>) -> User,
+        revokes: &dyn Fn(&User, &User) -> bool,
+    ) -> Result<User> {
         let t = self.0.trees()?;
         let revoked = codec::encode(&revocation_instant())?;
-        let user_key = key(&[tenant, &user.id]);
-        let value = codec::encode(user)?;
-        let name_key = key(&[tenant, &user.username]);
-        let email_key = user.email_key().map(|e| key(&[tenant, &e]));
-        let new_index = index_keys(tenant, user);
+        let user_key = key(&[tenant, id]);
         let trees = (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index, &t.token_revocations);
-        let old_username = trees.transaction(|(users, names, emails, index, revocations)| {
+        let (user, old_username) = trees.transaction(|(users, names, emails, index, revocations)| {
             let old: Option<User> = match users.get(&user_key)? {
                 Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
                 None => None,
@@ -162,20 +184,24 @@ impl Users<'_> {
                 (None, false) => return abort(Error::NotFound("user")),
                 _ => {}
             }
-            if let Some(id) = names.get(&name_key)? {
-                if id.as_ref() != user.id.as_bytes() {
+            let mut user = make(old.as_ref());
+            user.id = id.to_string();
+            let name_key = key(&[tenant, &user.username]);
+            let email_key = user.email_key().map(|e| key(&[tenant, &e]));
+            if let Some(owner) = names.get(&name_key)? {
+                if owner.as_ref() != id.as_bytes() {
                     return abort(Error::Conflict("user"));
                 }
             }
             if let Some(k) = &email_key {
-                if let Some(id) = emails.get(k)? {
-                    if id.as_ref() != user.id.as_bytes() {
+                if let Some(owner) = emails.get(k)? {
+                    if owner.as_ref() != id.as_bytes() {
                         return abort(Error::Conflict("email"));
                     }
                 }
             }
             if let Some(old) = &old {
-                if revokes(old, user) {
+                if revokes(old, &user) {
                     revocations.insert(user_key.as_slice(), revoked.as_slice())?;
                 }
                 names.remove(key(&[tenant, &old.username]))?;
@@ -186,17 +212,18 @@ impl Users<'_> {
                     index.remove(k)?;
                 }
             }
-            users.insert(user_key.as_slice(), value.as_slice())?;
-            names.insert(name_key.as_slice(), user.id.as_bytes())?;
+            users.insert(user_key.as_slice(), codec::encode(&user).map_err(TxError::Abort)?)?;
+            names.insert(name_key.as_slice(), id.as_bytes())?;
             if let Some(k) = &email_key {
-                emails.insert(k.as_slice(), user.id.as_bytes())?;
+                emails.insert(k.as_slice(), id.as_bytes())?;
             }
-            for k in &new_index {
-                index.insert(k.as_slice(), user.id.as_bytes())?;
+            for k in index_keys(tenant, &user) {
+                index.insert(k, id.as_bytes())?;
             }
-            Ok(old.map(|o| o.username))
+            Ok((user, old.map(|o| o.username)))
         })?;
-        self.0.inner.directories.refresh(self.0, tenant, &user.id, old_username.as_deref())
+        self.0.inner.directories.refresh(self.0, tenant, id, old_username.as_deref())?;
+        Ok(user)
     }
 
     /// Directory rows of `source` accepted by `keep`, in username order: what
