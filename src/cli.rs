@@ -94,13 +94,12 @@ pub async fn run(cli: Cli) -> Result<(), String> {
 
 async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     let generated = config.operator_token.is_none();
-    let sims = match demo {
-        true => Some(crate::demo::start_simulators(&mut config).await?),
-        false => None,
-    };
+    #[cfg_attr(not(feature = "demo"), allow(unused_variables))]
+    let sims = demo_simulators(&mut config, demo).await?;
     let fds = crate::server::raise_fd_limit();
     let (listeners, config) = crate::server::bind(config).await?;
     let engine = Engine::open(config).await?;
+    #[cfg(feature = "demo")]
     if let Some(sims) = &sims {
         crate::demo::seed(&engine, sims).await?;
     }
@@ -114,6 +113,7 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     if let Some(ops) = engine.config.ops_listen {
         println!("operations (/healthz, /readyz, /metrics) on http://{ops}");
     }
+    #[cfg(feature = "demo")]
     if let Some(sims) = &sims {
         println!("{}", crate::demo::instructions(&engine.config.public_url, sims));
     }
@@ -122,6 +122,24 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     engine.push.stop();
     tracing::info!("herald stopped");
     Ok(())
+}
+
+/// The simulators of `serve --demo`, started in-process.
+#[cfg(feature = "demo")]
+async fn demo_simulators(config: &mut Config, demo: bool) -> Result<Option<herald_sim::Simulators>, String> {
+    match demo {
+        true => Ok(Some(crate::demo::start_simulators(config).await?)),
+        false => Ok(None),
+    }
+}
+
+/// A build without the `demo` feature has no simulators to start.
+#[cfg(not(feature = "demo"))]
+async fn demo_simulators(_config: &mut Config, demo: bool) -> Result<Option<()>, String> {
+    match demo {
+        true => Err("--demo: this build has no demo mode (it was built without the `demo` feature)".into()),
+        false => Ok(None),
+    }
 }
 
 async fn shutdown_signal() {

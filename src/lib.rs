@@ -10,6 +10,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod config_reference;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod embedding;
 pub mod engine;

@@ -1,5 +1,6 @@
 //! The embedding API: an engine built in-process with the builder, its HTTP
 //! API mounted in a server of the test's own, and the typed operations.
+#![cfg(feature = "demo")]
 
 mod common;
 use common::receiver::Receiver;
