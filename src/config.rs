@@ -70,6 +70,9 @@ pub struct Settings {
     /// Broadcast notifications in flight at once, all broadcasts together.
     #[arg(long, env = "HERALD_BULK_IN_FLIGHT")]
     pub bulk_in_flight: Option<usize>,
+    /// Seconds without a send or broadcast after which a tenant's actor stops, freeing its provider connections (0: never).
+    #[arg(long, env = "HERALD_TENANT_IDLE_STOP_S")]
+    pub tenant_idle_stop_s: Option<u64>,
     /// Milliseconds a one-client or one-user send waits for the providers.
     #[arg(long, env = "HERALD_SEND_DEADLINE_MS")]
     pub send_deadline_ms: Option<u64>,
@@ -167,6 +170,7 @@ impl Settings {
             hms_token_url: self.hms_token_url.or(other.hms_token_url),
             extra_ca_file: self.extra_ca_file.or(other.extra_ca_file),
             bulk_in_flight: self.bulk_in_flight.or(other.bulk_in_flight),
+            tenant_idle_stop_s: self.tenant_idle_stop_s.or(other.tenant_idle_stop_s),
             send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
             webhook_retry_schedule: self.webhook_retry_schedule.or(other.webhook_retry_schedule),
             webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
@@ -370,6 +374,11 @@ impl Config {
                     Some(0) => return Err("bulk_in_flight: must be at least 1".into()),
                     Some(n) => n,
                     None => PushSettings::default().bulk_in_flight,
+                },
+                tenant_idle_stop: match s.tenant_idle_stop_s {
+                    Some(0) => None,
+                    Some(secs) => Some(Duration::from_secs(secs.min(DAY_S * 365))),
+                    None => PushSettings::default().tenant_idle_stop,
                 },
                 ..PushSettings::default()
             },

@@ -30,6 +30,8 @@ impl Engine {
     /// Opens storage and starts the actors; no listener is started.
     pub async fn open(config: Config) -> Result<Arc<Engine>, String> {
         install_crypto_providers();
+        // Before anything counts: what is recorded without a recorder is lost.
+        let metrics = crate::metrics::handle();
         let store = Store::open(&StoreOptions {
             master_key_file: config.master_key_file.clone(),
             cache_bytes: config.cache_bytes,
@@ -55,7 +57,7 @@ impl Engine {
             store,
             keys: KeyCache::default(),
             operator_token,
-            metrics: crate::metrics::handle(),
+            metrics,
             push,
             in_flight: Default::default(),
         }))

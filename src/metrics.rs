@@ -122,6 +122,8 @@ pub const SERIES: &[Series] = &[
         "Time from an event's publication to its successful delivery, retries included."),
     series("herald_actor_restarts_total", Kind::Counter, &["actor"],
         "Actors restarted by their supervisor after a failure (tenant, fanout, webhook_target)."),
+    series("herald_actors_live", Kind::Gauge, &["kind"],
+        "Actors alive, by kind (root, tenant, fanout, webhook_target); a tenant's actor stops after --tenant-idle-stop-s without work."),
     series("herald_connections_closed_total", Kind::Counter, &["reason"],
         "Connections Herald closed: no_request (no complete request head in time), idle (no request open for the idle timeout), per_ip (over the per-address cap)."),
     series("herald_storage_size_bytes", Kind::Gauge, &[], "Size of the database on disk (measured at scrape)."),

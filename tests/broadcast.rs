@@ -361,3 +361,57 @@ async fn a_client_self_update_never_undoes_a_concurrent_lock() {
     assert_eq!(st, StatusCode::ACCEPTED, "{r}");
     assert_eq!(r[0]["metadata"]["targeted"], 0, "a locked client is never targeted: {r}");
 }
+
+/// The value of `herald_actors_live{kind=...}` in a `/metrics` text.
+fn live_actors(metrics: &str, kind: &str) -> f64 {
+    let prefix = format!("herald_actors_live{{kind=\"{kind}\"}} ");
+    metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
+}
+
+/// A tenant's actor stops once idle (`--tenant-idle-stop-s`), which the
+/// `herald_actors_live` gauge shows, and the next send starts it again.
+#[tokio::test]
+async fn an_idle_tenant_actor_stops_and_the_next_send_starts_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let mut env = sim_env(&sims, dir.path());
+    env.push(("HERALD_TENANT_IDLE_STOP_S", "2".into()));
+    let data = dir.path().join("data");
+    let http = reqwest::Client::new();
+    let h = Herald::start(&data, &env);
+    let admin = h.create_tenant(&http, "acme").await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
+    h.kill9();
+    seed_clients(&data, 5, |i| (PushProvider::Apns, apns_token(900 + i)));
+    let h = Herald::start(&data, &env);
+    let admin = h.login(&http, "acme").await;
+    let metrics = || async { http.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap() };
+    for round in 0..2 {
+        let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&admin);
+        let answer: Value = r.json(&topic("chat")).send().await.unwrap().json().await.unwrap();
+        let id = answer[0]["notificationId"].as_str().unwrap().to_string();
+        assert_eq!(live_actors(&metrics().await, "tenant"), 1.0, "round {round}: the send started the tenant's actor");
+        let done = report_when_done(&http, &h, &admin, &id).await;
+        assert_eq!(done["counts"]["sent"], 5, "round {round}: the send works: {done}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while live_actors(&metrics().await, "tenant") > 0.0 {
+            assert!(std::time::Instant::now() < deadline, "round {round}: the idle tenant's actor never stopped");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(live_actors(&metrics().await, "root"), 1.0);
+    }
+}
+
+/// Polls a broadcast's report until it is no longer running (at most 30 s).
+async fn report_when_done(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = report(http, h, token, id).await;
+        if r["state"] != "RUNNING" || std::time::Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

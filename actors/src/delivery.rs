@@ -152,6 +152,12 @@ impl Deliverer {
         Ok(Some(channels))
     }
 
+    /// Drops the tenant's cached channels (and so their connection pools):
+    /// its actor stopped; the next send builds them again.
+    pub fn forget_tenant(&self, tenant: &str) {
+        self.apps.retain(|(t, _), _| t != tenant);
+    }
+
     fn build(&self, tenant: &str, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
         let e = &self.settings.endpoints;
         let limits = self.settings.limits.clone();

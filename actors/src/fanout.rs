@@ -42,6 +42,7 @@ pub struct FanOutArgs {
 pub struct FanOutState {
     deliverer: Arc<Deliverer>,
     job: BroadcastJob,
+    _live: crate::telemetry::LiveActor,
 }
 
 impl Actor for FanOut {
@@ -55,7 +56,7 @@ impl Actor for FanOut {
         args: FanOutArgs,
     ) -> Result<FanOutState, ActorProcessingErr> {
         myself.cast(FanOutMsg::Run)?;
-        Ok(FanOutState { deliverer: args.deliverer, job: args.job })
+        Ok(FanOutState { deliverer: args.deliverer, job: args.job, _live: crate::telemetry::LiveActor::new("fanout") })
     }
 
     async fn handle(

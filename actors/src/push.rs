@@ -8,7 +8,7 @@ use crate::tenant::TenantMsg;
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
 use dashmap::DashMap;
 use herald_storage::Store;
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorRef, ActorStatus};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +37,7 @@ impl Push {
     }
 
     async fn tenant(&self, tenant: &str) -> Result<ActorRef<TenantMsg>, SendError> {
-        if let Some(a) = self.registry.get(tenant) {
+        if let Some(a) = self.registry.get(tenant).filter(|a| a.get_status() == ActorStatus::Running) {
             return Ok(a.clone());
         }
         let answer =
@@ -50,17 +50,28 @@ impl Push {
     }
 
     /// Sends through the tenant's actor; waits at most `deadline` for providers.
+    /// An actor that stopped (idle) after it was looked up never received the
+    /// send: it goes to the actor started in its place.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
-        let tenant = self.tenant(&req.tenant).await?;
-        match tenant.call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline)).await {
-            Ok(ractor::rpc::CallResult::Success(answer)) => answer,
-            Ok(ractor::rpc::CallResult::Timeout) => {
-                Err(SendError::Internal("the providers did not answer within the deadline".into()))
-            }
-            Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
-                Err(SendError::Internal("the tenant actor stopped during the send".into()))
+        let mut req = req;
+        for _ in 0..3 {
+            let tenant = self.tenant(&req.tenant).await?;
+            match tenant.call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline)).await {
+                Ok(ractor::rpc::CallResult::Success(answer)) => return answer,
+                Ok(ractor::rpc::CallResult::Timeout) => {
+                    return Err(SendError::Internal("the providers did not answer within the deadline".into()))
+                }
+                Ok(ractor::rpc::CallResult::SenderError) => {
+                    return Err(SendError::Internal("the tenant actor stopped during the send".into()))
+                }
+                Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _))) => {
+                    self.registry.remove_if(&undelivered.tenant, |_, a| a.get_id() == tenant.get_id());
+                    req = *undelivered;
+                }
+                Err(e) => return Err(SendError::Internal(format!("tenant actor unavailable: {e}"))),
             }
         }
+        Err(SendError::Internal("the tenant actor kept stopping".into()))
     }
 
     /// Makes the tenant's actor fail, to exercise supervision.

@@ -4,9 +4,10 @@
 
 use crate::delivery::Deliverer;
 use crate::supervision::{Decision, RestartPolicy, Restarts};
+use crate::telemetry::LiveActor;
 use crate::tenant::{Tenant, TenantArgs, TenantMsg};
 use dashmap::DashMap;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -31,6 +32,7 @@ pub struct RootState {
     registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
     names: HashMap<ractor::ActorId, String>,
     restarts: Restarts<String>,
+    _live: LiveActor,
 }
 
 impl RootState {
@@ -39,7 +41,8 @@ impl RootState {
         myself: &ActorRef<RootMsg>,
         tenant: &str,
     ) -> Result<ActorRef<TenantMsg>, ActorProcessingErr> {
-        if let Some(a) = self.registry.get(tenant) {
+        // A tenant that stopped (idle) but whose end Root has not seen yet is replaced.
+        if let Some(a) = self.registry.get(tenant).filter(|a| a.get_status() == ActorStatus::Running) {
             return Ok(a.clone());
         }
         let args = TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone() };
@@ -61,6 +64,7 @@ impl Actor for Root {
             registry: args.registry,
             names: HashMap::new(),
             restarts: Restarts::new(RestartPolicy::default()),
+            _live: LiveActor::new("root"),
         };
         // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
         let mut tenants: Vec<String> =
@@ -108,7 +112,7 @@ impl Actor for Root {
             _ => return Ok(()),
         };
         let Some(tenant) = state.names.remove(&cell.get_id()) else { return Ok(()) };
-        state.registry.remove(&tenant);
+        state.registry.remove_if(&tenant, |_, a| a.get_id() == cell.get_id());
         let Some(err) = failure else { return Ok(()) };
         match state.restarts.on_failure(&tenant, std::time::Instant::now()) {
             Decision::RestartAfter(delay) => {

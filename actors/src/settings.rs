@@ -46,6 +46,9 @@ pub struct PushSettings {
     /// Herald and at the provider (Little's law: at 40 000/s, 1 000 in
     /// flight is 25 ms of queue), however many broadcasts run.
     pub bulk_in_flight: usize,
+    /// A tenant's actor with no send and no broadcast for this long stops,
+    /// freeing its provider channels and pools; `None`: never.
+    pub tenant_idle_stop: Option<Duration>,
 }
 
 impl Default for PushSettings {
@@ -58,6 +61,7 @@ impl Default for PushSettings {
             retry_base: Duration::from_millis(200),
             batch_size: 256,
             bulk_in_flight: 1000,
+            tenant_idle_stop: Some(Duration::from_secs(300)),
         }
     }
 }

@@ -175,6 +175,24 @@ pub fn tenant(tenant: &str) -> Arc<TenantSeries> {
     GLOBAL.tenant(tenant)
 }
 
+/// One live actor of `kind` (root, tenant, fanout, webhook_target) in
+/// `herald_actors_live`, for as long as the guard lives: kept in the actor's
+/// state, it is dropped whether the actor stops or fails.
+pub struct LiveActor(&'static str);
+
+impl LiveActor {
+    pub fn new(kind: &'static str) -> LiveActor {
+        metrics::gauge!("herald_actors_live", "kind" => kind).increment(1.0);
+        LiveActor(kind)
+    }
+}
+
+impl Drop for LiveActor {
+    fn drop(&mut self) {
+        metrics::gauge!("herald_actors_live", "kind" => self.0).decrement(1.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,10 +7,13 @@ use crate::delivery::Deliverer;
 use crate::fanout::{FanOut, FanOutArgs};
 use crate::send::{self, SendAnswer, SendError, SendRequest};
 use crate::supervision::{Decision, RestartPolicy, Restarts};
+use crate::telemetry::LiveActor;
 use herald_storage::deliveries::Job;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub struct Tenant;
 
@@ -20,6 +23,8 @@ pub enum TenantMsg {
     Broadcast(Job),
     /// Restart broadcast `id` from its checkpoint (scheduled after a failure).
     Resume(String),
+    /// Stop if idle (see [`PushSettings::tenant_idle_stop`](crate::PushSettings)).
+    IdleCheck,
     /// Fail on purpose: proves supervision in tests.
     Crash,
 }
@@ -36,6 +41,12 @@ pub struct TenantState {
     fanouts: HashMap<ActorId, String>,
     /// Recent restarts of each broadcast.
     restarts: Restarts<String>,
+    /// One-client and one-user sends in progress, and when the last started.
+    sends: Arc<AtomicUsize>,
+    last_work: Instant,
+    /// The periodic idle check, ended with the actor.
+    idle_timer: Option<tokio::task::JoinHandle<()>>,
+    _live: LiveActor,
 }
 
 impl Actor for Tenant {
@@ -54,11 +65,20 @@ impl Actor for Tenant {
                 myself.cast(TenantMsg::Broadcast(job))?;
             }
         }
+        // Checked a few times per idle period (at most every 30 s).
+        let idle_timer = args.deliverer.settings().tenant_idle_stop.map(|idle| {
+            let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+            myself.send_interval(every, || TenantMsg::IdleCheck)
+        });
         Ok(TenantState {
             tenant: args.tenant,
             deliverer: args.deliverer,
             fanouts: HashMap::new(),
             restarts: Restarts::new(RestartPolicy::default()),
+            sends: Arc::new(AtomicUsize::new(0)),
+            last_work: Instant::now(),
+            idle_timer,
+            _live: LiveActor::new("tenant"),
         })
     }
 
@@ -72,8 +92,12 @@ impl Actor for Tenant {
             TenantMsg::Send(req, reply) => {
                 // Sends wait on providers: run them beside the mailbox, not in it.
                 let d = state.deliverer.clone();
+                state.last_work = Instant::now();
+                let sends = state.sends.clone();
+                sends.fetch_add(1, Ordering::AcqRel);
                 tokio::spawn(async move {
                     let answer = send::execute(&d, *req).await;
+                    sends.fetch_sub(1, Ordering::AcqRel);
                     if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
                         let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
                         crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
@@ -83,6 +107,7 @@ impl Actor for Tenant {
                 });
             }
             TenantMsg::Broadcast(job) => {
+                state.last_work = Instant::now();
                 if state.fanouts.values().any(|id| *id == job.id) {
                     return Ok(());
                 }
@@ -97,8 +122,26 @@ impl Actor for Tenant {
                     myself.cast(TenantMsg::Broadcast(job))?;
                 }
             }
+            TenantMsg::IdleCheck => {
+                let idle = state.deliverer.settings().tenant_idle_stop;
+                let quiet = state.fanouts.is_empty() && state.sends.load(Ordering::Acquire) == 0;
+                if quiet && idle.is_some_and(|idle| state.last_work.elapsed() >= idle) {
+                    tracing::debug!(tenant = %state.tenant, "tenant idle: stopping its actor");
+                    myself.stop(Some("idle".into()));
+                }
+            }
             TenantMsg::Crash => panic!("tenant {} crashed on request", state.tenant),
         }
+        Ok(())
+    }
+
+    /// Frees what the tenant held: its provider channels and their pools
+    /// (rebuilt on the next send) and the idle timer.
+    async fn post_stop(&self, _myself: ActorRef<Self::Msg>, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
+        if let Some(timer) = state.idle_timer.take() {
+            timer.abort();
+        }
+        state.deliverer.forget_tenant(&state.tenant);
         Ok(())
     }
 
@@ -118,7 +161,7 @@ impl Actor for Tenant {
             }
             SupervisionEvent::ActorFailed(cell, err) => {
                 let Some(job_id) = state.fanouts.remove(&cell.get_id()) else { return Ok(()) };
-                match state.restarts.on_failure(&job_id, std::time::Instant::now()) {
+                match state.restarts.on_failure(&job_id, Instant::now()) {
                     Decision::RestartAfter(delay) => {
                         tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, ?delay, "broadcast failed; restarting from its checkpoint");
                         metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);

@@ -31,6 +31,7 @@ pub struct TargetState {
     next_wake_ms: Option<u64>,
     /// This outbox's share of its tenant's `herald_webhook_outbox_depth`.
     reported_depth: u64,
+    _live: crate::telemetry::LiveActor,
 }
 
 impl Actor for Target {
@@ -44,7 +45,12 @@ impl Actor for Target {
         args: TargetArgs,
     ) -> Result<TargetState, ActorProcessingErr> {
         myself.cast(TargetMsg::Wake)?;
-        Ok(TargetState { args, next_wake_ms: None, reported_depth: 0 })
+        Ok(TargetState {
+            args,
+            next_wake_ms: None,
+            reported_depth: 0,
+            _live: crate::telemetry::LiveActor::new("webhook_target"),
+        })
     }
 
     async fn post_stop(&self, _myself: ActorRef<TargetMsg>, state: &mut TargetState) -> Result<(), ActorProcessingErr> {
