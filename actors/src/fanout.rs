@@ -4,7 +4,7 @@
 //! A kill -9 resends what was sent but not durably checkpointed. That is kept
 //! to about what is in flight: batches are small, the clients sent to but not
 //! committed never exceed `bulk_in_flight` plus one batch, and checkpoints are
-//! made durable by a group commit at most [`GROUP_COMMIT`] apart, awaited
+//! made durable by a group commit at most `GROUP_COMMIT` (5 ms) apart, awaited
 //! beside the sends rather than in front of them.
 //!
 //! Each read also advances the job's read mark, and no client is sent to

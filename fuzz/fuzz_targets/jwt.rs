@@ -34,6 +34,7 @@ fn world() -> &'static World {
         let claims = AccessClaims {
             exp: now + 86_400,
             iat: now,
+            iat_ms: now * 1000,
             jti: "j".into(),
             iss: tokens::issuer(URL, "acme"),
             aud: "account".into(),

@@ -20,7 +20,7 @@
 //! Both the mark and the count came after the first records were written:
 //! postcard is not self-describing, so each is a field appended to the end of
 //! its stored record, and records without it are still read (see
-//! [`decode_job`] and [`decode_broadcast_report`]).
+//! `decode_job` and `decode_broadcast_report`).
 
 use crate::keys::{key, last_part, prefix};
 use crate::store::{get, put, Store};
@@ -141,7 +141,7 @@ pub struct Job {
     /// The highest client of the app in progress (the first not done) that
     /// may have been sent to: every send is preceded by a durable write of a
     /// mark at or above its client. `None` before the first read of an app.
-    /// Last, so that a record written before it decodes as [`JobV1`].
+    /// Last, so that a record written before it decodes as `JobV1`.
     pub read_mark: Option<String>,
 }
 

@@ -59,7 +59,7 @@ pub(crate) struct Inner {
 }
 
 impl Store {
-    /// Opens the two sled databases under the data directory (see [`Dbs`]).
+    /// Opens the two sled databases under the data directory (records compressed, delivery records not: see `databases.rs`).
     /// On a full disk the ballast is given up so they can open (sled writes
     /// when it opens); the store then serves reads and refuses writes until
     /// space is freed.
