@@ -130,3 +130,38 @@ async fn apps_update_list_and_delete() {
     assert_eq!(b["subsystem"], 519);
     s.shutdown().await;
 }
+
+/// Invariant: a delete is never undone by a concurrent update of the same
+/// app (which used to check, then write the whole record back), and two
+/// concurrent updates both stand (each builds on the other's result).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_update_never_undoes_a_concurrent_delete() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let mut update = fcm_app_body();
+    update["fcmServiceAccountJSON"] = json!("***");
+    for round in 0..30 {
+        let path = format!("/v1/tenants/acme/apps/r{round}");
+        let (st, _) = s.call(Method::POST, &path, Some(&admin), Some(fcm_app_body())).await;
+        assert_eq!(st, StatusCode::CREATED);
+        let put = s.call(Method::PUT, &path, Some(&admin), Some(update.clone()));
+        let delete = s.call(Method::DELETE, &path, Some(&admin), None);
+        let ((put_st, b), (delete_st, _)) = tokio::join!(put, delete);
+        assert_eq!(delete_st, StatusCode::NO_CONTENT, "round {round}");
+        assert!([StatusCode::OK, StatusCode::NOT_FOUND].contains(&put_st), "round {round}: {put_st} {b}");
+        let (st, b) = s.call(Method::GET, &path, Some(&admin), None).await;
+        assert_eq!(st, StatusCode::NOT_FOUND, "round {round}: the deleted app came back: {b}");
+    }
+    // Concurrent updates of different fields: the last writer builds on the first.
+    let categories = |c: &str| {
+        let mut b = update.clone();
+        b["categories"] = json!([c]);
+        b
+    };
+    let (a, b) = tokio::join!(
+        s.call(Method::PUT, "/v1/tenants/acme/apps/shop", Some(&admin), Some(categories("chat"))),
+        s.call(Method::PUT, "/v1/tenants/acme/apps/shop", Some(&admin), Some(categories("tms")))
+    );
+    assert_eq!((a.0, b.0), (StatusCode::OK, StatusCode::OK));
+    s.shutdown().await;
+}

@@ -26,21 +26,33 @@ pub async fn create_app(store: &Store, tenant: &str, name: &str, body: &AppBody)
     Ok(AppView::of(tenant, &app))
 }
 
+/// Builds the new record on the stored one and swaps it in only if that is
+/// still what is stored: a concurrent delete stands (404), a concurrent update
+/// makes this one build again on its result.
 pub async fn update(cx: Cx) -> ApiResult<Response> {
     let (tenant, name) = (cx.tenant(), cx.param("appName"));
     let body: AppBody = cx.json()?;
     body.validate(name)?;
-    let old = cx
-        .engine
-        .store
-        .apps()
-        .get(tenant, name)?
-        .ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
-    let app = to_record(&cx.engine.store, tenant, name, &body, Some(&old), now_ms())?;
-    cx.engine.store.apps().update(tenant, &app)?;
-    cx.engine.store.durable().await?;
-    json(StatusCode::OK, &AppView::of(tenant, &app))
+    let store = &cx.engine.store;
+    let not_found = || ApiError::not_found(format!("app {name} not found"));
+    for _ in 0..UPDATE_ATTEMPTS {
+        let old = store.apps().get(tenant, name)?.ok_or_else(not_found)?;
+        let app = to_record(store, tenant, name, &body, Some(&old), now_ms())?;
+        match store.apps().replace(tenant, &old, &app) {
+            Ok(()) => {
+                store.durable().await?;
+                return json(StatusCode::OK, &AppView::of(tenant, &app));
+            }
+            Err(herald_storage::Error::Conflict(_)) => continue,
+            Err(herald_storage::Error::NotFound(_)) => return Err(not_found()),
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ApiError::conflict(format!("app {name} kept changing during the update: try again")))
 }
+
+/// Times an update builds its record again after a concurrent write.
+const UPDATE_ATTEMPTS: usize = 5;
 
 pub async fn get(cx: Cx) -> ApiResult<Response> {
     let (tenant, name) = (cx.tenant(), cx.param("appName"));

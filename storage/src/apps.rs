@@ -1,7 +1,7 @@
 //! Apps of a tenant with their push configuration; credentials are sealed.
 
 use crate::keys::{key, prefix};
-use crate::store::{get, put, Store};
+use crate::store::{get, Store};
 use crate::{codec, Error, Result, Secret};
 use serde::{Deserialize, Serialize};
 
@@ -47,15 +47,19 @@ impl Apps<'_> {
         created.map_err(|_| Error::Conflict("app"))
     }
 
-    pub fn update(&self, tenant: &str, app: &App) -> Result<()> {
-        let t = &self.0.trees()?.apps;
-        let k = key(&[tenant, &app.name]);
-        if !t.contains_key(&k)? {
-            return Err(Error::NotFound("app"));
-        }
-        put(t, &k, app)?;
+    /// Replaces `old` by `new` only if the stored record is still `old`
+    /// (optimistic concurrency): `NotFound("app")` when the app was deleted
+    /// meanwhile (a delete is never undone), `Conflict("app")` when another
+    /// write changed it (the caller builds its change again on the new record).
+    pub fn replace(&self, tenant: &str, old: &App, new: &App) -> Result<()> {
+        let k = key(&[tenant, &new.name]);
+        let swapped = self.0.trees()?.apps.compare_and_swap(k, Some(codec::encode(old)?), Some(codec::encode(new)?))?;
         self.changed();
-        Ok(())
+        match swapped {
+            Ok(()) => Ok(()),
+            Err(e) if e.current.is_none() => Err(Error::NotFound("app")),
+            Err(_) => Err(Error::Conflict("app")),
+        }
     }
 
     pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
