@@ -336,3 +336,82 @@ async fn outboxes_survive_sigkill() {
     assert_eq!(published.len(), EVENTS);
     assert!(published.is_subset(&distinct), "every acknowledged event delivered at least once");
 }
+
+/// A receiver that answers every request `410 Gone` after `delay`, and counts them.
+async fn slow_gone(delay: std::time::Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = stream.read(&mut buf).await;
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                let _ = stream.write_all(b"HTTP/1.1 410 Gone\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// Invariant: a 410 answered while the webhook was being updated never
+/// erases the update, and a 410 from the URL the update replaced does not
+/// disable the webhook at its new URL.
+#[tokio::test]
+async fn an_update_made_while_a_410_is_on_its_way_stands() {
+    let (s, t) = server().await;
+    let (gone_url, seen) = slow_gone(std::time::Duration::from_millis(500)).await;
+    let good = Receiver::start(vec![]).await;
+    let (st, b) = s
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/webhooks",
+            Some(&t),
+            Some(json!({"filter": "type=domain", "callbackUrl": gone_url})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    let id = b["id"].as_str().unwrap().to_string();
+    let event = json!({"type": "domain", "event": "ORDER_PAID", "data": {"id": 1}});
+    let (st, _) = s.call(Method::POST, "/v1/tenants/acme/events", Some(&t), Some(event.clone())).await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    // The attempt is at the receiver, whose 410 is on its way: move the webhook.
+    while seen.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let moved = json!({"filter": "type=domain and event=ORDER_SHIPPED", "callbackUrl": good.url});
+    let (st, b) = s.call(Method::PUT, &format!("/v1/tenants/acme/webhooks/{id}"), Some(&t), Some(moved)).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await; // the 410 has come back
+    let (_, w) = s.call(Method::GET, &format!("/v1/tenants/acme/webhooks/{id}"), Some(&t), None).await;
+    assert_eq!(w["callbackUrl"], good.url.as_str(), "the update stands: {w}");
+    assert_eq!(w["filter"], "type=domain and event=ORDER_SHIPPED", "{w}");
+    assert_eq!(w["active"], true, "the old URL's 410 did not disable the new one: {w}");
+    // Without an update in between, a 410 does disable it.
+    let (st, b) = s
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/webhooks",
+            Some(&t),
+            Some(json!({"filter": "type=domain", "callbackUrl": gone_url})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    let second = b["id"].as_str().unwrap().to_string();
+    s.call(Method::POST, "/v1/tenants/acme/events", Some(&t), Some(event)).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, w) = s.call(Method::GET, &format!("/v1/tenants/acme/webhooks/{second}"), Some(&t), None).await;
+        if w["active"] == false {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the 410 never disabled the webhook: {w}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    s.shutdown().await;
+}

@@ -92,22 +92,29 @@ pub async fn update(cx: Cx) -> ApiResult<Response> {
     let body: WebhookBody = cx.json()?;
     body.validate()?;
     let store = &cx.engine.store;
-    let old = store.webhooks().get(tenant, id)?.ok_or_else(|| not_found(id))?;
+    store.webhooks().get(tenant, id)?.ok_or_else(|| not_found(id))?;
     let (auth_username, auth_password) = seal_password(store, tenant, id, &body)?;
     let active = body.active.unwrap_or(true);
-    let w = Webhook {
-        filter: body.filter.clone(),
-        callback_url: body.callback_url.clone(),
-        auth_type: body.auth_type().to_string(),
-        auth_username,
-        auth_password,
-        disabled_reason: if active { None } else { old.disabled_reason.clone() },
-        active,
-        modified_ms: now_ms(),
-        modified_by: cx.principal()?.username.clone(),
-        ..old
-    };
-    store.webhooks().put(tenant, &w)?;
+    let (now, by) = (now_ms(), cx.principal()?.username.clone());
+    // On the record as stored at the write: a 410 that disabled it meanwhile
+    // keeps its reason when this update does not re-activate it.
+    let w = store
+        .webhooks()
+        .change(tenant, id, |w| {
+            w.filter = body.filter.clone();
+            w.callback_url = body.callback_url.clone();
+            w.auth_type = body.auth_type().to_string();
+            w.auth_username = auth_username.clone();
+            w.auth_password = auth_password.clone();
+            if active {
+                w.disabled_reason = None;
+            }
+            w.active = active;
+            w.modified_ms = now;
+            w.modified_by = by.clone();
+            true
+        })?
+        .ok_or_else(|| not_found(id))?;
     store.durable().await?;
     // A re-activated webhook delivers what waited in its outbox.
     cx.engine.push.events().wake(tenant, id);

@@ -10,6 +10,7 @@ use crate::keys::{key, prefix};
 use crate::store::{all_with_tenant, get, put, Store};
 use crate::{codec, Error, Result, Secret};
 use serde::{Deserialize, Serialize};
+use sled::transaction::ConflictableTransactionError;
 use sled::Transactional;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +85,24 @@ impl Webhooks<'_> {
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
         get(&self.0.trees()?.webhooks, &key(&[tenant, id]))
+    }
+
+    /// Changes a webhook in one transaction: `change` sees the record as
+    /// stored at that moment (it may run again if the transaction retries, so
+    /// it must only compute) and says whether to write it. Answers the record
+    /// as it now stands, or `None` when there is no such webhook.
+    pub fn change(&self, tenant: &str, id: &str, change: impl Fn(&mut Webhook) -> bool) -> Result<Option<Webhook>> {
+        let k = key(&[tenant, id]);
+        let t = self.0.trees()?;
+        let changed = t.webhooks.transaction(|tx| {
+            let Some(raw) = tx.get(&k)? else { return Ok(None) };
+            let mut w: Webhook = codec::decode(&raw).map_err(ConflictableTransactionError::Abort)?;
+            if change(&mut w) {
+                tx.insert(k.as_slice(), codec::encode(&w).map_err(ConflictableTransactionError::Abort)?)?;
+            }
+            Ok(Some(w))
+        })?;
+        Ok(changed)
     }
 
     pub fn list(&self, tenant: &str) -> Result<Vec<Webhook>> {

@@ -115,16 +115,31 @@ async fn deliver_due(a: &TargetArgs) -> Result<Option<Duration>, ActorProcessing
             futures::future::join_all(due.into_iter().map(|(key, entry)| attempt(a, &webhook, key, entry))).await;
         for gone in results {
             if let Some(reason) = gone? {
-                let mut w = webhook.clone();
-                w.active = false;
-                w.disabled_reason = Some(reason);
-                w.modified_ms = now_ms();
-                a.store.webhooks().put(&a.tenant, &w)?;
-                tracing::warn!(tenant = %a.tenant, webhook = %a.id, "receiver answered 410 Gone: webhook disabled");
-                return Ok(None);
+                if disable(a, &webhook.callback_url, &reason)? {
+                    tracing::warn!(tenant = %a.tenant, webhook = %a.id, "receiver answered 410 Gone: webhook disabled");
+                    return Ok(None);
+                }
             }
         }
     }
+}
+
+/// Disables the webhook after its receiver at `url` answered 410, on the
+/// record as stored now: an update made meanwhile is kept, and one that moved
+/// the webhook to another URL is not disabled by the old URL's answer.
+/// Answers whether the webhook is now disabled.
+fn disable(a: &TargetArgs, url: &str, reason: &str) -> Result<bool, ActorProcessingErr> {
+    let now = now_ms();
+    let stored = a.store.webhooks().change(&a.tenant, &a.id, |w| {
+        if !w.active || w.callback_url != url {
+            return false;
+        }
+        w.active = false;
+        w.disabled_reason = Some(reason.to_string());
+        w.modified_ms = now;
+        true
+    })?;
+    Ok(stored.is_none_or(|w| !w.active))
 }
 
 /// One attempt; answers `Some(reason)` when the receiver asked to be disabled (410).
