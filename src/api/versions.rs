@@ -6,7 +6,7 @@ use crate::http::{empty, json, Cx, Response};
 use crate::models::app::CATEGORIES;
 use crate::models::validate;
 use crate::models::version::{
-    self as model, like, policy_view, ArchView, LockBody, PolicyBody, VersionBody, VersionView, VoteBody,
+    self as model, decide_vote, like, policy_view, ArchView, LockBody, PolicyBody, VersionBody, VersionView, VoteBody,
 };
 use crate::paging::Paging;
 use herald_storage::apps::App;
@@ -221,9 +221,12 @@ pub async fn vote(cx: Cx) -> ApiResult<Response> {
     }
     let users = store.links().user_ids_of_client(tenant, &client_id)?;
     let arch = &body.architecture_name;
+    let now = now_ms();
     let outcome = store
         .versions()
-        .vote(tenant, &version.id, arch, &client_id, &body.integrity_check_id, &users, now_ms())
+        .vote(tenant, &version.id, arch, &client_id, now, |ballot| {
+            decide_vote(ballot, &client_id, &body.integrity_check_id, &users, now)
+        })
         .map_err(|e| match e {
             StoreError::NotFound("version") => not_found(&version.id),
             other => other.into(),

@@ -3,7 +3,9 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
-use herald_storage::versions::{ArchState, Policy, Version, REGISTERED};
+use herald_storage::versions::{
+    ArchState, Ballot, Decision, Policy, Version, Vote, VoteOutcome, FAILED, REGISTERED, VOTING,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -210,9 +212,143 @@ pub fn like(pattern: &str, value: &str) -> bool {
     }
 }
 
+/// The vote rule of integrity voting: a locked version or one without
+/// integrity checking takes no votes; under the default policy (none) only a
+/// client of the version's `registerUserId` votes, and decides alone; a vote
+/// replacing the client's earlier one moves its count; the first
+/// integrityCheckId to reach the policy's `quorumSize` registers the
+/// architecture, and reaching `maxVotes` without a quorum fails it.
+pub fn decide_vote(b: Ballot<'_>, client: &str, check_id: &str, client_users: &[String], now: u64) -> Decision {
+    if b.version.version_lock {
+        return Decision::Refused(VoteOutcome::Locked);
+    }
+    if !b.version.is_check_integrity {
+        return Decision::Refused(VoteOutcome::NoIntegrityCheck);
+    }
+    let registering_client = b.version.register_user_id.as_ref().is_some_and(|u| client_users.contains(u));
+    if b.policy.is_none() && !registering_client {
+        return Decision::Refused(VoteOutcome::NotEligible);
+    }
+    let mut state = b.state;
+    if state.state != VOTING {
+        return Decision::Refused(VoteOutcome::Closed(state.state));
+    }
+    match b.previous {
+        Some(previous) => {
+            if let Some(e) = state.tally.iter_mut().find(|(id, _)| *id == previous.integrity_check_id) {
+                e.1 = e.1.saturating_sub(1);
+            }
+            state.tally.retain(|(_, n)| *n > 0);
+        }
+        None => state.total = state.total.saturating_add(1),
+    }
+    let count = match state.tally.iter_mut().find(|(id, _)| id == check_id) {
+        Some(e) => {
+            e.1 = e.1.saturating_add(1);
+            e.1
+        }
+        None => {
+            state.tally.push((check_id.to_string(), 1));
+            1
+        }
+    };
+    // The default policy: the registering user's client decides alone.
+    let (quorum, max) = b.policy.map_or((1, u32::MAX), |p| (p.quorum_size, p.max_votes));
+    let registered_now = count >= quorum;
+    if registered_now {
+        state.state = REGISTERED.to_string();
+        state.registered_check_id = Some(check_id.to_string());
+    } else if state.total >= max {
+        state.state = FAILED.to_string();
+    }
+    state.updated_ms = now;
+    let vote = Vote { client_id: client.to_string(), integrity_check_id: check_id.to_string(), cast_ms: now };
+    Decision::Counted { vote, state, registered_now }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn voting(total: u32, tally: &[(&str, u32)]) -> ArchState {
+        ArchState {
+            architecture: "arm64".into(),
+            state: VOTING.into(),
+            round: "r1".into(),
+            registered_check_id: None,
+            total,
+            tally: tally.iter().map(|(id, n)| (id.to_string(), *n)).collect(),
+            updated_ms: 0,
+        }
+    }
+
+    fn quorum(size: u32, max: u32) -> Policy {
+        Policy {
+            id: "p".into(),
+            name: "p".into(),
+            kind: "QUORUM".into(),
+            quorum_size: size,
+            max_votes: max,
+            uses: 1,
+            created_ms: 0,
+        }
+    }
+
+    fn counted(d: Decision) -> (ArchState, bool) {
+        match d {
+            Decision::Counted { state, registered_now, .. } => (state, registered_now),
+            Decision::Refused(o) => panic!("refused: {o:?}"),
+        }
+    }
+
+    #[test]
+    fn a_quorum_registers_and_max_votes_without_one_fails() {
+        let v = Version { is_check_integrity: true, policy_id: Some("p".into()), ..Version::default() };
+        let p = quorum(2, 3);
+        let ballot = |state, previous| Ballot { version: &v, policy: Some(&p), state, previous };
+        let (s, now) = counted(decide_vote(ballot(voting(0, &[]), None), "c1", "A", &[], 1));
+        assert_eq!((s.state.as_str(), s.total, now), (VOTING, 1, false));
+        let (s, now) = counted(decide_vote(ballot(voting(1, &[("A", 1)]), None), "c2", "A", &[], 2));
+        assert_eq!((s.state.as_str(), s.registered_check_id.as_deref(), now), (REGISTERED, Some("A"), true));
+        let (s, _) = counted(decide_vote(ballot(voting(2, &[("A", 1), ("B", 1)]), None), "c3", "C", &[], 3));
+        assert_eq!((s.state.as_str(), s.total), (FAILED, 3), "maxVotes reached without a quorum");
+    }
+
+    #[test]
+    fn a_replaced_vote_moves_its_count_without_counting_twice() {
+        let v = Version { is_check_integrity: true, policy_id: Some("p".into()), ..Version::default() };
+        let p = quorum(3, 10);
+        let earlier = Vote { client_id: "c1".into(), integrity_check_id: "A".into(), cast_ms: 0 };
+        let ballot =
+            Ballot { version: &v, policy: Some(&p), state: voting(2, &[("A", 1), ("B", 1)]), previous: Some(&earlier) };
+        let (s, _) = counted(decide_vote(ballot, "c1", "B", &[], 5));
+        assert_eq!((s.total, s.tally), (2, vec![("B".to_string(), 2)]));
+    }
+
+    #[test]
+    fn refusals_name_their_reason() {
+        let refused = |v: &Version, policy: Option<&Policy>, state: ArchState, users: &[String]| match decide_vote(
+            Ballot { version: v, policy, state, previous: None },
+            "c",
+            "A",
+            users,
+            0,
+        ) {
+            Decision::Refused(o) => format!("{o:?}"),
+            Decision::Counted { .. } => "counted".into(),
+        };
+        let p = quorum(2, 3);
+        let open = Version { is_check_integrity: true, ..Version::default() };
+        let locked = Version { version_lock: true, ..open.clone() };
+        let unchecked = Version { is_check_integrity: false, ..open.clone() };
+        assert_eq!(refused(&locked, Some(&p), voting(0, &[]), &[]), "Locked");
+        assert_eq!(refused(&unchecked, Some(&p), voting(0, &[]), &[]), "NoIntegrityCheck");
+        assert_eq!(refused(&open, None, voting(0, &[]), &["bob".into()]), "NotEligible", "default policy, not bob's");
+        let bobs = Version { register_user_id: Some("bob".into()), ..open.clone() };
+        assert_eq!(refused(&bobs, None, voting(0, &[]), &["bob".into()]), "counted", "bob's client decides alone");
+        let closed = ArchState { state: REGISTERED.into(), ..voting(2, &[]) };
+        assert_eq!(refused(&open, Some(&p), closed, &[]), "Closed(\"REGISTERED\")");
+    }
 
     #[test]
     fn version_keys_order_numerically() {

@@ -12,7 +12,9 @@
 //! integrityCheckId and the total). One vote is a single serializable sled
 //! transaction over the versions, policies, architecture-state and votes trees:
 //! it reads the version (lock, integrity flag, policy), the policy, the state and
-//! the client's previous vote, decides, and writes the vote and the new state.
+//! the client's previous vote, asks the vote rule (a plain function of the
+//! front end, `models::version::decide_vote`) what becomes of them, and writes
+//! the vote and the new state.
 //! sled retries a transaction that conflicts with a concurrent one, so two votes
 //! can never both complete a quorum, nor push the count past `maxVotes`.
 //!
@@ -32,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 use sled::Transactional;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Version {
     pub id: String,
     pub app_name: String,
@@ -105,6 +107,23 @@ pub enum VoteOutcome {
     Closed(String),
     /// Default policy: the client is not linked to the version's `registerUserId`.
     NotEligible,
+}
+
+/// The records a vote is decided on, as stored inside its transaction.
+pub struct Ballot<'a> {
+    pub version: &'a Version,
+    pub policy: Option<&'a Policy>,
+    /// The architecture's state; a fresh `VOTING` one for its first vote.
+    pub state: ArchState,
+    /// The client's vote in the current round, when it voted before.
+    pub previous: Option<&'a Vote>,
+}
+
+/// What the vote rule makes of a [`Ballot`]: refused, or the vote and the
+/// architecture's new state to write.
+pub enum Decision {
+    Refused(VoteOutcome),
+    Counted { vote: Vote, state: ArchState, registered_now: bool },
 }
 
 pub struct Versions<'a>(&'a Store);
@@ -323,35 +342,30 @@ impl Versions<'_> {
             .collect()
     }
 
-    /// Casts (or replaces) `client`'s vote, in one serializable transaction (see
-    /// the module documentation). `client_users` are the users linked to the
-    /// client, for the default policy.
-    #[allow(clippy::too_many_arguments)]
+    /// Casts (or replaces) `client`'s vote in one serializable transaction
+    /// (see the module documentation): reads the version, its policy, the
+    /// architecture's state and the client's previous vote, lets `decide`
+    /// (the vote rule, which lives with the model, not here) say what
+    /// becomes of them, and writes what it counted. `decide` may run again
+    /// when the transaction retries, so it must only compute.
     pub fn vote(
         &self,
         tenant: &str,
         version_id: &str,
         arch: &str,
         client: &str,
-        check_id: &str,
-        client_users: &[String],
         now: u64,
+        decide: impl Fn(Ballot<'_>) -> Decision,
     ) -> Result<VoteOutcome> {
         let t = self.0.trees()?;
         let vk = key(&[tenant, version_id]);
         let ak = key(&[tenant, version_id, arch]);
-        let fresh_round = round_part(self.0.trees()?.db.generate_id()?);
+        let fresh_round = round_part(t.db.generate_id()?);
         let outcome = (&t.versions, &t.policies, &t.version_archs, &t.version_votes).transaction(
             |(versions, policies, archs, votes)| {
                 let Some(version) = tx_get::<Version>(versions, &vk)? else {
                     return abort(Error::NotFound("version"));
                 };
-                if version.version_lock {
-                    return Ok(VoteOutcome::Locked);
-                }
-                if !version.is_check_integrity {
-                    return Ok(VoteOutcome::NoIntegrityCheck);
-                }
                 let policy = match &version.policy_id {
                     Some(p) => match tx_get::<Policy>(policies, &key(&[tenant, p]))? {
                         Some(p) => Some(p),
@@ -359,12 +373,7 @@ impl Versions<'_> {
                     },
                     None => None,
                 };
-                if policy.is_none()
-                    && !version.register_user_id.as_ref().is_some_and(|u| client_users.iter().any(|c| c == u))
-                {
-                    return Ok(VoteOutcome::NotEligible);
-                }
-                let mut state = tx_get::<ArchState>(archs, &ak)?.unwrap_or_else(|| ArchState {
+                let state = tx_get::<ArchState>(archs, &ak)?.unwrap_or_else(|| ArchState {
                     architecture: arch.to_string(),
                     state: VOTING.to_string(),
                     round: fresh_round.clone(),
@@ -373,48 +382,17 @@ impl Versions<'_> {
                     tally: Vec::new(),
                     updated_ms: now,
                 });
-                if state.state != VOTING {
-                    return Ok(VoteOutcome::Closed(state.state));
-                }
                 let key_of_vote = key(&[tenant, version_id, arch, &state.round, client]);
-                match tx_get::<Vote>(votes, &key_of_vote)? {
-                    Some(previous) => {
-                        if let Some(e) = state.tally.iter_mut().find(|(id, _)| *id == previous.integrity_check_id) {
-                            e.1 = e.1.saturating_sub(1);
-                        }
-                        state.tally.retain(|(_, n)| *n > 0);
+                let previous = tx_get::<Vote>(votes, &key_of_vote)?;
+                let ballot = Ballot { version: &version, policy: policy.as_ref(), state, previous: previous.as_ref() };
+                match decide(ballot) {
+                    Decision::Refused(outcome) => Ok(outcome),
+                    Decision::Counted { vote, state, registered_now } => {
+                        tx_put(votes, &key_of_vote, &vote)?;
+                        tx_put(archs, &ak, &state)?;
+                        Ok(VoteOutcome::Counted { state, version: Box::new(version.clone()), registered_now })
                     }
-                    None => state.total += 1,
                 }
-                let count = match state.tally.iter_mut().find(|(id, _)| id == check_id) {
-                    Some(e) => {
-                        e.1 += 1;
-                        e.1
-                    }
-                    None => {
-                        state.tally.push((check_id.to_string(), 1));
-                        1
-                    }
-                };
-                let (quorum, max) = match &policy {
-                    Some(p) => (p.quorum_size, p.max_votes),
-                    // The default policy: the registering user's client decides alone.
-                    None => (1, u32::MAX),
-                };
-                let mut registered_now = false;
-                if count >= quorum {
-                    state.state = REGISTERED.to_string();
-                    state.registered_check_id = Some(check_id.to_string());
-                    registered_now = true;
-                } else if state.total >= max {
-                    state.state = FAILED.to_string();
-                }
-                state.updated_ms = now;
-                let vote =
-                    Vote { client_id: client.to_string(), integrity_check_id: check_id.to_string(), cast_ms: now };
-                tx_put(votes, &key_of_vote, &vote)?;
-                tx_put(archs, &ak, &state)?;
-                Ok(VoteOutcome::Counted { state, version: Box::new(version), registered_now })
             },
         )?;
         Ok(outcome)
