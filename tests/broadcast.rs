@@ -379,12 +379,7 @@ async fn an_idle_tenant_actor_stops_and_the_next_send_starts_it_again() {
     env.push(("HERALD_TENANT_IDLE_STOP_S", "2".into()));
     let data = dir.path().join("data");
     let http = reqwest::Client::new();
-    let h = Herald::start(&data, &env);
-    let admin = h.create_tenant(&http, "acme").await;
-    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
-    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
-    h.kill9();
-    seed_clients(&data, 5, |i| (PushProvider::Apns, apns_token(900 + i)));
+    acme_with_apns_clients(&data, &env, &creds, 5, 900).await;
     let h = Herald::start(&data, &env);
     let admin = h.login(&http, "acme").await;
     let metrics = || async { http.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap() };

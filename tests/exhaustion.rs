@@ -452,13 +452,8 @@ async fn a_broadcast_pauses_on_a_full_disk_and_completes_once_space_is_freed() {
     let env = sim_env(&sims, dir.path());
     let data = disk.0.path().join("data");
     let http = reqwest::Client::new();
-    let h = Herald::start(&data, &env);
-    let admin = h.create_tenant(&http, "acme").await;
-    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
-    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
-    h.kill9();
     const TOKENS: u64 = 3000;
-    seed_clients(&data, TOKENS, |i| (herald_storage::push_tokens::PushProvider::Apns, apns_token(7_000_000 + i)));
+    acme_with_apns_clients(&data, &env, &creds, TOKENS, 7_000_000).await;
     // Slow answers, so the broadcast is still running when the disk fills.
     sims.set_faults(Faults {
         apns: ProviderFaults { latency_ms: Some(50), max_concurrent_streams: Some(100), ..Default::default() },

@@ -9,9 +9,8 @@
 //! CI runs 5 kills; `HERALD_RESEND_KILLS=25` runs the long form.
 
 mod common;
-use common::{apns_token, seed_clients, sim_env, Herald};
+use common::{acme_with_apns_clients, sim_env, Herald};
 use herald_sim::{Faults, Provider, ProviderFaults};
-use herald_storage::push_tokens::PushProvider;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -101,16 +100,8 @@ async fn sigkills_mid_broadcast_resend_about_what_was_in_flight() {
     let w = World { http: reqwest::Client::new(), env, data: dir.path().join("data"), sims };
 
     // Tenant and app through the API, then the clients straight into storage.
-    let h = Herald::start(&w.data, &w.env);
-    let token = h.create_tenant(&w.http, "acme").await;
-    let url = format!("{}/v1/tenants/acme/apps/demo", h.base);
-    let r = w.http.post(url).bearer_auth(&token).json(&creds.app_json).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    h.kill9();
-    let tokens: Vec<String> = seed_clients(&w.data, TOKENS, |i| (PushProvider::Apns, apns_token(3_000_000 + i)))
-        .into_iter()
-        .map(|c| c.1)
-        .collect();
+    let seeded = acme_with_apns_clients(&w.data, &w.env, &creds, TOKENS, 3_000_000).await;
+    let tokens: Vec<String> = seeded.into_iter().map(|c| c.1).collect();
 
     // Some latency, and room at the simulator for all of `bulk_in_flight`.
     w.sims.set_faults(Faults {

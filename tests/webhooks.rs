@@ -359,6 +359,14 @@ async fn slow_gone(delay: std::time::Duration) -> (String, std::sync::Arc<std::s
     (url, seen)
 }
 
+/// Creates a webhook of tenant `acme` for `type=domain` events to `url`; answers its id.
+async fn hook(s: &TestServer, t: &str, url: &str) -> String {
+    let body = json!({"filter": "type=domain", "callbackUrl": url});
+    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/webhooks", Some(t), Some(body)).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    b["id"].as_str().unwrap().to_string()
+}
+
 /// Invariant: a 410 answered while the webhook was being updated never
 /// erases the update, and a 410 from the URL the update replaced does not
 /// disable the webhook at its new URL.
@@ -367,16 +375,7 @@ async fn an_update_made_while_a_410_is_on_its_way_stands() {
     let (s, t) = server().await;
     let (gone_url, seen) = slow_gone(std::time::Duration::from_millis(500)).await;
     let good = Receiver::start(vec![]).await;
-    let (st, b) = s
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/webhooks",
-            Some(&t),
-            Some(json!({"filter": "type=domain", "callbackUrl": gone_url})),
-        )
-        .await;
-    assert_eq!(st, StatusCode::CREATED, "{b}");
-    let id = b["id"].as_str().unwrap().to_string();
+    let id = hook(&s, &t, &gone_url).await;
     let event = json!({"type": "domain", "event": "ORDER_PAID", "data": {"id": 1}});
     let (st, _) = s.call(Method::POST, "/v1/tenants/acme/events", Some(&t), Some(event.clone())).await;
     assert_eq!(st, StatusCode::ACCEPTED);
@@ -393,16 +392,7 @@ async fn an_update_made_while_a_410_is_on_its_way_stands() {
     assert_eq!(w["filter"], "type=domain and event=ORDER_SHIPPED", "{w}");
     assert_eq!(w["active"], true, "the old URL's 410 did not disable the new one: {w}");
     // Without an update in between, a 410 does disable it.
-    let (st, b) = s
-        .call(
-            Method::POST,
-            "/v1/tenants/acme/webhooks",
-            Some(&t),
-            Some(json!({"filter": "type=domain", "callbackUrl": gone_url})),
-        )
-        .await;
-    assert_eq!(st, StatusCode::CREATED, "{b}");
-    let second = b["id"].as_str().unwrap().to_string();
+    let second = hook(&s, &t, &gone_url).await;
     s.call(Method::POST, "/v1/tenants/acme/events", Some(&t), Some(event)).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {

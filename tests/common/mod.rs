@@ -381,6 +381,27 @@ pub fn sim_env(sims: &herald_sim::Simulators, dir: &Path) -> Vec<(&'static str, 
     ]
 }
 
+/// Prepares `data` for a child Herald: tenant `acme` (admin `admin`,
+/// [`PASSWORD`]) and app `demo` with the simulators' credentials, created
+/// through the API of a Herald that is then stopped, and `n` APNs clients
+/// (tokens from `first_token` on) seeded into its storage. Answers the
+/// clients' ids and tokens.
+pub async fn acme_with_apns_clients(
+    data: &Path,
+    env: &[(&str, String)],
+    creds: &herald_sim::Credentials,
+    n: u64,
+    first_token: u64,
+) -> Vec<(String, String)> {
+    let http = Client::new();
+    let h = Herald::start(data, env);
+    let admin = h.create_tenant(&http, "acme").await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED, "app demo");
+    h.kill9();
+    seed_clients(data, n, |i| (herald_storage::push_tokens::PushProvider::Apns, apns_token(first_token + i)))
+}
+
 /// Seeds `n` clients of app `demo` of tenant `acme`, each with the push token
 /// `token_of(i)`, straight into a stopped Herald's storage; answers the
 /// clients' ids and tokens.
