@@ -275,3 +275,43 @@ async fn unlink_disconnect_and_deletes() {
     let (_, alice) = s.call(Method::GET, "/v1/tenants/acme/users/alice/clients", Some(&t), None).await;
     assert_eq!(alice, json!([]));
 }
+
+/// Invariant: a link never points to a deleted client. Deleting a user's data
+/// deletes the clients no other user is linked to; a link made to such a
+/// client meanwhile either keeps it (the link came first) or is refused with
+/// 404 (the client was gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_never_points_to_a_client_deleted_with_a_users_data() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let (mut kept, mut refused) = (0, 0);
+    for round in 0..30 {
+        let (client, _) = s.register_client("acme", &admin, "shop").await;
+        let (ann, bob) = (format!("ann{round}"), format!("bob{round}"));
+        let link_path = |user: &str| format!("/v1/tenants/acme/users/{user}/clients/{client}");
+        let (st, _) = s.call(Method::PUT, &link_path(&ann), Some(&admin), Some(json!({}))).await;
+        assert_eq!(st, StatusCode::OK);
+        let (delete_path, bob_path) = (format!("/v1/tenants/acme/users/{ann}"), link_path(&bob));
+        let delete = s.call(Method::DELETE, &delete_path, Some(&admin), None);
+        let link = s.call(Method::PUT, &bob_path, Some(&admin), Some(json!({})));
+        let ((deleted, _), (linked, b)) = tokio::join!(delete, link);
+        assert_eq!(deleted, StatusCode::NO_CONTENT, "round {round}");
+        let (exists, _) = s.call(Method::GET, &format!("/v1/tenants/acme/clients/{client}"), Some(&admin), None).await;
+        match linked {
+            StatusCode::OK => {
+                assert_eq!(exists, StatusCode::OK, "round {round}: bob's link points to a deleted client");
+                kept += 1;
+            }
+            StatusCode::NOT_FOUND => {
+                assert_eq!(exists, StatusCode::NOT_FOUND, "round {round}");
+                let (_, links) =
+                    s.call(Method::GET, &format!("/v1/tenants/acme/users/{bob}/clients"), Some(&admin), None).await;
+                assert_eq!(links, json!([]), "round {round}: a refused link left nothing");
+                refused += 1;
+            }
+            other => panic!("round {round}: the link answered {other}: {b}"),
+        }
+    }
+    eprintln!("links kept their client {kept} times, were refused {refused} times");
+    s.shutdown().await;
+}

@@ -61,7 +61,11 @@ pub async fn link(cx: Cx) -> ApiResult<Response> {
     if store.clients().get(tenant, client_id)?.is_none() {
         return Err(ApiError::not_found(format!("client {client_id} not found")));
     }
-    let link = store.links().put(tenant, user, client_id, &mloa, now_ms())?;
+    // The client must still exist when the link is made (checked in its transaction).
+    let link = store.links().put(tenant, user, client_id, &mloa, now_ms()).map_err(|e| match e {
+        herald_storage::Error::NotFound(_) => ApiError::not_found(format!("client {client_id} not found")),
+        other => other.into(),
+    })?;
     store.durable().await?;
     json(StatusCode::OK, &view(tenant, link))
 }

@@ -96,10 +96,7 @@ pub async fn delete_user_data(cx: Cx) -> ApiResult<Response> {
     }
     for l in store.links().of_user(tenant, user)? {
         store.links().remove(tenant, user, &l.client_id)?;
-        if store.links().user_ids_of_client(tenant, &l.client_id)?.is_empty()
-            && store.clients().get(tenant, &l.client_id)?.is_some()
-        {
-            store.clients().delete(tenant, &l.client_id)?;
+        if delete_if_orphan(store, tenant, &l.client_id)? {
             events.emit(
                 tenant,
                 "client",
@@ -110,4 +107,24 @@ pub async fn delete_user_data(cx: Cx) -> ApiResult<Response> {
     }
     store.durable().await?;
     Ok(empty(StatusCode::NO_CONTENT))
+}
+
+/// Deletes a client no user is linked to any more, with its push token;
+/// a link made to it meanwhile keeps it (its generation moved on between the
+/// look and the delete, so the look is made again). Answers whether it was deleted.
+fn delete_if_orphan(store: &herald_storage::Store, tenant: &str, client: &str) -> ApiResult<bool> {
+    for _ in 0..5 {
+        let generation = store.links().generation(tenant, client)?;
+        if !store.links().user_ids_of_client(tenant, client)?.is_empty() {
+            return Ok(false);
+        }
+        match store.clients().delete_if_unlinked_since(tenant, client, generation) {
+            Ok(true) => return Ok(true),
+            Ok(false) => continue,
+            Err(herald_storage::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Linked again and again meanwhile: it has users, so it stays.
+    Ok(false)
 }

@@ -117,6 +117,35 @@ impl Clients<'_> {
         Ok(done)
     }
 
+    /// Deletes a client with its push token, only if no link was made to it
+    /// since its [`Links::generation`](crate::links::Links::generation) was
+    /// `generation`: false (nothing deleted) when one was. `NotFound("client")`
+    /// when absent.
+    pub fn delete_if_unlinked_since(&self, tenant: &str, id: &str, generation: u64) -> Result<bool> {
+        let t = self.0.trees()?;
+        let k = key(&[tenant, id]);
+        let deleted = (&t.clients, &t.push_tokens, &t.tokens_by_app, &t.link_generations).transaction(
+            |(clients, tokens, index, generations)| {
+                let now: u64 = match generations.get(&k)? {
+                    Some(v) => codec::decode(&v).map_err(TxError::Abort)?,
+                    None => 0,
+                };
+                if now != generation {
+                    return Ok(false);
+                }
+                if clients.remove(k.as_slice())?.is_none() {
+                    return abort(Error::NotFound("client"));
+                }
+                if let Some(raw) = tokens.remove(k.as_slice())? {
+                    let token: PushToken = codec::decode(&raw).map_err(TxError::Abort)?;
+                    index.remove(index_key(tenant, &token.app_name, id))?;
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(deleted)
+    }
+
     /// Deletes a client with its push token.
     pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
         let t = self.0.trees()?;

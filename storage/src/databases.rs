@@ -47,6 +47,8 @@ pub(crate) struct Trees {
     pub(crate) clients: sled::Tree,
     pub(crate) links_by_user: sled::Tree,
     pub(crate) links_by_client: sled::Tree,
+    /// Per client: bumped by every link made to it (see `Links::generation`).
+    pub(crate) link_generations: sled::Tree,
     pub(crate) push_tokens: sled::Tree,
     pub(crate) tokens_by_app: sled::Tree,
     pub(crate) jobs: sled::Tree,
@@ -98,6 +100,7 @@ impl Dbs {
             clients: db.open_tree("clients")?,
             links_by_user: db.open_tree("links_by_user")?,
             links_by_client: db.open_tree("links_by_client")?,
+            link_generations: db.open_tree("link_generations")?,
             push_tokens: db.open_tree("push_tokens")?,
             tokens_by_app: db.open_tree("tokens_by_app")?,
             jobs: delivery_db.open_tree("jobs")?,

@@ -1,8 +1,8 @@
 //! Links between users and clients, indexed both ways in one transaction.
 
 use crate::keys::{key, last_part, prefix};
-use crate::store::Store;
-use crate::{codec, Result};
+use crate::store::{get, Store};
+use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
 
@@ -24,12 +24,27 @@ impl Store {
 }
 
 impl Links<'_> {
-    /// Links a user to a client, or updates the link's mLoA; returns the stored link.
+    /// Links a user to a client, or updates the link's mLoA; returns the
+    /// stored link. The client must exist when the link is made
+    /// (`NotFound("client")`), and the link moves the client's
+    /// [`Links::generation`] on, in the same transaction.
     pub fn put(&self, tenant: &str, user_id: &str, client_id: &str, mloa: &str, now: u64) -> Result<Link> {
         let t = self.0.trees()?;
         let by_user = key(&[tenant, user_id, client_id]);
         let by_client = key(&[tenant, client_id, user_id]);
-        let link = (&t.links_by_user, &t.links_by_client).transaction(|(users, clients)| {
+        let client_key = key(&[tenant, client_id]);
+        let trees = (&t.links_by_user, &t.links_by_client, &t.clients, &t.link_generations);
+        let link = trees.transaction(|(users, clients, records, generations)| {
+            if records.get(&client_key)?.is_none() {
+                return Err(sled::transaction::ConflictableTransactionError::Abort(Error::NotFound("client")));
+            }
+            let generation: u64 = match generations.get(&client_key)? {
+                Some(v) => codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
+                None => 0,
+            };
+            let next = codec::encode(&generation.wrapping_add(1))
+                .map_err(sled::transaction::ConflictableTransactionError::Abort)?;
+            generations.insert(client_key.as_slice(), next)?;
             let link = match users.get(&by_user)? {
                 Some(old) => {
                     let old: Link =
@@ -62,6 +77,14 @@ impl Links<'_> {
             Ok(users.remove(by_user.as_slice())?.is_some())
         })?;
         Ok(existed)
+    }
+
+    /// A number that moves on whenever a link to the client is made: read it
+    /// before deciding that a client has no links, and
+    /// [`Clients::delete_if_unlinked_since`](crate::clients::Clients::delete_if_unlinked_since)
+    /// deletes it only if no link was made since.
+    pub fn generation(&self, tenant: &str, client_id: &str) -> Result<u64> {
+        Ok(get(&self.0.trees()?.link_generations, &key(&[tenant, client_id]))?.unwrap_or(0))
     }
 
     pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {

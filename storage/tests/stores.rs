@@ -86,6 +86,9 @@ fn token_index_follows_set_move_invalidate_and_remove() {
 fn links_are_indexed_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
+    let client = |id: &str| herald_storage::clients::Client { id: id.into(), ..Default::default() };
+    assert!(matches!(s.links().put("t", "alice", "C1", "none", 1), Err(herald_storage::Error::NotFound("client"))));
+    s.clients().create("t", &client("C1")).unwrap();
     let l = s.links().put("t", "alice", "C1", "none", 10).unwrap();
     assert_eq!(l.linked_on, 10);
     let l2 = s.links().put("t", "alice", "C1", "high", 20).unwrap();
@@ -94,6 +97,14 @@ fn links_are_indexed_both_ways() {
     assert_eq!(s.links().of_user("t", "alice").unwrap().len(), 1);
     assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["alice", "bob"]);
     assert!(s.links().of_client("u", "C1").unwrap().is_empty());
+    // A client is deleted as unlinked only if no link was made since the look.
+    let seen = s.links().generation("t", "C1").unwrap();
+    assert_eq!(seen, 3, "three links made");
+    s.links().put("t", "carol", "C1", "none", 40).unwrap();
+    assert!(!s.clients().delete_if_unlinked_since("t", "C1", seen).unwrap(), "linked meanwhile: kept");
+    let now = s.links().generation("t", "C1").unwrap();
+    assert!(s.clients().delete_if_unlinked_since("t", "C1", now).unwrap());
+    assert!(s.clients().get("t", "C1").unwrap().is_none());
 }
 
 #[test]
