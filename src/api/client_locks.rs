@@ -11,20 +11,7 @@ use serde_json::json;
 /// transaction, so the transition is checked against the stored state and
 /// a concurrent write cannot undo it; 406 when it is in that state already.
 fn set_lock(store: &herald_storage::Store, tenant: &str, id: &str, reason: Option<&str>) -> ApiResult<()> {
-    let changed = store.clients().update(tenant, id, |c| match (reason, c.is_locked()) {
-        (Some(_), true) => Err(format!("client {id} is already locked")),
-        (None, false) => Err(format!("client {id} is not locked")),
-        (Some(r), false) => {
-            c.lock_state = "LOCKED".into();
-            c.lock_reason = Some(r.to_string());
-            Ok(())
-        }
-        (None, true) => {
-            c.lock_state = "NONE".into();
-            c.lock_reason = None;
-            Ok(())
-        }
-    });
+    let changed = store.clients().update(tenant, id, |c| crate::models::client::set_lock(c, reason));
     match changed {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(refused)) => Err(ApiError::new(StatusCode::NOT_ACCEPTABLE, refused)),

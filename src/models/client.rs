@@ -210,6 +210,26 @@ impl SelectClients {
 }
 
 /// Spec 002 "Client overview" of a stored client.
+/// The lock transition: `Some(reason)` locks an unlocked client, `None`
+/// unlocks a locked one; asking for the state it is in already is refused
+/// with the reason (the API answers 406).
+pub fn set_lock(c: &mut herald_storage::clients::Client, reason: Option<&str>) -> Result<(), String> {
+    match (reason, c.is_locked()) {
+        (Some(_), true) => Err(format!("client {} is already locked", c.id)),
+        (None, false) => Err(format!("client {} is not locked", c.id)),
+        (Some(r), false) => {
+            c.lock_state = "LOCKED".into();
+            c.lock_reason = Some(r.to_string());
+            Ok(())
+        }
+        (None, true) => {
+            c.lock_state = "NONE".into();
+            c.lock_reason = None;
+            Ok(())
+        }
+    }
+}
+
 pub fn overview(c: &herald_storage::clients::Client) -> serde_json::Value {
     serde_json::json!({
         "astClientId": c.id, "appName": c.app_name, "appVersion": c.app_version, "appPlatform": c.platform,
@@ -266,3 +286,21 @@ pub const OVERVIEW_FIELDS: [&str; 19] = [
     "createdOn",
     "locales",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_locks_and_unlocks_once_each() {
+        let mut c =
+            herald_storage::clients::Client { id: "C1".into(), lock_state: "NONE".into(), ..Default::default() };
+        assert!(set_lock(&mut c, None).unwrap_err().contains("not locked"));
+        set_lock(&mut c, Some("stolen")).unwrap();
+        assert!(c.is_locked() && c.lock_reason.as_deref() == Some("stolen"));
+        assert!(set_lock(&mut c, Some("again")).unwrap_err().contains("already locked"));
+        assert_eq!(c.lock_reason.as_deref(), Some("stolen"), "a refused lock changes nothing");
+        set_lock(&mut c, None).unwrap();
+        assert!(!c.is_locked() && c.lock_reason.is_none());
+    }
+}
