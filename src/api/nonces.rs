@@ -71,10 +71,8 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
     cx.principal()?.may_act_on_client(&body.ast_client_id)?;
     let store = &cx.engine.store;
     let now = cx.engine.config.clock.now_ms();
-    let mut client = store
-        .clients()
-        .get(tenant, &body.ast_client_id)?
-        .ok_or_else(|| ApiError::not_found(format!("client {} not found", body.ast_client_id)))?;
+    let not_found = || ApiError::not_found(format!("client {} not found", body.ast_client_id));
+    store.clients().get(tenant, &body.ast_client_id)?.ok_or_else(not_found)?;
     // Check the user before spending the nonce, so a mismatch does not burn it.
     match store.nonces().get(tenant, &body.nonce)? {
         Some(n) if n.expires_ms > now => {
@@ -89,11 +87,19 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
         Err(UseError::Unknown) => return Err(ApiError::not_found("unknown or expired nonce")),
         Err(UseError::Used) => return Err(ApiError::conflict("the nonce was already used")),
     };
-    client.login_outcome = Some("SUCCESS".into());
-    client.login_error = None;
-    client.last_login_attempt = Some(now);
-    client.last_successful_verification = Some(now);
-    store.clients().put(tenant, &client)?;
+    // On the client as stored now: a lock made meanwhile stays.
+    let recorded = store.clients().update(tenant, &body.ast_client_id, |c| {
+        c.login_outcome = Some("SUCCESS".into());
+        c.login_error = None;
+        c.last_login_attempt = Some(now);
+        c.last_successful_verification = Some(now);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match recorded {
+        Ok(_) => {}
+        Err(herald_storage::Error::NotFound(_)) => return Err(not_found()),
+        Err(e) => return Err(e.into()),
+    }
     let events = cx.engine.push.events();
     let login = json!({ "astClientId": body.ast_client_id, "userId": body.user_id });
     if nonce.action == "LOGIN_NONCE" {

@@ -70,17 +70,6 @@ impl Clients<'_> {
         get(&self.0.trees()?.clients, &key(&[tenant, id]))
     }
 
-    /// Replaces a client's record; its lock state decides whether its push
-    /// token is in the broadcast index (a locked client gets no push).
-    pub fn put(&self, tenant: &str, client: &Client) -> Result<()> {
-        self.update(tenant, &client.id, |c| {
-            *c = client.clone();
-            Ok::<(), std::convert::Infallible>(())
-        })?
-        .map(drop)
-        .map_err(|never| match never {})
-    }
-
     /// Changes a client in one transaction: `change` is applied to the record
     /// as stored at that moment (it may run again if the transaction retries,
     /// so it must only compute), and may refuse with its own error, which is
@@ -101,6 +90,8 @@ impl Clients<'_> {
                 return Ok(Err(refused));
             }
             client.id = id.to_string();
+            // Its lock state decides whether its push token is in the
+            // broadcast index (a locked client gets no push).
             clients.insert(k.as_slice(), codec::encode(&client).map_err(TxError::Abort)?)?;
             if let Some(raw) = tokens.get(&k)? {
                 let token: PushToken = codec::decode(&raw).map_err(TxError::Abort)?;
@@ -126,11 +117,7 @@ impl Clients<'_> {
         let k = key(&[tenant, id]);
         let deleted = (&t.clients, &t.push_tokens, &t.tokens_by_app, &t.link_generations).transaction(
             |(clients, tokens, index, generations)| {
-                let now: u64 = match generations.get(&k)? {
-                    Some(v) => codec::decode(&v).map_err(TxError::Abort)?,
-                    None => 0,
-                };
-                if now != generation {
+                if crate::links::tx_generation(generations, &k)? != generation {
                     return Ok(false);
                 }
                 if clients.remove(k.as_slice())?.is_none() {

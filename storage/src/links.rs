@@ -17,6 +17,17 @@ pub struct Link {
 
 pub struct Links<'a>(&'a Store);
 
+/// A client's link generation read inside a transaction (0 before its first link).
+pub(crate) fn tx_generation(
+    generations: &sled::transaction::TransactionalTree,
+    client_key: &[u8],
+) -> std::result::Result<u64, sled::transaction::ConflictableTransactionError<Error>> {
+    match generations.get(client_key)? {
+        Some(v) => codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort),
+        None => Ok(0),
+    }
+}
+
 impl Store {
     pub fn links(&self) -> Links<'_> {
         Links(self)
@@ -38,11 +49,7 @@ impl Links<'_> {
             if records.get(&client_key)?.is_none() {
                 return Err(sled::transaction::ConflictableTransactionError::Abort(Error::NotFound("client")));
             }
-            let generation: u64 = match generations.get(&client_key)? {
-                Some(v) => codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
-                None => 0,
-            };
-            let next = codec::encode(&generation.wrapping_add(1))
+            let next = codec::encode(&tx_generation(generations, &client_key)?.wrapping_add(1))
                 .map_err(sled::transaction::ConflictableTransactionError::Abort)?;
             generations.insert(client_key.as_slice(), next)?;
             let link = match users.get(&by_user)? {
