@@ -20,6 +20,7 @@ pub mod list_filter;
 pub mod metrics;
 pub mod models;
 pub mod openapi;
+pub mod ops;
 pub mod paging;
 pub mod pki;
 pub mod rate_limit;

@@ -1,53 +1,17 @@
 //! Device clients: registration, links to users.
 
-use crate::engine::random_token;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::client::{LinkBody, LinkView, RegisterClient, Registered, UpdateClient};
+use crate::models::client::{LinkBody, LinkView, RegisterClient, UpdateClient};
 use crate::models::validate;
-use herald_storage::clients::Client;
-use herald_storage::now_ms;
 use http::StatusCode;
 
 pub async fn register(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let body: RegisterClient = cx.json()?;
     body.validate()?;
-    let store = &cx.engine.store;
-    if store.apps().get(tenant, &body.app_name)?.is_none() {
-        return Err(ApiError::field("appName", format!("no app named {} in this tenant", body.app_name)));
-    }
-    let secret = random_token().map_err(ApiError::internal)?;
-    let client = Client {
-        id: ulid::Ulid::generate().to_string(),
-        app_name: body.app_name,
-        platform: body.platform,
-        app_version: body.app_version,
-        sdk_version: body.sdk_version,
-        device_name: body.device_name,
-        client_device: body.client_device,
-        client_os_version: body.client_os_version,
-        locales: body.locales,
-        secret_hash: ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref().to_vec(),
-        lock_state: "NONE".into(),
-        created_ms: now_ms(),
-        risks: body.risks,
-        risk_analysis: body
-            .risk_analysis
-            .map(|r| serde_json::to_string(&r))
-            .transpose()
-            .map_err(|e| ApiError::internal(e.to_string()))?,
-        ..Client::default()
-    };
-    store.clients().create(tenant, &client)?;
-    cx.engine.push.events().emit(
-        tenant,
-        "client",
-        "CLIENT_REGISTERED",
-        serde_json::json!({ "astClientId": client.id, "appName": client.app_name, "platform": client.platform }),
-    );
-    store.durable().await?;
-    json(StatusCode::CREATED, &Registered { ast_client_id: client.id, client_secret: secret })
+    let registered = crate::ops::clients::register(&cx.engine, tenant, body).await?;
+    json(StatusCode::CREATED, &registered)
 }
 
 pub async fn link(cx: Cx) -> ApiResult<Response> {
@@ -57,16 +21,7 @@ pub async fn link(cx: Cx) -> ApiResult<Response> {
     let body: LinkBody = if cx.body.is_empty() { LinkBody::default() } else { cx.json()? };
     let mloa = body.mloa.unwrap_or_else(|| "none".into());
     validate::length("mLoA", &mloa, 1, 64)?;
-    let store = &cx.engine.store;
-    if store.clients().get(tenant, client_id)?.is_none() {
-        return Err(ApiError::not_found(format!("client {client_id} not found")));
-    }
-    // The client must still exist when the link is made (checked in its transaction).
-    let link = store.links().put(tenant, user, client_id, &mloa, now_ms()).map_err(|e| match e {
-        herald_storage::Error::NotFound(_) => ApiError::not_found(format!("client {client_id} not found")),
-        other => other.into(),
-    })?;
-    store.durable().await?;
+    let link = crate::ops::clients::link(&cx.engine, tenant, user, client_id, &mloa).await?;
     json(StatusCode::OK, &view(tenant, link))
 }
 
@@ -108,35 +63,7 @@ pub async fn update(cx: Cx) -> ApiResult<Response> {
     cx.principal()?.may_act_on_client(id)?;
     let body: UpdateClient = cx.json()?;
     body.validate()?;
-    let risk_analysis = match &body.risk_analysis {
-        Some(r) => Some(serde_json::to_string(r).map_err(|e| ApiError::internal(e.to_string()))?),
-        None => None,
-    };
-    let store = &cx.engine.store;
-    // Only the fields the body carries change, on the record as stored at
-    // the write: a lock made meanwhile stays.
-    let c = store
-        .clients()
-        .update(tenant, id, |c| {
-            let b = body.clone();
-            c.app_version = b.app_version.or(c.app_version.take());
-            c.sdk_version = b.sdk_version.or(c.sdk_version.take());
-            c.device_name = b.device_name.or(c.device_name.take());
-            c.client_device = b.client_device.or(c.client_device.take());
-            c.client_os_version = b.client_os_version.or(c.client_os_version.take());
-            c.locales = b.locales.unwrap_or(std::mem::take(&mut c.locales));
-            c.risks = b.risks.or(c.risks.take());
-            if risk_analysis.is_some() {
-                c.risk_analysis = risk_analysis.clone();
-            }
-            Ok::<(), std::convert::Infallible>(())
-        })
-        .map_err(|e| match e {
-            herald_storage::Error::NotFound(_) => client_not_found(id),
-            other => other.into(),
-        })?
-        .unwrap_or_else(|never| match never {});
-    store.durable().await?;
+    let c = crate::ops::clients::update(&cx.engine, tenant, id, body).await?;
     json(StatusCode::OK, &crate::models::client::detail(&c, None))
 }
 
@@ -182,13 +109,6 @@ pub async fn users_of_client(cx: Cx) -> ApiResult<Response> {
 /// `DELETE /v1/tenants/{t}/clients/{astClientId}`: only once no user is linked.
 pub async fn delete(cx: Cx) -> ApiResult<Response> {
     let (tenant, id) = (cx.tenant(), cx.param("astClientId"));
-    let store = &cx.engine.store;
-    store.clients().get(tenant, id)?.ok_or_else(|| client_not_found(id))?;
-    if !store.links().user_ids_of_client(tenant, id)?.is_empty() {
-        return Err(ApiError::conflict(format!("client {id} is still linked to users: unlink them first")));
-    }
-    store.clients().delete(tenant, id)?;
-    cx.engine.push.events().emit(tenant, "client", "CLIENT_DELETED", serde_json::json!({ "astClientId": id }));
-    store.durable().await?;
+    crate::ops::clients::delete(&cx.engine, tenant, id).await?;
     Ok(crate::http::empty(StatusCode::NO_CONTENT))
 }

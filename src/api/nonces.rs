@@ -4,7 +4,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::models::nonce::{CreateNonce, LoginEvent};
 use base64::Engine as _;
-use herald_storage::nonces::{Nonce, UseError};
+use herald_storage::nonces::Nonce;
 use herald_storage::settings::LoginConfig;
 use http::StatusCode;
 use ring::rand::{SecureRandom, SystemRandom};
@@ -39,10 +39,9 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
         Some(c) => Some(store.seal(c.secret.as_bytes(), &format!("nonce/{tenant}/credential"))?),
         None => None,
     };
-    // A short nonce has 10^8 values: retry the rare collision instead of failing.
-    let mut attempt = 0;
-    let nonce = loop {
-        let n = Nonce {
+    // A short nonce has 10^8 values: a collision makes another.
+    let make = || {
+        Ok(Nonce {
             value: random_nonce(short)?,
             action: body.action.as_str().to_string(),
             portal_session_id: body.payload.portal_session_id.clone(),
@@ -52,14 +51,9 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
             created_ms: now,
             expires_ms: now + ttl * 1000,
             used: false,
-        };
-        match store.nonces().create(tenant, &n) {
-            Ok(()) => break n,
-            Err(herald_storage::Error::Conflict(_)) if attempt < 5 => attempt += 1,
-            Err(e) => return Err(e.into()),
-        }
+        })
     };
-    store.durable().await?;
+    let nonce = crate::ops::nonces::create(&cx.engine, tenant, make).await?;
     json(StatusCode::CREATED, &json!({ "nonce": nonce.value, "type": nonce.action, "expiresAt": nonce.expires_ms }))
 }
 
@@ -69,49 +63,7 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
     let body: LoginEvent = cx.json()?;
     body.validate()?;
     cx.principal()?.may_act_on_client(&body.ast_client_id)?;
-    let store = &cx.engine.store;
-    let now = cx.engine.config.clock.now_ms();
-    let not_found = || ApiError::not_found(format!("client {} not found", body.ast_client_id));
-    store.clients().get(tenant, &body.ast_client_id)?.ok_or_else(not_found)?;
-    // Check the user before spending the nonce, so a mismatch does not burn it.
-    match store.nonces().get(tenant, &body.nonce)? {
-        Some(n) if n.expires_ms > now => {
-            if n.expected_user_id.as_deref().is_some_and(|u| u != body.user_id) {
-                return Err(ApiError::forbidden("the nonce was issued for another user"));
-            }
-        }
-        _ => return Err(ApiError::not_found("unknown or expired nonce")),
-    }
-    let nonce = match store.nonces().use_once(tenant, &body.nonce, now)? {
-        Ok(n) => n,
-        Err(UseError::Unknown) => return Err(ApiError::not_found("unknown or expired nonce")),
-        Err(UseError::Used) => return Err(ApiError::conflict("the nonce was already used")),
-    };
-    // On the client as stored now: a lock made meanwhile stays.
-    let recorded = store.clients().update(tenant, &body.ast_client_id, |c| {
-        c.login_outcome = Some("SUCCESS".into());
-        c.login_error = None;
-        c.last_login_attempt = Some(now);
-        c.last_successful_verification = Some(now);
-        Ok::<(), std::convert::Infallible>(())
-    });
-    match recorded {
-        Ok(_) => {}
-        Err(herald_storage::Error::NotFound(_)) => return Err(not_found()),
-        Err(e) => return Err(e.into()),
-    }
-    let events = cx.engine.push.events();
-    let login = json!({ "astClientId": body.ast_client_id, "userId": body.user_id });
-    if nonce.action == "LOGIN_NONCE" {
-        events.emit(
-            tenant,
-            "login",
-            "LOGIN_NONCE_COMPLETED",
-            json!({ "timestampMillis": nonce.created_ms, "nonce": nonce.value, "portalSessionId": nonce.portal_session_id, "loginEvent": login }),
-        );
-    }
-    events.emit(tenant, "client", "CLIENT_LOGIN", login);
-    store.durable().await?;
+    crate::ops::nonces::login_event(&cx.engine, tenant, &body.ast_client_id, &body.user_id, &body.nonce).await?;
     json(
         StatusCode::OK,
         &json!({ "astClientId": body.ast_client_id, "userId": body.user_id, "loginOutcome": "SUCCESS" }),

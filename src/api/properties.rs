@@ -84,19 +84,6 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
         visibility: body.visibility.clone(),
         created_ms: now_ms(),
     };
-    store.properties().create(tenant, &p).map_err(|e| match e {
-        herald_storage::Error::Conflict(_) => ApiError::conflict(format!("property {} already exists", body.name)),
-        other => other.into(),
-    })?;
-    if p.notify {
-        // The value itself stays out of the event: receivers fetch it if allowed.
-        cx.engine.push.events().emit(
-            tenant,
-            "client",
-            "PROPERTY_CHANGED",
-            json!({ "userId": user, "astClientId": client, "name": p.name, "type": p.kind }),
-        );
-    }
-    store.durable().await?;
+    crate::ops::properties::create(&cx.engine, tenant, &p).await?;
     json(StatusCode::CREATED, &view(&cx, &p)?)
 }

@@ -5,7 +5,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::{empty, json, Cx, Response};
 use crate::models::push_token::{PushTokenView, PutPushToken};
 use crate::models::validate;
-use herald_storage::now_ms;
 use herald_storage::push_tokens::PushToken;
 use http::StatusCode;
 
@@ -14,24 +13,10 @@ pub async fn put(cx: Cx) -> ApiResult<Response> {
     validate::ulid("astClientId", client_id)?;
     cx.principal()?.may_act_on_client(client_id)?;
     let body: PutPushToken = cx.json()?;
-    let store = &cx.engine.store;
-    let client = store
-        .clients()
-        .get(tenant, client_id)?
-        .ok_or_else(|| ApiError::not_found(format!("client {client_id} not found")))?;
-    if body.app_name != client.app_name {
-        return Err(ApiError::field("appName", format!("the client belongs to app {}", client.app_name)));
-    }
-    if body.push_token.is_empty() {
-        store.push_tokens().remove(tenant, client_id)?;
-        store.durable().await?;
-        return Ok(empty(StatusCode::NO_CONTENT));
-    }
-    let (provider, token) = body.resolve()?;
-    let record = PushToken { app_name: client.app_name, provider, token, is_valid: true, updated_ms: now_ms() };
-    store.push_tokens().set(tenant, client_id, &record)?;
-    store.durable().await?;
-    let view = to_view(record, store.links().user_ids_of_client(tenant, client_id)?);
+    let token = if body.push_token.is_empty() { None } else { Some(body.resolve()?) };
+    let written = crate::ops::clients::set_push_token(&cx.engine, tenant, client_id, &body.app_name, token).await?;
+    let Some(record) = written else { return Ok(empty(StatusCode::NO_CONTENT)) };
+    let view = to_view(record, cx.engine.store.links().user_ids_of_client(tenant, client_id)?);
     json(StatusCode::OK, &view)
 }
 

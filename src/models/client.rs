@@ -230,6 +230,31 @@ pub fn set_lock(c: &mut herald_storage::clients::Client, reason: Option<&str>) -
     }
 }
 
+/// A link as it is after linking `user` to `client` with `mloa` at `now`:
+/// a new link, or the existing one (`old`) with its mLoA, whose change time
+/// moves only when the mLoA changes.
+pub fn link(
+    old: Option<herald_storage::links::Link>,
+    user: &str,
+    client: &str,
+    mloa: &str,
+    now: u64,
+) -> herald_storage::links::Link {
+    match old {
+        Some(old) => {
+            let updated = if old.mloa == mloa { old.mloa_updated_on } else { now };
+            herald_storage::links::Link { mloa: mloa.to_string(), mloa_updated_on: updated, ..old }
+        }
+        None => herald_storage::links::Link {
+            user_id: user.to_string(),
+            client_id: client.to_string(),
+            mloa: mloa.to_string(),
+            linked_on: now,
+            mloa_updated_on: now,
+        },
+    }
+}
+
 pub fn overview(c: &herald_storage::clients::Client) -> serde_json::Value {
     serde_json::json!({
         "astClientId": c.id, "appName": c.app_name, "appVersion": c.app_version, "appPlatform": c.platform,
@@ -302,5 +327,15 @@ mod tests {
         assert_eq!(c.lock_reason.as_deref(), Some("stolen"), "a refused lock changes nothing");
         set_lock(&mut c, None).unwrap();
         assert!(!c.is_locked() && c.lock_reason.is_none());
+    }
+
+    #[test]
+    fn relinking_moves_the_mloa_time_only_when_the_mloa_changes() {
+        let first = link(None, "alice", "C1", "none", 10);
+        assert_eq!((first.linked_on, first.mloa_updated_on), (10, 10));
+        let same = link(Some(first.clone()), "alice", "C1", "none", 20);
+        assert_eq!((same.linked_on, same.mloa_updated_on), (10, 10));
+        let raised = link(Some(same), "alice", "C1", "high", 30);
+        assert_eq!((raised.linked_on, raised.mloa_updated_on, raised.mloa.as_str()), (10, 30, "high"));
     }
 }

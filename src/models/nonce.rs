@@ -2,6 +2,7 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
+use herald_storage::nonces::Nonce;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
@@ -79,5 +80,69 @@ impl LoginEvent {
         validate::length("nonce", &self.nonce, 1, 128)?;
         validate::ulid("astClientId", &self.ast_client_id)?;
         validate::id("userId", &self.user_id, 1, 255)
+    }
+}
+
+/// Why a nonce cannot be used for a login event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Unknown or expired (the two are not told apart).
+    Unknown,
+    /// Issued for another user: the nonce stays unused.
+    OtherUser,
+    Used,
+}
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> ApiError {
+        match r {
+            Refused::Unknown => ApiError::not_found("unknown or expired nonce"),
+            Refused::OtherUser => ApiError::forbidden("the nonce was issued for another user"),
+            Refused::Used => ApiError::conflict("the nonce was already used"),
+        }
+    }
+}
+
+/// Single use: marks the nonce used by `user` at `now`, or says why it
+/// cannot be. The user is checked before the use, so a mismatch does not
+/// burn the nonce.
+pub fn use_once(n: Option<Nonce>, user: &str, now: u64) -> Result<Nonce, Refused> {
+    let Some(mut n) = n.filter(|n| n.expires_ms > now) else { return Err(Refused::Unknown) };
+    if n.expected_user_id.as_deref().is_some_and(|u| u != user) {
+        return Err(Refused::OtherUser);
+    }
+    if n.used {
+        return Err(Refused::Used);
+    }
+    n.used = true;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nonce(expected: Option<&str>) -> Nonce {
+        Nonce {
+            value: "n".into(),
+            action: "LOGIN_NONCE".into(),
+            portal_session_id: None,
+            expected_user_id: expected.map(str::to_string),
+            credential_user: None,
+            credential_secret: None,
+            created_ms: 0,
+            expires_ms: 100,
+            used: false,
+        }
+    }
+
+    #[test]
+    fn a_nonce_is_used_once_by_its_user_before_it_expires() {
+        assert_eq!(use_once(None, "alice", 1), Err(Refused::Unknown));
+        assert_eq!(use_once(Some(nonce(None)), "alice", 100), Err(Refused::Unknown), "expired");
+        assert_eq!(use_once(Some(nonce(Some("bob"))), "alice", 1), Err(Refused::OtherUser));
+        let used = use_once(Some(nonce(Some("alice"))), "alice", 1).unwrap();
+        assert!(used.used);
+        assert_eq!(use_once(Some(used), "alice", 2), Err(Refused::Used));
     }
 }

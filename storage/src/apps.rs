@@ -89,3 +89,9 @@ impl Apps<'_> {
         self.0.inner.apps_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
+
+impl crate::Tx<'_> {
+    pub fn app(&self, tenant: &str, name: &str) -> Result<Option<App>> {
+        self.get(&self.t.apps, &key(&[tenant, name]))
+    }
+}

@@ -5,6 +5,7 @@
 
 use crate::store::StoreOptions;
 use crate::{Error, Result};
+use sled::transaction::TransactionalTree;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -20,6 +21,8 @@ pub(crate) struct Dbs {
     /// send, rarely read, so stored without compression.
     pub(crate) delivery_db: sled::Db,
     pub(crate) trees: Trees,
+    /// The records trees, which every [`crate::Tx`] spans.
+    pub(crate) records: Vec<sled::Tree>,
 }
 
 impl std::ops::Deref for Dbs {
@@ -29,53 +32,101 @@ impl std::ops::Deref for Dbs {
     }
 }
 
-/// One tree per record kind, and one per secondary index.
-pub(crate) struct Trees {
-    pub(crate) tenants: sled::Tree,
-    pub(crate) users: sled::Tree,
-    pub(crate) users_by_name: sled::Tree,
-    pub(crate) users_by_email: sled::Tree,
-    /// Secondary indexes of users: attributes, roles, client roles, groups.
-    pub(crate) user_index: sled::Tree,
-    pub(crate) user_addresses: sled::Tree,
-    pub(crate) user_sessions: sled::Tree,
-    /// Per user: tokens issued before this instant (ms) are refused.
-    pub(crate) token_revocations: sled::Tree,
-    pub(crate) login_failures: sled::Tree,
-    pub(crate) realm_config: sled::Tree,
-    pub(crate) apps: sled::Tree,
-    pub(crate) clients: sled::Tree,
-    pub(crate) links_by_user: sled::Tree,
-    pub(crate) links_by_client: sled::Tree,
-    /// Per client: bumped by every link made to it (see `Links::generation`).
-    pub(crate) link_generations: sled::Tree,
-    pub(crate) push_tokens: sled::Tree,
-    pub(crate) tokens_by_app: sled::Tree,
-    pub(crate) jobs: sled::Tree,
-    pub(crate) reports: sled::Tree,
-    /// One-client and one-user sends: report and outcomes in one record.
-    pub(crate) sends: sled::Tree,
-    pub(crate) outcomes: sled::Tree,
-    pub(crate) provider_tokens: sled::Tree,
-    pub(crate) webhooks: sled::Tree,
-    pub(crate) outbox: sled::Tree,
-    pub(crate) failed_events: sled::Tree,
-    pub(crate) attempts: sled::Tree,
-    pub(crate) versions: sled::Tree,
-    pub(crate) versions_by_app: sled::Tree,
-    pub(crate) policies: sled::Tree,
-    pub(crate) policies_by_name: sled::Tree,
-    pub(crate) version_archs: sled::Tree,
-    pub(crate) version_votes: sled::Tree,
-    pub(crate) nonces: sled::Tree,
-    pub(crate) nonce_expiry: sled::Tree,
-    pub(crate) settings: sled::Tree,
-    pub(crate) properties: sled::Tree,
-    pub(crate) catalogue: sled::Tree,
-    pub(crate) signers: sled::Tree,
-    pub(crate) certificates: sled::Tree,
-    pub(crate) certificates_by_signer: sled::Tree,
-    pub(crate) pki: sled::Tree,
+/// One tree per record kind, and one per secondary index: `records` live in
+/// the records database and take part in transactions ([`crate::Tx`]),
+/// `deliveries` in the delivery database. A tree is named as its field.
+macro_rules! trees {
+    (records: { $($(#[$ra:meta])* $r:ident,)* } deliveries: { $($(#[$da:meta])* $d:ident,)* }) => {
+        pub(crate) struct Trees {
+            $($(#[$ra])* pub(crate) $r: sled::Tree,)*
+            $($(#[$da])* pub(crate) $d: sled::Tree,)*
+        }
+
+        /// The records trees as one transaction sees them: all of them, so
+        /// that any operation can touch any record kind.
+        #[allow(dead_code)] // kinds written only outside transactions (the outbox...)
+        pub(crate) struct TxTrees {
+            $(pub(crate) $r: TransactionalTree,)*
+        }
+
+        impl Trees {
+            fn open(db: &sled::Db, delivery_db: &sled::Db) -> Result<Trees> {
+                Ok(Trees {
+                    $($r: db.open_tree(stringify!($r))?,)*
+                    $($d: delivery_db.open_tree(stringify!($d))?,)*
+                })
+            }
+
+            /// The records trees, in the order [`TxTrees::new`] reads them.
+            fn records(&self) -> Vec<sled::Tree> {
+                vec![$(self.$r.clone()),*]
+            }
+        }
+
+        impl TxTrees {
+            /// Names the views of a transaction over [`Dbs::records`]; `None` if they do not match.
+            pub(crate) fn new(view: &[TransactionalTree]) -> Option<TxTrees> {
+                let mut views = view.iter().cloned();
+                Some(TxTrees { $($r: views.next()?,)* })
+            }
+        }
+    };
+}
+
+trees! {
+    records: {
+        tenants,
+        users,
+        users_by_name,
+        users_by_email,
+        /// Secondary indexes of users: attributes, roles, client roles, groups.
+        user_index,
+        user_addresses,
+        user_sessions,
+        /// Per user: tokens issued before this instant (ms) are refused.
+        token_revocations,
+        login_failures,
+        realm_config,
+        apps,
+        clients,
+        links_by_user,
+        links_by_client,
+        /// Per client: bumped by every link made to it (see `Links::generation`).
+        link_generations,
+        /// Per tenant and set of records (a user's properties...): bumped by
+        /// every insert into the set, so a delete that listed the set outside
+        /// its transaction can tell that it grew meanwhile.
+        generations,
+        push_tokens,
+        tokens_by_app,
+        provider_tokens,
+        webhooks,
+        outbox,
+        failed_events,
+        attempts,
+        versions,
+        versions_by_app,
+        policies,
+        policies_by_name,
+        version_archs,
+        version_votes,
+        nonces,
+        nonce_expiry,
+        settings,
+        properties,
+        catalogue,
+        signers,
+        certificates,
+        certificates_by_signer,
+        pki,
+    }
+    deliveries: {
+        jobs,
+        reports,
+        /// One-client and one-user sends: report and outcomes in one record.
+        sends,
+        outcomes,
+    }
 }
 
 impl Dbs {
@@ -85,50 +136,9 @@ impl Dbs {
         let db = open_db(&opts.data_dir.join("db"), opts.cache_bytes / 4 * 3, opts.compression_level)?;
         let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
         move_delivery_trees(&db, &delivery_db)?;
-        let trees = Trees {
-            tenants: db.open_tree("tenants")?,
-            users: db.open_tree("users")?,
-            users_by_name: db.open_tree("users_by_name")?,
-            users_by_email: db.open_tree("users_by_email")?,
-            user_index: db.open_tree("user_index")?,
-            user_addresses: db.open_tree("user_addresses")?,
-            user_sessions: db.open_tree("user_sessions")?,
-            token_revocations: db.open_tree("token_revocations")?,
-            login_failures: db.open_tree("login_failures")?,
-            realm_config: db.open_tree("realm_config")?,
-            apps: db.open_tree("apps")?,
-            clients: db.open_tree("clients")?,
-            links_by_user: db.open_tree("links_by_user")?,
-            links_by_client: db.open_tree("links_by_client")?,
-            link_generations: db.open_tree("link_generations")?,
-            push_tokens: db.open_tree("push_tokens")?,
-            tokens_by_app: db.open_tree("tokens_by_app")?,
-            jobs: delivery_db.open_tree("jobs")?,
-            reports: delivery_db.open_tree("reports")?,
-            sends: delivery_db.open_tree("sends")?,
-            outcomes: delivery_db.open_tree("outcomes")?,
-            provider_tokens: db.open_tree("provider_tokens")?,
-            webhooks: db.open_tree("webhooks")?,
-            outbox: db.open_tree("outbox")?,
-            failed_events: db.open_tree("failed_events")?,
-            attempts: db.open_tree("attempts")?,
-            nonces: db.open_tree("nonces")?,
-            nonce_expiry: db.open_tree("nonce_expiry")?,
-            settings: db.open_tree("settings")?,
-            properties: db.open_tree("properties")?,
-            catalogue: db.open_tree("catalogue")?,
-            signers: db.open_tree("signers")?,
-            certificates: db.open_tree("certificates")?,
-            certificates_by_signer: db.open_tree("certificates_by_signer")?,
-            pki: db.open_tree("pki")?,
-            versions: db.open_tree("versions")?,
-            versions_by_app: db.open_tree("versions_by_app")?,
-            policies: db.open_tree("policies")?,
-            policies_by_name: db.open_tree("policies_by_name")?,
-            version_archs: db.open_tree("version_archs")?,
-            version_votes: db.open_tree("version_votes")?,
-        };
-        Ok(Dbs { db, delivery_db, trees })
+        let trees = Trees::open(&db, &delivery_db)?;
+        let records = trees.records();
+        Ok(Dbs { db, delivery_db, trees, records })
     }
 
     /// Writes both databases' buffers to disk.

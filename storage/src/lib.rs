@@ -15,6 +15,7 @@ mod keys;
 mod seal;
 mod space;
 mod store;
+mod tx;
 
 pub mod apps;
 pub mod catalogue;
@@ -39,3 +40,4 @@ pub use codec::round_trip_every_record;
 pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};
 pub use store::{now_ms, Store, StoreOptions};
+pub use tx::Tx;

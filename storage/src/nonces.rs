@@ -7,12 +7,10 @@
 //! compares the caller's guess byte by byte with stored keys, and timing that
 //! comparison then reveals something about a digest, never about a live nonce.
 
-use crate::error::abort;
 use crate::keys::key;
 use crate::store::{get, Store};
-use crate::{codec, Error, Result, Secret};
+use crate::{Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nonce {
@@ -26,13 +24,6 @@ pub struct Nonce {
     pub created_ms: u64,
     pub expires_ms: u64,
     pub used: bool,
-}
-
-/// Why a nonce could not be used.
-#[derive(Debug, PartialEq, Eq)]
-pub enum UseError {
-    Unknown,
-    Used,
 }
 
 pub struct Nonces<'a>(&'a Store);
@@ -57,48 +48,8 @@ fn nonce_key(tenant: &str, value: &str) -> Vec<u8> {
 }
 
 impl Nonces<'_> {
-    pub fn create(&self, tenant: &str, n: &Nonce) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = nonce_key(tenant, &n.value);
-        let v = codec::encode(n)?;
-        let e = expiry_key(n.expires_ms, tenant, &n.value);
-        (&t.nonces, &t.nonce_expiry).transaction(|(nonces, expiry)| {
-            if nonces.get(&k)?.is_some() {
-                return abort(Error::Conflict("nonce"));
-            }
-            nonces.insert(k.as_slice(), v.as_slice())?;
-            expiry.insert(e.as_slice(), &[][..])?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     pub fn get(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
         get(&self.0.trees()?.nonces, &nonce_key(tenant, value))
-    }
-
-    /// Marks the nonce used, atomically: of two concurrent uses one wins.
-    /// An expired nonce counts as unknown.
-    pub fn use_once(&self, tenant: &str, value: &str, now: u64) -> Result<std::result::Result<Nonce, UseError>> {
-        let t = self.0.trees()?;
-        let k = nonce_key(tenant, value);
-        let r = t.nonces.transaction(|nonces| {
-            let Some(raw) = nonces.get(&k)? else { return Ok(Err(UseError::Unknown)) };
-            let mut n: Nonce = codec::decode(&raw).map_err(sled::transaction::ConflictableTransactionError::Abort)?;
-            if n.expires_ms <= now {
-                return Ok(Err(UseError::Unknown));
-            }
-            if n.used {
-                return Ok(Err(UseError::Used));
-            }
-            n.used = true;
-            nonces.insert(
-                k.as_slice(),
-                codec::encode(&n).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
-            )?;
-            Ok(Ok(n))
-        })?;
-        Ok(r)
     }
 
     /// Deletes every nonce expired by `now`; returns how many.
@@ -117,6 +68,27 @@ impl Nonces<'_> {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+impl Tx<'_> {
+    pub fn nonce(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
+        self.get(&self.t.nonces, &nonce_key(tenant, value))
+    }
+
+    /// Stores a new nonce with its expiry entry (`Conflict("nonce")` if the value is taken).
+    pub fn insert_nonce(&self, tenant: &str, n: &Nonce) -> Result<()> {
+        let k = nonce_key(tenant, &n.value);
+        if self.has(&self.t.nonces, &k)? {
+            return Err(Error::Conflict("nonce"));
+        }
+        self.put(&self.t.nonces, &k, n)?;
+        self.put(&self.t.nonce_expiry, &expiry_key(n.expires_ms, tenant, &n.value), &())
+    }
+
+    /// Stores a nonce over its previous record (its expiry does not change).
+    pub fn put_nonce(&self, tenant: &str, n: &Nonce) -> Result<()> {
+        self.put(&self.t.nonces, &nonce_key(tenant, &n.value), n)
     }
 }
 
@@ -140,14 +112,13 @@ mod tests {
             expires_ms: 1000,
             used: false,
         };
-        store.nonces().create("acme", &n).unwrap();
+        store.transact(|tx| tx.insert_nonce("acme", &n)).unwrap();
         let t = store.trees().unwrap();
         let keys: Vec<Vec<u8>> =
             t.nonces.iter().chain(t.nonce_expiry.iter()).map(|kv| kv.unwrap().0.to_vec()).collect();
         assert!(keys.iter().all(|k| !String::from_utf8_lossy(k).contains("live-nonce")), "no key holds the value");
         assert_eq!(store.nonces().get("acme", "live-nonce-value").unwrap(), Some(n));
-        assert_eq!(store.nonces().use_once("acme", "live-nonce-valuX", 5).unwrap(), Err(UseError::Unknown));
-        assert!(store.nonces().use_once("acme", "live-nonce-value", 5).unwrap().is_ok());
+        assert_eq!(store.nonces().get("acme", "live-nonce-valuX").unwrap(), None);
         assert_eq!(store.nonces().sweep(2000).unwrap(), 1);
         assert_eq!(t.nonces.len(), 0, "the sweep found the nonce by its digest");
     }

@@ -2,7 +2,7 @@
 
 use crate::keys::{key, prefix};
 use crate::store::Store;
-use crate::{codec, Error, Result, Secret};
+use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,15 +47,6 @@ impl Store {
 }
 
 impl Properties<'_> {
-    pub fn create(&self, tenant: &str, p: &Property) -> Result<()> {
-        let k = key(&[tenant, &p.user_id, owner(p.client_id.as_deref()), &p.name]);
-        self.0
-            .trees()?
-            .properties
-            .compare_and_swap(k, None as Option<&[u8]>, Some(codec::encode(p)?))?
-            .map_err(|_| Error::Conflict("property"))
-    }
-
     /// The properties of one owner, in name order.
     pub fn list(&self, tenant: &str, user: &str, client: Option<&str>) -> Result<Vec<Property>> {
         self.0
@@ -66,14 +57,48 @@ impl Properties<'_> {
             .collect()
     }
 
-    /// Deletes every property of a user, with or without a client.
-    pub fn delete_user(&self, tenant: &str, user: &str) -> Result<usize> {
-        let t = &self.0.trees()?.properties;
-        let mut n = 0;
-        for k in t.scan_prefix(prefix(&[tenant, user])).keys() {
-            t.remove(k?)?;
-            n += 1;
+    /// Every property of a user, with or without a client.
+    pub fn of_user(&self, tenant: &str, user: &str) -> Result<Vec<Property>> {
+        self.0.trees()?.properties.scan_prefix(prefix(&[tenant, user])).map(|kv| codec::decode(&kv?.1)).collect()
+    }
+
+    /// A number that moves on whenever a property of the user is created:
+    /// read it before [`Properties::of_user`], and check in the transaction
+    /// that deletes them ([`Tx::property_generation`]) that none was created since.
+    pub fn generation(&self, tenant: &str, user: &str) -> Result<u64> {
+        Ok(crate::store::get(&self.0.trees()?.generations, &generation_key(tenant, user))?.unwrap_or(0))
+    }
+}
+
+fn property_key(tenant: &str, p: &Property) -> Vec<u8> {
+    key(&[tenant, &p.user_id, owner(p.client_id.as_deref()), &p.name])
+}
+
+fn generation_key(tenant: &str, user: &str) -> Vec<u8> {
+    key(&[tenant, "properties", user])
+}
+
+impl Tx<'_> {
+    /// Stores a new property (`Conflict("property")` when its owner has one
+    /// of that name) and moves the user's [`property generation`](Tx::property_generation) on.
+    pub fn insert_property(&self, tenant: &str, p: &Property) -> Result<()> {
+        let k = property_key(tenant, p);
+        if self.has(&self.t.properties, &k)? {
+            return Err(Error::Conflict("property"));
         }
-        Ok(n)
+        let g = generation_key(tenant, &p.user_id);
+        let next = self.get::<u64>(&self.t.generations, &g)?.unwrap_or(0).wrapping_add(1);
+        self.put(&self.t.generations, &g, &next)?;
+        self.put(&self.t.properties, &k, p)
+    }
+
+    /// Removes a property; whether it was there.
+    pub fn remove_property(&self, tenant: &str, p: &Property) -> Result<bool> {
+        self.remove(&self.t.properties, &property_key(tenant, p))
+    }
+
+    /// See [`Properties::generation`].
+    pub fn property_generation(&self, tenant: &str, user: &str) -> Result<u64> {
+        Ok(self.get(&self.t.generations, &generation_key(tenant, user))?.unwrap_or(0))
     }
 }

@@ -3,10 +3,8 @@
 
 use crate::keys::{key, last_part, prefix};
 use crate::store::{get, Store};
-use crate::{codec, Result};
+use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::transaction::ConflictableTransactionError as TxError;
-use sled::Transactional;
 
 /// The provider values of spec 000. Several name the same backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -67,69 +65,28 @@ pub(crate) fn index_key(tenant: &str, app: &str, client_id: &str) -> Vec<u8> {
 }
 
 impl PushTokens<'_> {
-    /// Stores or replaces a client's token, moving its index entry (a locked
-    /// client's token stays out of the index until it is unlocked).
+    /// Stores or replaces a client's token (see [`Tx::put_push_token`]).
     pub fn set(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, client_id]);
-        let value = codec::encode(token)?;
-        let index_value = codec::encode(&TokenRef { provider: token.provider, token: token.token.clone() })?;
-        let new_index = index_key(tenant, &token.app_name, client_id);
-        (&t.push_tokens, &t.tokens_by_app, &t.clients).transaction(|(tokens, index, clients)| {
-            if let Some(old) = tokens.get(&k)? {
-                let old: PushToken = codec::decode(&old).map_err(TxError::Abort)?;
-                index.remove(index_key(tenant, &old.app_name, client_id))?;
-            }
-            tokens.insert(k.as_slice(), value.as_slice())?;
-            let locked = match clients.get(&k)? {
-                Some(raw) => codec::decode::<crate::clients::Client>(&raw).map_err(TxError::Abort)?.is_locked(),
-                None => false,
-            };
-            if token.is_valid && !locked {
-                index.insert(new_index.as_slice(), index_value.as_slice())?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Removes a client's token; true when there was one.
-    pub fn remove(&self, tenant: &str, client_id: &str) -> Result<bool> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, client_id]);
-        let removed = (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
-            let Some(old) = tokens.remove(k.as_slice())? else {
-                return Ok(false);
-            };
-            let old: PushToken = codec::decode(&old).map_err(TxError::Abort)?;
-            index.remove(index_key(tenant, &old.app_name, client_id))?;
-            Ok(true)
-        })?;
-        Ok(removed)
-    }
-
-    pub fn get(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
-        get(&self.0.trees()?.push_tokens, &key(&[tenant, client_id]))
+        self.0.transact(|tx| tx.put_push_token(tenant, client_id, token))
     }
 
     /// Marks the token invalid if the client still holds exactly `token` (it may
     /// have registered a new one since the send); true when something changed.
     pub fn invalidate(&self, tenant: &str, client_id: &str, token: &str, now: u64) -> Result<bool> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, client_id]);
-        let changed = (&t.push_tokens, &t.tokens_by_app).transaction(|(tokens, index)| {
-            let Some(old) = tokens.get(&k)? else { return Ok(false) };
-            let mut rec: PushToken = codec::decode(&old).map_err(TxError::Abort)?;
+        self.0.transact(|tx| {
+            let Some(mut rec) = tx.push_token(tenant, client_id)? else { return Ok(false) };
             if rec.token != token || !rec.is_valid {
                 return Ok(false);
             }
             rec.is_valid = false;
             rec.updated_ms = now;
-            tokens.insert(k.as_slice(), codec::encode(&rec).map_err(TxError::Abort)?)?;
-            index.remove(index_key(tenant, &rec.app_name, client_id))?;
+            tx.put_push_token(tenant, client_id, &rec)?;
             Ok(true)
-        })?;
-        Ok(changed)
+        })
+    }
+
+    pub fn get(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
+        get(&self.0.trees()?.push_tokens, &key(&[tenant, client_id]))
     }
 
     /// Valid tokens of one app in client-id order, starting after `after`.
@@ -164,5 +121,43 @@ impl PushTokens<'_> {
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.
         self.0.trees().map_or(0, |t| t.tokens_by_app.scan_prefix(prefix(&[tenant, app])).count())
+    }
+}
+
+impl Tx<'_> {
+    pub fn push_token(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
+        self.get(&self.t.push_tokens, &key(&[tenant, client_id]))
+    }
+
+    /// Stores or replaces a client's token, moving its index entry (a locked
+    /// client's token stays out of the index until it is unlocked).
+    pub fn put_push_token(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
+        let k = key(&[tenant, client_id]);
+        if let Some(old) = self.get::<PushToken>(&self.t.push_tokens, &k)? {
+            self.remove(&self.t.tokens_by_app, &index_key(tenant, &old.app_name, client_id))?;
+        }
+        self.put(&self.t.push_tokens, &k, token)?;
+        let locked = self.get::<crate::clients::Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
+        self.index_token(tenant, client_id, token, locked)
+    }
+
+    /// Removes a client's token and its index entry; true when there was one.
+    pub fn remove_push_token(&self, tenant: &str, client_id: &str) -> Result<bool> {
+        let Some(old) = self.take::<PushToken>(&self.t.push_tokens, &key(&[tenant, client_id]))? else {
+            return Ok(false);
+        };
+        self.remove(&self.t.tokens_by_app, &index_key(tenant, &old.app_name, client_id))?;
+        Ok(true)
+    }
+
+    /// Puts a token in its app's broadcast index when it is valid and its
+    /// client unlocked, takes it out otherwise.
+    pub(crate) fn index_token(&self, tenant: &str, client_id: &str, token: &PushToken, locked: bool) -> Result<()> {
+        let ik = index_key(tenant, &token.app_name, client_id);
+        if token.is_valid && !locked {
+            self.put(&self.t.tokens_by_app, &ik, &TokenRef { provider: token.provider, token: token.token.clone() })
+        } else {
+            self.remove(&self.t.tokens_by_app, &ik).map(drop)
+        }
     }
 }

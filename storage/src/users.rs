@@ -2,7 +2,7 @@
 
 use crate::error::abort;
 use crate::keys::{key, prefix};
-use crate::store::{get, put, Store};
+use crate::store::{get, Store};
 use crate::{codec, Error, Result};
 use serde::{Deserialize, Serialize};
 use sled::transaction::ConflictableTransactionError as TxError;
@@ -149,11 +149,6 @@ impl Users<'_> {
         self.write(tenant, id, false, &make, revokes)
     }
 
-    /// Refuses every token issued to the user before now.
-    pub fn revoke_tokens(&self, tenant: &str, user_id: &str) -> Result<()> {
-        put(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]), &revocation_instant())
-    }
-
     /// The instant (ms) before which tokens issued to the user are refused; 0 when none.
     pub fn tokens_revoked_before(&self, tenant: &str, user_id: &str) -> Result<u64> {
         Ok(get(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
@@ -297,5 +292,12 @@ impl Users<'_> {
             Some(id) => get(&t.users, &key(&[tenant, &String::from_utf8_lossy(&id)])),
             None => Ok(None),
         }
+    }
+}
+
+impl crate::Tx<'_> {
+    /// Refuses every token issued to the user until now.
+    pub fn revoke_tokens(&self, tenant: &str, user_id: &str) -> Result<()> {
+        self.put(&self.t.token_revocations, &key(&[tenant, user_id]), &revocation_instant())
     }
 }

@@ -77,34 +77,32 @@ fn token_index_follows_set_move_invalidate_and_remove() {
     assert!(tokens.invalidate("t", "C2", "bb", 2).unwrap());
     assert!(!tokens.get("t", "C2").unwrap().unwrap().is_valid);
     assert_eq!(tokens.count_valid_of_app("t", "app1"), 0);
-    assert!(tokens.remove("t", "C1").unwrap());
+    assert!(s.transact(|tx| tx.remove_push_token("t", "C1")).unwrap());
     assert_eq!(tokens.count_valid_of_app("t", "app2"), 0);
     assert_eq!(tokens.count_valid_of_app("t2", "app1"), 1);
 }
 
 #[test]
-fn links_are_indexed_both_ways() {
+fn links_are_indexed_both_ways_and_move_the_generation() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
-    let client = |id: &str| herald_storage::clients::Client { id: id.into(), ..Default::default() };
-    assert!(matches!(s.links().put("t", "alice", "C1", "none", 1), Err(herald_storage::Error::NotFound("client"))));
-    s.clients().create("t", &client("C1")).unwrap();
-    let l = s.links().put("t", "alice", "C1", "none", 10).unwrap();
-    assert_eq!(l.linked_on, 10);
-    let l2 = s.links().put("t", "alice", "C1", "high", 20).unwrap();
-    assert_eq!((l2.linked_on, l2.mloa_updated_on), (10, 20));
-    s.links().put("t", "bob", "C1", "none", 30).unwrap();
+    let link = |user: &str| herald_storage::links::Link {
+        user_id: user.into(),
+        client_id: "C1".into(),
+        mloa: "none".into(),
+        linked_on: 1,
+        mloa_updated_on: 1,
+    };
+    for user in ["alice", "bob"] {
+        s.transact(|tx| tx.put_link("t", &link(user))).unwrap();
+    }
     assert_eq!(s.links().of_user("t", "alice").unwrap().len(), 1);
     assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["alice", "bob"]);
-    assert!(s.links().of_client("u", "C1").unwrap().is_empty());
-    // A client is deleted as unlinked only if no link was made since the look.
-    let seen = s.links().generation("t", "C1").unwrap();
-    assert_eq!(seen, 3, "three links made");
-    s.links().put("t", "carol", "C1", "none", 40).unwrap();
-    assert!(!s.clients().delete_if_unlinked_since("t", "C1", seen).unwrap(), "linked meanwhile: kept");
-    let now = s.links().generation("t", "C1").unwrap();
-    assert!(s.clients().delete_if_unlinked_since("t", "C1", now).unwrap());
-    assert!(s.clients().get("t", "C1").unwrap().is_none());
+    assert!(s.links().of_client("u", "C1").unwrap().is_empty(), "another tenant sees nothing");
+    assert_eq!(s.links().generation("t", "C1").unwrap(), 2, "two links made");
+    assert!(s.transact(|tx| tx.remove_link("t", "alice", "C1")).unwrap());
+    assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["bob"]);
+    assert_eq!(s.links().generation("t", "C1").unwrap(), 2, "an unlink does not move it");
 }
 
 #[test]
