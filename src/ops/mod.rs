@@ -15,9 +15,17 @@
 //! call an operation and encode its answer; the embedding API calls the same
 //! functions.
 
+pub mod apps;
+pub mod catalogue;
 pub mod clients;
 pub mod nonces;
 pub mod properties;
+pub mod realm;
+pub mod signers;
+pub mod tenants;
+pub mod users;
+pub mod versions;
+pub mod webhooks;
 
 use crate::engine::Engine;
 use crate::error::ApiResult;

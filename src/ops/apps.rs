@@ -1,0 +1,1 @@
+//! Apps and their push credentials.

@@ -1,0 +1,1 @@
+//! Signers (certificate authorities per tenant) and the certificates they issue.

@@ -1,0 +1,1 @@
+//! Tenants: creation with their admin and signing keys.

@@ -1,0 +1,1 @@
+//! App versions, policies, and integrity voting.

@@ -1,0 +1,1 @@
+//! Webhooks: create, change, delete, replay.
