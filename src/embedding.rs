@@ -163,7 +163,7 @@ pub struct PushApi<'a>(&'a Engine);
 impl PushApi<'_> {
     /// The send API: validated like the HTTP body, answered like it.
     pub async fn send(&self, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
-        api::push::send_event(self.0, tenant, event).await
+        crate::ops::push::send(self.0, tenant, event).await
     }
 }
 

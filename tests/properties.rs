@@ -135,3 +135,44 @@ async fn notify_properties_emit_property_changed() {
     let e: Value = serde_json::from_str(&got[0].body).unwrap();
     assert_eq!(e["data"]["name"], "loud");
 }
+
+/// Invariant: a client's property never outlives the deletion of its user's
+/// data. Created before the delete, it is deleted with the user's other
+/// properties; created after, it is refused (the client is no longer linked
+/// to the user). Bob keeps the client alive, so ann can be linked again to
+/// look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_property_written_while_its_users_data_is_deleted_never_survives() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let (client, _) = s.register_client("acme", &admin, "shop").await;
+    let link = |user: String| {
+        let path = format!("/v1/tenants/acme/users/{user}/clients/{client}");
+        let admin = admin.clone();
+        let s = &s;
+        async move { s.call(Method::PUT, &path, Some(&admin), Some(json!({}))).await.0 }
+    };
+    assert_eq!(link("bob".into()).await, StatusCode::OK);
+    let (mut before, mut after) = (0, 0);
+    for round in 0..100 {
+        let ann = format!("ann{round}");
+        assert_eq!(link(ann.clone()).await, StatusCode::OK);
+        let properties = format!("/v1/tenants/acme/users/{ann}/clients/{client}/properties");
+        let body = json!({"name": "color", "type": "UTF8STRING", "value": "blue"});
+        let delete_path = format!("/v1/tenants/acme/users/{ann}");
+        let delete = s.call(Method::DELETE, &delete_path, Some(&admin), None);
+        let write = create(&s, &admin, &properties, body);
+        let ((deleted, _), (written, b)) = tokio::join!(delete, write);
+        assert_eq!(deleted, StatusCode::NO_CONTENT, "round {round}");
+        match written {
+            StatusCode::CREATED => before += 1,
+            StatusCode::NOT_FOUND => after += 1,
+            other => panic!("round {round}: the property write answered {other}: {b}"),
+        }
+        assert_eq!(link(ann.clone()).await, StatusCode::OK);
+        let (st, listed) = s.call(Method::GET, &properties, Some(&admin), None).await;
+        assert_eq!((st, listed), (StatusCode::OK, json!([])), "round {round}: a property survived the delete");
+    }
+    eprintln!("property written before the delete {before} times, refused after it {after} times");
+    s.shutdown().await;
+}

@@ -1,112 +1,19 @@
 //! The send API and the delivery report.
 
-use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::push::{NotificationResponse, NotificationResult, PushNotificationEvent, ResultError, ResultValue};
+use crate::models::push::PushNotificationEvent;
 use crate::models::validate;
 use crate::paging::Paging;
-use herald_actors::send::{ClientResult, Recipient, SendAnswer, SendError, SendRequest};
 use herald_storage::deliveries::{Counts, State};
 use http::StatusCode;
 use serde_json::{json, Value};
 
-const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
-
 pub async fn send(cx: Cx) -> ApiResult<Response> {
     cx.engine.limits.send.check(cx.tenant())?;
     let event: PushNotificationEvent = cx.json()?;
-    let responses = send_event(&cx.engine, cx.tenant(), event).await?;
+    let responses = crate::ops::push::send(&cx.engine, cx.tenant(), event).await?;
     json(StatusCode::ACCEPTED, &responses)
-}
-
-/// Validates and sends one event of `tenant` (HTTP and the embedding API).
-pub async fn send_event(
-    engine: &Engine,
-    tenant: &str,
-    event: PushNotificationEvent,
-) -> ApiResult<Vec<NotificationResponse>> {
-    let tenant = tenant.to_string();
-    let id = ulid::Ulid::generate().to_string();
-    let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
-    let kind = match &recipient {
-        Recipient::Client { .. } => "client",
-        Recipient::User { .. } => "user",
-        Recipient::Topic { .. } => "topic",
-    };
-    let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
-    let started = std::time::Instant::now();
-    let answer = engine.push.send(req, engine.config.send_deadline).await;
-    metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
-    let answer = answer.map_err(|e| match e {
-        SendError::NotFound(m) => ApiError::not_found(m),
-        SendError::Internal(m) => ApiError::internal(m),
-    })?;
-    let responses = match answer {
-        SendAnswer::Clients(results) => client_responses(&tenant, &id, &recipient, results),
-        SendAnswer::Broadcast { apps, .. } => apps
-            .into_iter()
-            .map(|a| NotificationResponse {
-                tenant_id: tenant.clone(),
-                user_id: None,
-                ast_client_id: None,
-                topic: match &recipient {
-                    Recipient::Topic { topic } => Some(topic.clone()),
-                    _ => None,
-                },
-                notification_id: id.clone(),
-                is_successful: a.refused.is_none(),
-                results: a
-                    .refused
-                    .map(|m| {
-                        vec![NotificationResult {
-                            result: ResultValue::Error(ResultError { message: m, code: 400, subsystem: SUBSYSTEM }),
-                            ast_client_id: None,
-                        }]
-                    })
-                    .unwrap_or_default(),
-                metadata: Some(json!({ "appName": a.app, "targeted": a.targeted })),
-            })
-            .collect(),
-    };
-    Ok(responses)
-}
-
-fn client_responses(
-    tenant: &str,
-    id: &str,
-    recipient: &Recipient,
-    results: Vec<ClientResult>,
-) -> Vec<NotificationResponse> {
-    let user = match recipient {
-        Recipient::Client { user, .. } | Recipient::User { user } => Some(user.clone()),
-        Recipient::Topic { .. } => None,
-    };
-    results
-        .into_iter()
-        .map(|r| {
-            let ok = r.outcome.state == State::Sent;
-            let result = if ok {
-                ResultValue::Text("SENT".into())
-            } else {
-                ResultValue::Error(ResultError {
-                    message: r.outcome.message.clone().unwrap_or_else(|| "not delivered".into()),
-                    code: r.outcome.code,
-                    subsystem: SUBSYSTEM,
-                })
-            };
-            NotificationResponse {
-                tenant_id: tenant.to_string(),
-                user_id: user.clone(),
-                ast_client_id: Some(r.client_id.clone()),
-                topic: None,
-                notification_id: id.to_string(),
-                is_successful: ok,
-                results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
-                metadata: Some(json!({ "appName": r.outcome.app, "provider": r.outcome.provider })),
-            }
-        })
-        .collect()
 }
 
 fn counts(c: &Counts) -> Value {

@@ -20,6 +20,7 @@ pub mod catalogue;
 pub mod clients;
 pub mod nonces;
 pub mod properties;
+pub mod push;
 pub mod realm;
 pub mod signers;
 pub mod tenants;

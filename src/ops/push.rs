@@ -1,0 +1,98 @@
+//! Sending: one event to a client, to a user's clients, or to every client
+//! of a tenant's app. The push engine writes the delivery records (see
+//! `herald_actors::push`); this is the one entry to it.
+
+use crate::engine::Engine;
+use crate::error::{ApiError, ApiResult};
+use crate::models::push::{NotificationResponse, NotificationResult, PushNotificationEvent, ResultError, ResultValue};
+use herald_actors::send::{ClientResult, Recipient, SendAnswer, SendError, SendRequest};
+use herald_storage::deliveries::State;
+use serde_json::json;
+
+const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
+
+/// Validates and sends one event of `tenant`: to a client, a user's
+/// clients, or as a broadcast (answered once it is durably accepted).
+pub async fn send(engine: &Engine, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
+    let tenant = tenant.to_string();
+    let id = ulid::Ulid::generate().to_string();
+    let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
+    let kind = match &recipient {
+        Recipient::Client { .. } => "client",
+        Recipient::User { .. } => "user",
+        Recipient::Topic { .. } => "topic",
+    };
+    let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
+    let started = std::time::Instant::now();
+    let answer = engine.push.send(req, engine.config.send_deadline).await;
+    metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
+    let answer = answer.map_err(|e| match e {
+        SendError::NotFound(m) => ApiError::not_found(m),
+        SendError::Internal(m) => ApiError::internal(m),
+    })?;
+    let responses = match answer {
+        SendAnswer::Clients(results) => client_responses(&tenant, &id, &recipient, results),
+        SendAnswer::Broadcast { apps, .. } => apps
+            .into_iter()
+            .map(|a| NotificationResponse {
+                tenant_id: tenant.clone(),
+                user_id: None,
+                ast_client_id: None,
+                topic: match &recipient {
+                    Recipient::Topic { topic } => Some(topic.clone()),
+                    _ => None,
+                },
+                notification_id: id.clone(),
+                is_successful: a.refused.is_none(),
+                results: a
+                    .refused
+                    .map(|m| {
+                        vec![NotificationResult {
+                            result: ResultValue::Error(ResultError { message: m, code: 400, subsystem: SUBSYSTEM }),
+                            ast_client_id: None,
+                        }]
+                    })
+                    .unwrap_or_default(),
+                metadata: Some(json!({ "appName": a.app, "targeted": a.targeted })),
+            })
+            .collect(),
+    };
+    Ok(responses)
+}
+
+fn client_responses(
+    tenant: &str,
+    id: &str,
+    recipient: &Recipient,
+    results: Vec<ClientResult>,
+) -> Vec<NotificationResponse> {
+    let user = match recipient {
+        Recipient::Client { user, .. } | Recipient::User { user } => Some(user.clone()),
+        Recipient::Topic { .. } => None,
+    };
+    results
+        .into_iter()
+        .map(|r| {
+            let ok = r.outcome.state == State::Sent;
+            let result = if ok {
+                ResultValue::Text("SENT".into())
+            } else {
+                ResultValue::Error(ResultError {
+                    message: r.outcome.message.clone().unwrap_or_else(|| "not delivered".into()),
+                    code: r.outcome.code,
+                    subsystem: SUBSYSTEM,
+                })
+            };
+            NotificationResponse {
+                tenant_id: tenant.to_string(),
+                user_id: user.clone(),
+                ast_client_id: Some(r.client_id.clone()),
+                topic: None,
+                notification_id: id.to_string(),
+                is_successful: ok,
+                results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
+                metadata: Some(json!({ "appName": r.outcome.app, "provider": r.outcome.provider })),
+            }
+        })
+        .collect()
+}
