@@ -368,8 +368,15 @@ fn live_actors(metrics: &str, kind: &str) -> f64 {
     metrics.lines().find_map(|l| l.strip_prefix(prefix.as_str())).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
 }
 
+/// The value of `herald_pool_connections{provider="apns"}` in a `/metrics` text.
+fn apns_connections(metrics: &str) -> f64 {
+    let prefix = "herald_pool_connections{provider=\"apns\"} ";
+    metrics.lines().find_map(|l| l.strip_prefix(prefix)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0)
+}
+
 /// A tenant's actor stops once idle (`--tenant-idle-stop-s`), which the
-/// `herald_actors_live` gauge shows, and the next send starts it again.
+/// `herald_actors_live` gauge shows, taking its provider connections with it
+/// (it owns its channels and pools); the next send starts it again.
 #[tokio::test]
 async fn an_idle_tenant_actor_stops_and_the_next_send_starts_it_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -390,9 +397,13 @@ async fn an_idle_tenant_actor_stops_and_the_next_send_starts_it_again() {
         assert_eq!(live_actors(&metrics().await, "tenant"), 1.0, "round {round}: the send started the tenant's actor");
         let done = report_when_done(&http, &h, &admin, &id).await;
         assert_eq!(done["counts"]["sent"], 5, "round {round}: the send works: {done}");
+        assert!(apns_connections(&metrics().await) >= 1.0, "round {round}: the send connected to APNs");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while live_actors(&metrics().await, "tenant") > 0.0 {
-            assert!(std::time::Instant::now() < deadline, "round {round}: the idle tenant's actor never stopped");
+        while live_actors(&metrics().await, "tenant") > 0.0 || apns_connections(&metrics().await) > 0.0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the idle tenant's actor or its pool lived on"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         assert_eq!(live_actors(&metrics().await, "root"), 1.0);

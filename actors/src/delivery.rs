@@ -9,7 +9,6 @@ use crate::providers::{apns, fcm, hms, Backend, FormatError, Notification, Outco
 use crate::settings::PushSettings;
 use crate::transport::{tls_config, Target, TransportError};
 use crate::webhooks::EventBus;
-use dashmap::DashMap;
 use herald_storage::deliveries::{ClientOutcome, State};
 use herald_storage::provider_tokens::ProviderToken;
 use herald_storage::push_tokens::{PushProvider, TokenRef};
@@ -52,7 +51,7 @@ struct HmsChannel {
 /// Everything needed to send for one app, built from its stored configuration.
 pub struct AppChannels {
     pub app: String,
-    modified_ms: u64,
+    pub(crate) modified_ms: u64,
     pub categories: Vec<String>,
     legacy_fcm_only: bool,
     apns: Result<Option<ApnsChannel>, String>,
@@ -77,15 +76,16 @@ pub struct Prepared {
     hms: OnceLock<Result<hms::HmsPayload, FormatError>>,
 }
 
+/// What every tenant's deliveries share: the store, TLS and OAuth clients,
+/// and the budget of broadcast notifications in flight. The channels and
+/// pools of each tenant's apps are its `Tenant` actor's
+/// ([`TenantChannels`](crate::channels::TenantChannels)).
 pub struct Deliverer {
     store: Store,
     events: Arc<EventBus>,
     settings: PushSettings,
     tls: Arc<rustls::ClientConfig>,
     auth_http: AuthHttp,
-    /// Channels per (tenant, app), with the store's apps generation they were
-    /// last checked at.
-    apps: DashMap<(String, String), (u64, Arc<AppChannels>)>,
     /// `bulk_in_flight` permits, one per broadcast notification in flight.
     /// The semaphore is first come, first served, so concurrent broadcasts
     /// share the permits evenly.
@@ -107,7 +107,7 @@ impl Deliverer {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(auth_tls(&tls));
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
-        Ok(Deliverer { store, events, settings, tls, auth_http, apps: DashMap::new(), bulk_permits })
+        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits })
     }
 
     /// Waits for a bulk permit; a broadcast holds one per notification in flight.
@@ -129,36 +129,8 @@ impl Deliverer {
         &self.settings
     }
 
-    /// The channels of an app, rebuilt when its configuration changed.
-    pub fn channels(&self, tenant: &str, app: &str) -> Result<Option<Arc<AppChannels>>, String> {
-        // Read before the record: an app written meanwhile moves it on, so
-        // the next send checks again.
-        let generation = self.store.apps_generation();
-        let key = (tenant.to_string(), app.to_string());
-        if let Some(c) = self.apps.get(&key).filter(|c| c.0 == generation) {
-            return Ok(Some(c.1.clone()));
-        }
-        let Some(record) = self.store.apps().get(tenant, app).map_err(|e| e.to_string())? else {
-            self.apps.remove(&key);
-            return Ok(None);
-        };
-        if let Some(mut c) = self.apps.get_mut(&key).filter(|c| c.1.modified_ms == record.modified_ms) {
-            c.0 = generation;
-            return Ok(Some(c.1.clone()));
-        }
-        let creds = AppCredentials::load(&self.store, tenant, &record)?;
-        let channels = Arc::new(self.build(tenant, app, record.modified_ms, creds));
-        self.apps.insert(key, (generation, channels.clone()));
-        Ok(Some(channels))
-    }
-
-    /// Drops the tenant's cached channels (and so their connection pools):
-    /// its actor stopped; the next send builds them again.
-    pub fn forget_tenant(&self, tenant: &str) {
-        self.apps.retain(|(t, _), _| t != tenant);
-    }
-
-    fn build(&self, tenant: &str, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
+    /// Builds an app's channels (pools not connected yet) from its stored credentials.
+    pub(crate) fn build(&self, tenant: &str, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
         let e = &self.settings.endpoints;
         let limits = self.settings.limits.clone();
         let apns = creds

@@ -13,6 +13,7 @@
 //! those that may have been sent before, and the report counts them as
 //! `resent` (durably, before sending them again).
 
+use crate::channels::TenantChannels;
 use crate::delivery::{AppChannels, Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
@@ -35,12 +36,13 @@ pub enum FanOutMsg {
 }
 
 pub struct FanOutArgs {
-    pub deliverer: Arc<Deliverer>,
+    /// The tenant's channels, shared with its actor's other sends.
+    pub channels: Arc<TenantChannels>,
     pub job: BroadcastJob,
 }
 
 pub struct FanOutState {
-    deliverer: Arc<Deliverer>,
+    channels: Arc<TenantChannels>,
     job: BroadcastJob,
     _live: crate::telemetry::LiveActor,
 }
@@ -56,7 +58,7 @@ impl Actor for FanOut {
         args: FanOutArgs,
     ) -> Result<FanOutState, ActorProcessingErr> {
         myself.cast(FanOutMsg::Run)?;
-        Ok(FanOutState { deliverer: args.deliverer, job: args.job, _live: crate::telemetry::LiveActor::new("fanout") })
+        Ok(FanOutState { channels: args.channels, job: args.job, _live: crate::telemetry::LiveActor::new("fanout") })
     }
 
     async fn handle(
@@ -67,7 +69,7 @@ impl Actor for FanOut {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             FanOutMsg::Run => {
-                run(&state.deliverer, &mut state.job).await?;
+                run(&state.channels, &mut state.job).await?;
                 myself.stop(Some("broadcast complete".into()));
             }
         }
@@ -76,7 +78,8 @@ impl Actor for FanOut {
 }
 
 /// Delivers every remaining batch of the job; resumable from its checkpoint.
-pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), ActorProcessingErr> {
+pub async fn run(channels: &TenantChannels, job: &mut BroadcastJob) -> Result<(), ActorProcessingErr> {
+    let d = channels.deliverer();
     let store = d.store().clone();
     let n: Notification = serde_json::from_str(&job.notification_json)?;
     let mut report = store
@@ -92,7 +95,7 @@ pub async fn run(d: &Arc<Deliverer>, job: &mut BroadcastJob) -> Result<(), Actor
         }
         let app = job.apps[i].app.clone();
         // A deleted app has no channels: nothing to send to its clients.
-        if let Some(channels) = d.channels(&tenant, &app).map_err(|e| format!("app {app}: {e}"))? {
+        if let Some(channels) = channels.of_app(&app).map_err(|e| format!("app {app}: {e}"))? {
             send_app(d, job, i, &mut report, &channels, &n).await?;
         }
         job.apps[i].done = true;

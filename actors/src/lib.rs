@@ -1,6 +1,7 @@
 //! Herald actors: the supervisor tree (`Root` → `Tenant` → `FanOut`), provider
 //! connection pools and clients, and the delivery of notifications.
 
+pub mod channels;
 pub mod credentials;
 pub mod delivery;
 pub mod fanout;

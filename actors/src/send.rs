@@ -2,6 +2,7 @@
 //! client or all of a user's clients and wait for the answers, or create the
 //! durable job of a topic broadcast.
 
+use crate::channels::TenantChannels;
 use crate::delivery::{Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
@@ -70,19 +71,20 @@ fn failed(app: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
 }
 
 /// Answers a send: the clients' outcomes, or the queued broadcast.
-pub async fn execute(d: &Arc<Deliverer>, req: SendRequest) -> Result<SendAnswer, SendError> {
+pub async fn execute(channels: &TenantChannels, req: SendRequest) -> Result<SendAnswer, SendError> {
+    let d = channels.deliverer();
     match &req.recipient {
         Recipient::Topic { .. } => {
             let (job, apps) = broadcast(d, &req)?;
             d.store().durable().await?;
             Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
         }
-        _ => interactive(d, &req).await.map(SendAnswer::Clients),
+        _ => interactive(channels, &req).await.map(SendAnswer::Clients),
     }
 }
 
-async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<ClientResult>, SendError> {
-    let store = d.store();
+async fn interactive(channels: &TenantChannels, req: &SendRequest) -> Result<Vec<ClientResult>, SendError> {
+    let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
     let (clients, kind, who) = match &req.recipient {
         Recipient::Client { user, client } => {
@@ -108,7 +110,7 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
     let sends = clients.iter().map(|client_id| {
         let prepared = &prepared;
         async move {
-            let outcome = one_client(d, tenant, &req.notification, client_id, prepared).await;
+            let outcome = one_client(channels, tenant, &req.notification, client_id, prepared).await;
             ClientResult { client_id: client_id.clone(), outcome }
         }
     });
@@ -135,12 +137,13 @@ async fn interactive(d: &Arc<Deliverer>, req: &SendRequest) -> Result<Vec<Client
 }
 
 async fn one_client(
-    d: &Deliverer,
+    channels: &TenantChannels,
     tenant: &str,
     n: &Notification,
     client_id: &str,
     prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
 ) -> ClientOutcome {
+    let d = channels.deliverer();
     let store = d.store();
     let client = match store.clients().get(tenant, client_id) {
         Ok(Some(c)) => c,
@@ -158,7 +161,7 @@ async fn one_client(
     if !token.is_valid {
         return failed(&token.app_name, 410, "the push token was reported invalid by the provider");
     }
-    let channels = match d.channels(tenant, &token.app_name) {
+    let channels = match channels.of_app(&token.app_name) {
         Ok(Some(c)) => c,
         Ok(None) => return failed(&token.app_name, 404, format!("app {} not found", token.app_name)),
         Err(e) => return failed(&token.app_name, 500, format!("app {}: {e}", token.app_name)),

@@ -1,8 +1,11 @@
-//! The `Tenant` actor: the router of one tenant's sends and the supervisor of
-//! its broadcasts. A failing broadcast is restarted from its checkpoint after
+//! The `Tenant` actor: the owner of one tenant's runtime (its provider
+//! channels and connection pools, its running broadcasts), the router of its
+//! sends and the supervisor of its broadcasts. It stops when idle, freeing
+//! them, and is started again by the next send. A failing broadcast is restarted from its checkpoint after
 //! a backoff, and given up (`FAILED`) after too many restarts (see
 //! [`crate::supervision`]).
 
+use crate::channels::TenantChannels;
 use crate::delivery::Deliverer;
 use crate::fanout::{FanOut, FanOutArgs};
 use crate::send::{self, SendAnswer, SendError, SendRequest};
@@ -37,6 +40,9 @@ pub struct TenantArgs {
 pub struct TenantState {
     tenant: String,
     deliverer: Arc<Deliverer>,
+    /// The tenant's provider channels and their connection pools, shared
+    /// with its sends and fan-outs; freed when the actor stops.
+    channels: Arc<TenantChannels>,
     /// Running fan-outs by actor, with their job id, to restart a failed one.
     fanouts: HashMap<ActorId, String>,
     /// Recent restarts of each broadcast.
@@ -71,6 +77,7 @@ impl Actor for Tenant {
             myself.send_interval(every, || TenantMsg::IdleCheck)
         });
         Ok(TenantState {
+            channels: Arc::new(TenantChannels::new(&args.tenant, args.deliverer.clone())),
             tenant: args.tenant,
             deliverer: args.deliverer,
             fanouts: HashMap::new(),
@@ -91,12 +98,12 @@ impl Actor for Tenant {
         match msg {
             TenantMsg::Send(req, reply) => {
                 // Sends wait on providers: run them beside the mailbox, not in it.
-                let d = state.deliverer.clone();
+                let channels = state.channels.clone();
                 state.last_work = Instant::now();
                 let sends = state.sends.clone();
                 sends.fetch_add(1, Ordering::AcqRel);
                 tokio::spawn(async move {
-                    let answer = send::execute(&d, *req).await;
+                    let answer = send::execute(&channels, *req).await;
                     sends.fetch_sub(1, Ordering::AcqRel);
                     if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
                         let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
@@ -112,7 +119,7 @@ impl Actor for Tenant {
                     return Ok(());
                 }
                 let id = job.id.clone();
-                let args = FanOutArgs { deliverer: state.deliverer.clone(), job };
+                let args = FanOutArgs { channels: state.channels.clone(), job };
                 let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
                 state.fanouts.insert(actor.get_id(), id);
             }
@@ -135,13 +142,12 @@ impl Actor for Tenant {
         Ok(())
     }
 
-    /// Frees what the tenant held: its provider channels and their pools
-    /// (rebuilt on the next send) and the idle timer.
+    /// Ends the idle timer; the tenant's channels and pools go with the
+    /// state (rebuilt by the next actor on its first send).
     async fn post_stop(&self, _myself: ActorRef<Self::Msg>, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
         if let Some(timer) = state.idle_timer.take() {
             timer.abort();
         }
-        state.deliverer.forget_tenant(&state.tenant);
         Ok(())
     }
 
