@@ -50,7 +50,7 @@ impl Engine {
         let pki =
             crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
         pki.recover()?;
-        Ok(Arc::new(Engine {
+        let engine = Arc::new(Engine {
             pki,
             limits: crate::rate_limit::Limits::from_config(&config),
             config,
@@ -60,7 +60,16 @@ impl Engine {
             metrics,
             push,
             in_flight: Default::default(),
-        }))
+        });
+        // What the engine caches of a tenant lives no longer than its actor.
+        let weak = Arc::downgrade(&engine);
+        engine.push.on_tenant_stopped(move |tenant| {
+            if let Some(engine) = weak.upgrade() {
+                engine.keys.forget(tenant);
+                engine.store.forget_caches(tenant);
+            }
+        });
+        Ok(engine)
     }
 }
 

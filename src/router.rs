@@ -169,6 +169,13 @@ where
     let (parts, body) = req.into_parts();
     let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
     let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
+    if let Some(p) = &principal {
+        // A request of a tenant is work for its actor, which bounds what the
+        // engine holds of the tenant (see `Push::touch`).
+        if let Err(e) = engine.push.touch(&p.tenant).await {
+            tracing::warn!(tenant = %p.tenant, error = ?e, "the tenant's actor did not start");
+        }
+    }
     refuse_writes_when_full(&engine, route)?;
     let body = crate::http::body::read(body, engine.config.body_limit, &engine.config.limits).await?;
     let cx = Cx {

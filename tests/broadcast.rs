@@ -421,3 +421,24 @@ async fn report_when_done(http: &reqwest::Client, h: &Herald, token: &str, id: &
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// A tenant with requests keeps its actor, and what the engine caches of it
+/// (its signing key here) lives no longer than that actor: once the tenant is
+/// idle both go, and its next request brings both back.
+#[tokio::test]
+async fn a_tenants_caches_live_no_longer_than_its_actor() {
+    let s = TestServer::start_with(|c| c.push.tenant_idle_stop = Some(std::time::Duration::from_secs(1))).await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let engine = s.running.as_ref().unwrap().engine.clone();
+    for round in 0..2 {
+        let (st, _) = s.call(Method::GET, "/v1/tenants/acme/apps", Some(&admin), None).await;
+        assert_eq!(st, StatusCode::OK, "round {round}");
+        assert!(engine.keys.holds("acme"), "round {round}: the request cached the tenant's key");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while engine.keys.holds("acme") {
+            assert!(std::time::Instant::now() < deadline, "round {round}: the idle tenant's key stayed cached");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    s.shutdown().await;
+}

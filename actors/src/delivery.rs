@@ -90,6 +90,8 @@ pub struct Deliverer {
     /// The semaphore is first come, first served, so concurrent broadcasts
     /// share the permits evenly.
     bulk_permits: tokio::sync::Semaphore,
+    /// Called when a tenant's actor stops, to drop what the engine caches of it.
+    tenant_stopped: OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
@@ -107,7 +109,7 @@ impl Deliverer {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(auth_tls(&tls));
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
-        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits })
+        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits, tenant_stopped: OnceLock::new() })
     }
 
     /// Waits for a bulk permit; a broadcast holds one per notification in flight.
@@ -119,6 +121,19 @@ impl Deliverer {
     /// The event bus for what deliveries reveal (dead tokens, finished broadcasts).
     pub fn events(&self) -> &EventBus {
         &self.events
+    }
+
+    /// Sets what a tenant's actor calls when it stops (once; later calls are
+    /// ignored): the engine's caches of that tenant (its signing key, user
+    /// directory...) live no longer than its actor.
+    pub fn on_tenant_stopped(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.tenant_stopped.set(Box::new(f));
+    }
+
+    pub(crate) fn tenant_stopped(&self, tenant: &str) {
+        if let Some(f) = self.tenant_stopped.get() {
+            f(tenant);
+        }
     }
 
     pub fn store(&self) -> &Store {

@@ -1,21 +1,20 @@
 //! The push engine as the rest of Herald sees it: send, report, shut down.
 
 use crate::delivery::Deliverer;
-use crate::root::{Root, RootArgs, RootMsg};
+use crate::root::{Registry, Root, RootArgs, RootMsg};
 use crate::send::{SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
-use crate::tenant::TenantMsg;
+use crate::tenant::{Activity, TenantMsg};
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
-use dashmap::DashMap;
 use herald_storage::Store;
-use ractor::{Actor, ActorRef, ActorStatus};
+use ractor::{Actor, ActorRef};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct Push {
     root: ActorRef<RootMsg>,
     dispatcher: ActorRef<DispatcherMsg>,
-    registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+    registry: Arc<Registry>,
     deliverer: Arc<Deliverer>,
     events: Arc<EventBus>,
 }
@@ -30,14 +29,14 @@ impl Push {
                 .map_err(|e| format!("starting the webhook dispatcher: {e}"))?;
         events.attach(dispatcher.clone());
         let deliverer = Arc::new(Deliverer::new(store, settings, events.clone())?);
-        let registry = Arc::new(DashMap::new());
+        let registry = Arc::new(Registry::new());
         let args = RootArgs { deliverer: deliverer.clone(), registry: registry.clone() };
         let (root, _) = Actor::spawn(None, Root, args).await.map_err(|e| format!("starting the root actor: {e}"))?;
         Ok(Push { root, dispatcher, registry, deliverer, events })
     }
 
-    async fn tenant(&self, tenant: &str) -> Result<ActorRef<TenantMsg>, SendError> {
-        if let Some(a) = self.registry.get(tenant).filter(|a| a.get_status() == ActorStatus::Running) {
+    async fn tenant(&self, tenant: &str) -> Result<(ActorRef<TenantMsg>, Arc<Activity>), SendError> {
+        if let Some(a) = self.registry.get(tenant).filter(|a| crate::root::alive(&a.0)) {
             return Ok(a.clone());
         }
         let answer =
@@ -55,7 +54,7 @@ impl Push {
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
         let mut req = req;
         for _ in 0..3 {
-            let tenant = self.tenant(&req.tenant).await?;
+            let (tenant, _) = self.tenant(&req.tenant).await?;
             match tenant.call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline)).await {
                 Ok(ractor::rpc::CallResult::Success(answer)) => return answer,
                 Ok(ractor::rpc::CallResult::Timeout) => {
@@ -65,7 +64,7 @@ impl Push {
                     return Err(SendError::Internal("the tenant actor stopped during the send".into()))
                 }
                 Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _))) => {
-                    self.registry.remove_if(&undelivered.tenant, |_, a| a.get_id() == tenant.get_id());
+                    self.registry.remove_if(&undelivered.tenant, |_, a| a.0.get_id() == tenant.get_id());
                     req = *undelivered;
                 }
                 Err(e) => return Err(SendError::Internal(format!("tenant actor unavailable: {e}"))),
@@ -74,9 +73,23 @@ impl Push {
         Err(SendError::Internal("the tenant actor kept stopping".into()))
     }
 
+    /// Counts a request of `tenant` as work: its actor (started if needed)
+    /// and what it bounds (channels, the engine's caches of the tenant) stay
+    /// while the tenant has requests. Call it only for an existing tenant.
+    pub async fn touch(&self, tenant: &str) -> Result<(), SendError> {
+        self.tenant(tenant).await?.1.touch();
+        Ok(())
+    }
+
+    /// Sets what happens to the engine's caches of a tenant when its actor
+    /// stops (see [`Deliverer::on_tenant_stopped`]).
+    pub fn on_tenant_stopped(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        self.deliverer.on_tenant_stopped(f);
+    }
+
     /// Makes the tenant's actor fail, to exercise supervision.
     pub async fn crash_tenant(&self, tenant: &str) -> Result<(), SendError> {
-        let a = self.tenant(tenant).await?;
+        let (a, _) = self.tenant(tenant).await?;
         a.cast(TenantMsg::Crash).map_err(|e| SendError::Internal(e.to_string()))
     }
 

@@ -5,7 +5,7 @@
 use crate::delivery::Deliverer;
 use crate::supervision::{Decision, RestartPolicy, Restarts};
 use crate::telemetry::LiveActor;
-use crate::tenant::{Tenant, TenantArgs, TenantMsg};
+use crate::tenant::{Activity, Tenant, TenantArgs, TenantMsg};
 use dashmap::DashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ pub struct Root;
 
 pub enum RootMsg {
     /// The tenant's actor, started when needed.
-    Tenant(String, RpcReplyPort<Result<ActorRef<TenantMsg>, String>>),
+    Tenant(String, RpcReplyPort<Result<(ActorRef<TenantMsg>, Arc<Activity>), String>>),
     /// Start a tenant again after its actor failed (scheduled), so its
     /// broadcasts resume without waiting for its next request.
     Restart(String),
@@ -24,12 +24,21 @@ pub enum RootMsg {
 pub struct RootArgs {
     pub deliverer: Arc<Deliverer>,
     /// Shared with the engine for lookups without a round trip through Root.
-    pub registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+    pub registry: Arc<Registry>,
 }
+
+/// Whether an actor takes messages: starting (its `spawn` has returned, so
+/// it will), running or upgrading. One found starting is used, not replaced.
+pub(crate) fn alive<M: ractor::Message>(a: &ActorRef<M>) -> bool {
+    matches!(a.get_status(), ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading)
+}
+
+/// The running tenant actors, with their activity clocks.
+pub type Registry = DashMap<String, (ActorRef<TenantMsg>, Arc<Activity>)>;
 
 pub struct RootState {
     deliverer: Arc<Deliverer>,
-    registry: Arc<DashMap<String, ActorRef<TenantMsg>>>,
+    registry: Arc<Registry>,
     names: HashMap<ractor::ActorId, String>,
     restarts: Restarts<String>,
     _live: LiveActor,
@@ -40,16 +49,18 @@ impl RootState {
         &mut self,
         myself: &ActorRef<RootMsg>,
         tenant: &str,
-    ) -> Result<ActorRef<TenantMsg>, ActorProcessingErr> {
+    ) -> Result<(ActorRef<TenantMsg>, Arc<Activity>), ActorProcessingErr> {
         // A tenant that stopped (idle) but whose end Root has not seen yet is replaced.
-        if let Some(a) = self.registry.get(tenant).filter(|a| a.get_status() == ActorStatus::Running) {
+        if let Some(a) = self.registry.get(tenant).filter(|a| alive(&a.0)) {
             return Ok(a.clone());
         }
-        let args = TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone() };
+        let activity = Arc::new(Activity::new());
+        let args =
+            TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone(), activity: activity.clone() };
         let (actor, _) = Actor::spawn_linked(None, Tenant, args, myself.get_cell()).await?;
         self.names.insert(actor.get_id(), tenant.to_string());
-        self.registry.insert(tenant.to_string(), actor.clone());
-        Ok(actor)
+        self.registry.insert(tenant.to_string(), (actor.clone(), activity.clone()));
+        Ok((actor, activity))
     }
 }
 
@@ -112,7 +123,7 @@ impl Actor for Root {
             _ => return Ok(()),
         };
         let Some(tenant) = state.names.remove(&cell.get_id()) else { return Ok(()) };
-        state.registry.remove_if(&tenant, |_, a| a.get_id() == cell.get_id());
+        state.registry.remove_if(&tenant, |_, a| a.0.get_id() == cell.get_id());
         let Some(err) = failure else { return Ok(()) };
         match state.restarts.on_failure(&tenant, std::time::Instant::now()) {
             Decision::RestartAfter(delay) => {

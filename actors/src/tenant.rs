@@ -14,7 +14,7 @@ use crate::telemetry::LiveActor;
 use herald_storage::deliveries::Job;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,31 @@ pub enum TenantMsg {
 pub struct TenantArgs {
     pub tenant: String,
     pub deliverer: Arc<Deliverer>,
+    pub activity: Arc<Activity>,
+}
+
+/// When the tenant last had work: a send, a broadcast, or any request of
+/// its (see [`Push::touch`](crate::Push::touch)), without a message to the actor.
+#[derive(Debug)]
+pub struct Activity {
+    started: Instant,
+    /// Milliseconds after `started`.
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn new() -> Activity {
+        Activity { started: Instant::now(), last_ms: AtomicU64::new(0) }
+    }
+
+    pub fn touch(&self) {
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.started.elapsed().saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
+    }
 }
 
 pub struct TenantState {
@@ -47,9 +72,9 @@ pub struct TenantState {
     fanouts: HashMap<ActorId, String>,
     /// Recent restarts of each broadcast.
     restarts: Restarts<String>,
-    /// One-client and one-user sends in progress, and when the last started.
+    /// One-client and one-user sends in progress.
     sends: Arc<AtomicUsize>,
-    last_work: Instant,
+    activity: Arc<Activity>,
     /// The periodic idle check, ended with the actor.
     idle_timer: Option<tokio::task::JoinHandle<()>>,
     _live: LiveActor,
@@ -83,7 +108,7 @@ impl Actor for Tenant {
             fanouts: HashMap::new(),
             restarts: Restarts::new(RestartPolicy::default()),
             sends: Arc::new(AtomicUsize::new(0)),
-            last_work: Instant::now(),
+            activity: args.activity,
             idle_timer,
             _live: LiveActor::new("tenant"),
         })
@@ -99,7 +124,7 @@ impl Actor for Tenant {
             TenantMsg::Send(req, reply) => {
                 // Sends wait on providers: run them beside the mailbox, not in it.
                 let channels = state.channels.clone();
-                state.last_work = Instant::now();
+                state.activity.touch();
                 let sends = state.sends.clone();
                 sends.fetch_add(1, Ordering::AcqRel);
                 tokio::spawn(async move {
@@ -114,7 +139,7 @@ impl Actor for Tenant {
                 });
             }
             TenantMsg::Broadcast(job) => {
-                state.last_work = Instant::now();
+                state.activity.touch();
                 if state.fanouts.values().any(|id| *id == job.id) {
                     return Ok(());
                 }
@@ -132,7 +157,7 @@ impl Actor for Tenant {
             TenantMsg::IdleCheck => {
                 let idle = state.deliverer.settings().tenant_idle_stop;
                 let quiet = state.fanouts.is_empty() && state.sends.load(Ordering::Acquire) == 0;
-                if quiet && idle.is_some_and(|idle| state.last_work.elapsed() >= idle) {
+                if quiet && idle.is_some_and(|idle| state.activity.idle_for() >= idle) {
                     tracing::debug!(tenant = %state.tenant, "tenant idle: stopping its actor");
                     myself.stop(Some("idle".into()));
                 }
@@ -142,12 +167,14 @@ impl Actor for Tenant {
         Ok(())
     }
 
-    /// Ends the idle timer; the tenant's channels and pools go with the
-    /// state (rebuilt by the next actor on its first send).
+    /// Ends the idle timer and drops the tenant's caches elsewhere in the
+    /// engine (see [`Deliverer::on_tenant_stopped`]); its channels and pools
+    /// go with the state. The next actor builds them again on first use.
     async fn post_stop(&self, _myself: ActorRef<Self::Msg>, state: &mut TenantState) -> Result<(), ActorProcessingErr> {
         if let Some(timer) = state.idle_timer.take() {
             timer.abort();
         }
+        state.deliverer.tenant_stopped(&state.tenant);
         Ok(())
     }
 

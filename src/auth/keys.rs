@@ -84,6 +84,18 @@ impl KeyCache {
         self.verified.insert(token_digest(token), v);
     }
 
+    /// Drops the tenant's key and the tokens of the tenant verified before
+    /// (its actor stopped: the tenant is idle).
+    pub fn forget(&self, tenant: &str) {
+        self.keys.remove(tenant);
+        self.verified.retain(|_, v| v.tenant != tenant);
+    }
+
+    /// Whether the tenant's key is cached.
+    pub fn holds(&self, tenant: &str) -> bool {
+        self.keys.contains_key(tenant)
+    }
+
     /// The tenant's key, or `None` for an unknown tenant.
     pub fn get(&self, store: &Store, tenant: &str) -> Result<Option<Arc<TenantKey>>, herald_storage::Error> {
         if let Some(k) = self.keys.get(tenant) {

@@ -120,6 +120,12 @@ impl Store {
         self.inner.apps_generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Drops what the store caches of a tenant in memory (its user
+    /// directory), rebuilt from its records on next use.
+    pub fn forget_caches(&self, tenant: &str) {
+        self.inner.directories.forget(tenant);
+    }
+
     pub fn size_on_disk(&self) -> Result<u64> {
         let dbs = self.trees()?;
         Ok(dbs.db.size_on_disk()? + dbs.delivery_db.size_on_disk()?)

@@ -204,6 +204,11 @@ impl Flat {
 pub(crate) struct Directories(DashMap<String, Arc<RwLock<Rows>>>);
 
 impl Directories {
+    /// Drops a tenant's directory; the next read builds it again.
+    pub(crate) fn forget(&self, tenant: &str) {
+        self.0.remove(tenant);
+    }
+
     fn of(&self, tenant: &str) -> Arc<RwLock<Rows>> {
         if let Some(d) = self.0.get(tenant) {
             return d.clone();
