@@ -76,6 +76,9 @@ pub struct Prepared {
     hms: OnceLock<Result<hms::HmsPayload, FormatError>>,
 }
 
+/// What the engine does when a tenant's actor stops (see [`Deliverer::on_tenant_stopped`]).
+type TenantStopped = Box<dyn Fn(&str) + Send + Sync>;
+
 /// What every tenant's deliveries share: the store, TLS and OAuth clients,
 /// and the budget of broadcast notifications in flight. The channels and
 /// pools of each tenant's apps are its `Tenant` actor's
@@ -91,7 +94,7 @@ pub struct Deliverer {
     /// share the permits evenly.
     bulk_permits: tokio::sync::Semaphore,
     /// Called when a tenant's actor stops, to drop what the engine caches of it.
-    tenant_stopped: OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
+    tenant_stopped: OnceLock<TenantStopped>,
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {

@@ -1,10 +1,10 @@
 //! The push engine as the rest of Herald sees it: send, report, shut down.
 
 use crate::delivery::Deliverer;
-use crate::root::{Registry, Root, RootArgs, RootMsg};
+use crate::root::{Registry, Root, RootArgs, RootMsg, Running};
 use crate::send::{SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
-use crate::tenant::{Activity, TenantMsg};
+use crate::tenant::TenantMsg;
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
 use herald_storage::Store;
 use ractor::{Actor, ActorRef};
@@ -35,7 +35,7 @@ impl Push {
         Ok(Push { root, dispatcher, registry, deliverer, events })
     }
 
-    async fn tenant(&self, tenant: &str) -> Result<(ActorRef<TenantMsg>, Arc<Activity>), SendError> {
+    async fn tenant(&self, tenant: &str) -> Result<Running, SendError> {
         if let Some(a) = self.registry.get(tenant).filter(|a| crate::root::alive(&a.0)) {
             return Ok(a.clone());
         }

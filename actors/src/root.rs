@@ -15,7 +15,7 @@ pub struct Root;
 
 pub enum RootMsg {
     /// The tenant's actor, started when needed.
-    Tenant(String, RpcReplyPort<Result<(ActorRef<TenantMsg>, Arc<Activity>), String>>),
+    Tenant(String, RpcReplyPort<Result<Running, String>>),
     /// Start a tenant again after its actor failed (scheduled), so its
     /// broadcasts resume without waiting for its next request.
     Restart(String),
@@ -33,8 +33,11 @@ pub(crate) fn alive<M: ractor::Message>(a: &ActorRef<M>) -> bool {
     matches!(a.get_status(), ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading)
 }
 
-/// The running tenant actors, with their activity clocks.
-pub type Registry = DashMap<String, (ActorRef<TenantMsg>, Arc<Activity>)>;
+/// A running tenant actor and its activity clock.
+pub type Running = (ActorRef<TenantMsg>, Arc<Activity>);
+
+/// The running tenant actors by tenant.
+pub type Registry = DashMap<String, Running>;
 
 pub struct RootState {
     deliverer: Arc<Deliverer>,
@@ -49,7 +52,7 @@ impl RootState {
         &mut self,
         myself: &ActorRef<RootMsg>,
         tenant: &str,
-    ) -> Result<(ActorRef<TenantMsg>, Arc<Activity>), ActorProcessingErr> {
+    ) -> Result<Running, ActorProcessingErr> {
         // A tenant that stopped (idle) but whose end Root has not seen yet is replaced.
         if let Some(a) = self.registry.get(tenant).filter(|a| alive(&a.0)) {
             return Ok(a.clone());
