@@ -229,3 +229,26 @@ impl Default for OtpPolicy {
         OtpPolicy { enabled: true, max_resends: 5, window_seconds: 900 }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreOptions;
+
+    #[test]
+    fn a_new_otp_counter_moves_the_generation_and_a_count_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let c = OtpCounter { count: 1, ..OtpCounter::default() };
+        s.transact(|tx| tx.put_otp_counter("t", "u1", &c)).unwrap();
+        s.transact(|tx| tx.put_otp_counter("t", "u1", &OtpCounter { count: 2, ..c.clone() })).unwrap();
+        assert_eq!(s.identity().otp_counters_generation("t").unwrap(), 1);
+        s.transact(|tx| tx.put_otp_counter("t", "u2", &c)).unwrap();
+        s.transact(|tx| tx.put_config("t", &["otp-policy"], &OtpPolicy::default())).unwrap();
+        assert_eq!(s.identity().otp_counters_generation("t").unwrap(), 2);
+        assert_eq!(s.identity().otp_counter_users("t").unwrap(), ["u1", "u2"], "the policy is no counter");
+        assert!(s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
+        assert!(!s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
+        assert_eq!(s.identity().otp_counter("t", "u2").unwrap().unwrap().count, 1);
+    }
+}

@@ -322,3 +322,73 @@ impl Tx<'_> {
         Ok(self.get(&self.t.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{StoreOptions, Tx};
+
+    fn user(id: &str, name: &str, email: Option<&str>) -> User {
+        User { id: id.into(), username: name.into(), email: email.map(Into::into), ..User::default() }
+    }
+
+    #[test]
+    fn user_writes_keep_names_e_mails_and_indexes_in_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let ann = User { realm_roles: vec!["member".into()], ..user("1", "ann", Some("Ann@x.io")) };
+        s.users().create("t", &ann).unwrap();
+        let taken = |u: User| s.transact(|tx: &Tx| tx.insert_user("t", &u)).unwrap_err();
+        assert!(matches!(taken(user("1", "other", None)), Error::Conflict("user")), "id taken");
+        assert!(matches!(taken(user("2", "ann", None)), Error::Conflict("user")), "username taken");
+        assert!(matches!(taken(user("2", "bob", Some("ann@X.io"))), Error::Conflict("email")), "e-mail taken");
+        assert!(matches!(s.transact(|tx| tx.put_user("t", &user("9", "z", None))), Err(Error::NotFound("user"))));
+
+        // A rename frees the old name, e-mail and index entries.
+        let renamed = user("1", "anna", Some("anna@x.io"));
+        let written = s.transact(|tx| tx.put_user("t", &renamed)).unwrap();
+        assert_eq!(written, UserWritten { id: "1".into(), old_username: Some("ann".into()) });
+        assert!(s.users().get_by_name("t", "ann").unwrap().is_none());
+        assert!(s.users().get_by_email("t", "ann@x.io").unwrap().is_none());
+        assert_eq!(s.users().get_by_name("t", "anna").unwrap().unwrap().id, "1");
+        assert!(s.users().by_index("t", Index::Role("member")).unwrap().is_empty());
+        s.users().create("t", &user("2", "ann", Some("ann@x.io"))).unwrap();
+    }
+
+    #[test]
+    fn the_directory_follows_a_commit_only() {
+        use crate::user_directory::Source;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        s.users().create("t", &user("1", "ann", None)).unwrap();
+        let names = || -> Vec<String> {
+            s.users().select("t", Source::All, |_| true).unwrap().iter().map(|r| r.username().to_owned()).collect()
+        };
+        assert_eq!(names(), ["ann"]);
+        // Aborted: nothing to refresh, nothing changed.
+        let aborted: Result<UserWritten> = s.transact(|tx| {
+            let _never_committed = tx.put_user("t", &user("1", "zed", None))?;
+            Err(Error::Conflict("refused"))
+        });
+        assert!(aborted.is_err());
+        assert_eq!(names(), ["ann"]);
+        // Committed: the row moves when the write is handed on, and handing it twice is harmless.
+        let written = s.transact(|tx| tx.put_user("t", &user("1", "zed", None))).unwrap();
+        s.users().refresh_directory("t", &written).unwrap();
+        s.users().refresh_directory("t", &written).unwrap();
+        assert_eq!(names(), ["zed"]);
+    }
+
+    #[test]
+    fn a_revocation_instant_never_moves_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let later = crate::now_ms() + 60_000;
+        s.transact(|tx| tx.put(&tx.t.token_revocations, &key(&["t", "1"]), &later)).unwrap();
+        s.transact(|tx| tx.revoke_tokens("t", "1")).unwrap();
+        assert_eq!(s.users().tokens_revoked_before("t", "1").unwrap(), later);
+        s.transact(|tx| tx.revoke_tokens("t", "2")).unwrap();
+        let now = s.transact(|tx| tx.tokens_revoked_before("t", "2")).unwrap();
+        assert!(now > 0 && now <= crate::now_ms() + 1);
+    }
+}
