@@ -660,7 +660,7 @@ async fn resend_otp_lock() {
     // Off for the tenant: 200 saying so.
     let engine = &s.running.as_ref().unwrap().engine;
     let off = herald_storage::identity::OtpPolicy { enabled: false, ..Default::default() };
-    engine.store.identity().put_config("acme", &["otp-policy"], &off).unwrap();
+    engine.store.transact(|tx| tx.put_config("acme", &["otp-policy"], &off)).unwrap();
     let b = get(&s, "acme", &admin, "/users/otto/otp-lock").await;
     assert!(b["message"].as_str().unwrap().contains("disabled for this tenant"), "{b}");
     let (st, b) = s.call(Method::DELETE, &realm("acme", "/otp-lock"), Some(&admin), None).await;
@@ -813,6 +813,124 @@ async fn a_user_update_with_a_new_password_never_reverts_a_concurrent_disable() 
             StatusCode::UNAUTHORIZED,
             "round {round}: the earlier token is refused"
         );
+    }
+    s.shutdown().await;
+}
+
+/// Invariant: a login that races a disable never yields a token that works
+/// once the disable has answered. The login verifies the password (argon2)
+/// before it opens its session; the session is opened in one transaction
+/// with a look at the user as stored, and the tokens carry an issue instant
+/// taken before it, so either the login sees the disable (refused) or the
+/// disable's revocation instant comes after the tokens (refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_racing_a_disable_never_yields_a_token_that_works_after_it() {
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let body =
+        json!({"username": "bob", "realmRoles": ["admin"], "credentials": [{"type": "password", "value": "pw"}]});
+    assert_eq!(create_user(&s, "acme", &admin, body).await.0, StatusCode::OK);
+    let mut logged_in = 0;
+    for round in 0..12 {
+        let (st, _) = s.call(Method::PUT, &realm("acme", "/users/bob/enable"), Some(&admin), None).await;
+        assert_eq!(st, StatusCode::OK);
+        let login = s.password_grant("acme", "bob", "pw");
+        let disable = async {
+            // Lands while the login verifies the password.
+            tokio::time::sleep(std::time::Duration::from_millis(5 + round % 4)).await;
+            s.call(Method::PUT, &realm("acme", "/users/bob/disable"), Some(&admin), None).await
+        };
+        let ((login, tokens), (disabled, _)) = tokio::join!(login, disable);
+        assert_eq!(disabled, StatusCode::OK, "round {round}");
+        if login != StatusCode::OK {
+            assert_eq!((login, tokens["error"].clone()), (StatusCode::BAD_REQUEST, json!("invalid_grant")));
+            continue;
+        }
+        logged_in += 1;
+        let token = tokens["access_token"].as_str().unwrap();
+        assert_eq!(answers(&s, token).await, (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED), "round {round}");
+        let (st, b) = refresh(&s, "acme", tokens["refresh_token"].as_str().unwrap()).await;
+        assert_eq!((st, b["error"].clone()), (StatusCode::BAD_REQUEST, json!("invalid_grant")), "round {round}");
+    }
+    eprintln!("{logged_in} of 12 logins answered before the disable");
+    s.shutdown().await;
+}
+
+/// Invariant: wrong passwords tried at once all count towards the lockout,
+/// none lost to another's write: thirty concurrent failures lock the user
+/// like thirty in a row (Keycloak's failure factor).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_wrong_passwords_all_count_towards_the_lockout() {
+    let s = TestServer::start().await;
+    let clock = s.running.as_ref().unwrap().engine.config.clock.clone();
+    clock.freeze();
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let body = json!({"username": "eve", "credentials": [{"type": "password", "value": "eve-password"}]});
+    assert_eq!(create_user(&s, "acme", &admin, body).await.0, StatusCode::OK);
+    for round in 0..3 {
+        let tries = (0..30).map(|_| s.password_grant("acme", "eve", "wrong"));
+        for (st, _) in futures::future::join_all(tries).await {
+            assert_eq!(st, StatusCode::UNAUTHORIZED, "round {round}");
+        }
+        let (st, b) = s.password_grant("acme", "eve", "eve-password").await;
+        assert_eq!(
+            (st, b["error_description"].clone()),
+            (StatusCode::BAD_REQUEST, json!("Account temporarily disabled"))
+        );
+        clock.advance(61_000);
+        let (st, b) = s.password_grant("acme", "eve", "eve-password").await;
+        assert_eq!(st, StatusCode::OK, "round {round}: {b}");
+        clock.advance(2_000);
+    }
+    s.shutdown().await;
+}
+
+/// Invariant: deleting a user's data (`DELETE /v1/tenants/{t}/users/{u}`,
+/// which revokes the realm user's tokens) racing an update of that user
+/// never brings the user's earlier tokens back: after both, a token issued
+/// before them is refused, its refresh token too, and the update stands.
+/// (The realm has no route that deletes the user record itself.) Both
+/// writes record a revocation instant, each in its transaction, and the
+/// instant never moves back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_users_data_racing_an_update_never_brings_back_its_earlier_tokens() {
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let admin = s.admin_token("acme").await;
+    let body =
+        json!({"username": "bob", "realmRoles": ["admin"], "credentials": [{"type": "password", "value": "pw-0"}]});
+    assert_eq!(create_user(&s, "acme", &admin, body).await.0, StatusCode::OK);
+    for round in 0..12 {
+        let (token, refresh_token) = login_bob(&s, &format!("pw-{round}")).await;
+        assert_eq!(answers(&s, &token).await, (StatusCode::OK, StatusCode::OK), "round {round}");
+        // Every other round, the update takes nothing from the user (no revocation of its own).
+        let update = match round % 2 {
+            0 => json!({"firstName": format!("Bob {round}"),
+                        "credentials": [{"type": "password", "value": format!("pw-{}", round + 1)}]}),
+            _ => json!({"firstName": format!("Bob {round}")}),
+        };
+        let next = if round % 2 == 0 { round + 1 } else { round };
+        let bob = realm("acme", "/users/bob");
+        let update = s.call(Method::PUT, &bob, Some(&admin), Some(update));
+        let delete = async {
+            tokio::time::sleep(std::time::Duration::from_millis(round % 6)).await;
+            s.call(Method::DELETE, "/v1/tenants/acme/users/bob", Some(&admin), None).await
+        };
+        let ((a, _), (b, _)) = tokio::join!(update, delete);
+        assert_eq!((a, b), (StatusCode::OK, StatusCode::NO_CONTENT), "round {round}");
+        assert_eq!(answers(&s, &token).await, (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED), "round {round}");
+        let (st, b) = refresh(&s, "acme", &refresh_token).await;
+        assert_eq!((st, b["error"].clone()), (StatusCode::BAD_REQUEST, json!("invalid_grant")), "round {round}: {b}");
+        let u = get(&s, "acme", &admin, "/users/bob").await["data"].clone();
+        assert_eq!(u["firstName"], format!("Bob {round}"), "round {round}: the update stands");
+        // Passwords stay in step for the next round's login.
+        if next != round + 1 {
+            let pw = json!({"credentials": [{"type": "password", "value": format!("pw-{}", round + 1)}]});
+            let (st, _) = s.call(Method::PUT, &realm("acme", "/users/bob"), Some(&admin), Some(pw)).await;
+            assert_eq!(st, StatusCode::OK);
+        }
     }
     s.shutdown().await;
 }

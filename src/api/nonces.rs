@@ -93,7 +93,6 @@ pub async fn get_login_config(cx: Cx) -> ApiResult<Response> {
 pub async fn put_login_config(cx: Cx) -> ApiResult<Response> {
     let body: LoginConfigBody = cx.json()?;
     let c = LoginConfig { enable_inference: body.risks.enable_inference };
-    cx.engine.store.settings().set_login(cx.tenant(), &c)?;
-    cx.engine.store.durable().await?;
+    crate::ops::realm::set_login_config(&cx.engine, cx.tenant(), c).await?;
     json(StatusCode::OK, &login_view(c))
 }

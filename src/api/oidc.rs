@@ -5,6 +5,8 @@ use crate::auth::{brute_force, password, roles, TenantKey};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
+use crate::models::user::may_log_in;
+use crate::ops::realm::{self, invalid_grant};
 use herald_storage::identity::Session;
 use herald_storage::users::User;
 use http::{HeaderValue, StatusCode};
@@ -23,10 +25,6 @@ pub struct TokenRequest {
     client_secret: Option<String>,
     refresh_token: Option<String>,
     scope: Option<String>,
-}
-
-fn invalid_grant(description: &str) -> ApiError {
-    ApiError::oauth(StatusCode::BAD_REQUEST, "invalid_grant", description)
 }
 
 fn invalid_request(description: &str) -> ApiError {
@@ -99,14 +97,14 @@ async fn password_grant(
     let hash = user.as_ref().and_then(|u| u.password()).map(|c| c.hash.clone());
     // Brute-force protection (Keycloak's temporary lockout). The password is
     // verified on every path, so a refusal takes as long as an answer.
-    let policy = brute_force::Policy::default();
     let now = engine.config.clock.now_ms();
     let failure = match &user {
         Some(u) => engine.store.identity().login_failure(tenant, &u.id)?,
         None => None,
     };
     let locked = failure.as_ref().is_some_and(|f| brute_force::Policy::is_locked(f, now));
-    let ok = tokio::task::spawn_blocking(move || password::verify(&password, hash.as_deref()))
+    let verified = hash.clone();
+    let ok = tokio::task::spawn_blocking(move || password::verify(&password, verified.as_deref()))
         .await
         .map_err(|_| ApiError::internal("password check failed"))?;
     if locked {
@@ -119,40 +117,29 @@ async fn password_grant(
         (true, Some(u)) => u,
         (false, Some(u)) => {
             if writable {
-                let mut f = failure.unwrap_or_default();
-                policy.record_failure(&mut f, now);
-                engine.store.identity().put_login_failure(tenant, &u.id, &f)?;
+                realm::record_login_failure(engine, tenant, &u.id, now).await?;
             }
-            return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials"));
+            return Err(realm::invalid_credentials());
         }
-        _ => return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")),
+        _ => return Err(realm::invalid_credentials()),
     };
-    check_user_may_log_in(&user)?;
+    may_log_in(&user).map_err(invalid_grant)?;
     let client_id = req.client_id.unwrap_or_else(|| "herald".to_string());
     let session_id = ulid::Ulid::generate().to_string();
+    // Taken before the session is opened: a change that takes something from
+    // the user once the session is open refuses these tokens.
+    let issued_ms = herald_storage::now_ms();
     if !writable {
         tracing::warn!(tenant, "disk full: access token issued without a refresh session");
-        return issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, None);
-    }
-    if failure.is_some() {
-        engine.store.identity().clear_login_failure(tenant, &user.id)?;
+        return issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, None, issued_ms);
     }
     // A session holds the one refresh token that may still be used.
     let session =
         Session { user_id: user.id.clone(), refresh_jti: ulid::Ulid::generate().to_string(), created_ms: now };
-    engine.store.identity().put_session(tenant, &session_id, &session)?;
-    engine.store.durable().await?;
-    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, Some(&session.refresh_jti))
-}
-
-fn check_user_may_log_in(user: &User) -> ApiResult<()> {
-    if !user.enabled {
-        return Err(invalid_grant("Account disabled"));
-    }
-    if !user.required_actions.is_empty() {
-        return Err(invalid_grant("Account is not fully set up"));
-    }
-    Ok(())
+    let jti = session.refresh_jti.clone();
+    let login = realm::Login { user_id: &user.id, verified: hash.as_deref(), now, session_id: &session_id, session };
+    let user = realm::open_session(engine, tenant, login).await?;
+    issue_user_tokens(engine, tenant, key, &user, &client_id, req.scope, &session_id, Some(&jti), issued_ms)
 }
 
 async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
@@ -165,29 +152,20 @@ async fn refresh_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req:
     if token_tenant != tenant {
         return Err(invalid_grant("Invalid refresh token"));
     }
-    let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
-    check_user_may_log_in(&user)?;
-    if claims.issued_ms() < engine.store.users().tokens_revoked_before(tenant, &user.id)? {
-        return Err(invalid_grant("Token is not active"));
-    }
     // Refresh tokens are single-use: the session moves to a new one; the reuse
     // of an old one ends the session (a stolen token is worth one use at most).
-    let sessions = engine.store.identity();
-    let sid = claims.session_state.clone();
-    let current = sessions.session(tenant, &sid)?.ok_or_else(|| invalid_grant("Session not active"))?;
-    if current.refresh_jti != claims.jti || current.user_id != user.id {
-        sessions.delete_session(tenant, &sid)?;
-        engine.store.durable().await?;
-        return Err(invalid_grant("Maximum allowed refresh token reuse exceeded"));
-    }
-    let next = Session { refresh_jti: ulid::Ulid::generate().to_string(), ..current.clone() };
-    if !sessions.rotate_session(tenant, &sid, &current, &next)? {
-        sessions.delete_session(tenant, &sid)?;
-        engine.store.durable().await?;
-        return Err(invalid_grant("Maximum allowed refresh token reuse exceeded"));
-    }
-    engine.store.durable().await?;
-    issue_user_tokens(engine, tenant, key, &user, &claims.azp, Some(claims.scope), &sid, Some(&next.refresh_jti))
+    let issued_ms = herald_storage::now_ms();
+    let next_jti = ulid::Ulid::generate().to_string();
+    let refresh = realm::Refresh {
+        user_id: &claims.sub,
+        session_id: &claims.session_state,
+        jti: &claims.jti,
+        issued_ms: claims.issued_ms(),
+        next_jti: next_jti.clone(),
+    };
+    let user = realm::refresh_session(engine, tenant, refresh).await?;
+    let (sid, scope) = (&claims.session_state, Some(claims.scope.clone()));
+    issue_user_tokens(engine, tenant, key, &user, &claims.azp, scope, sid, Some(&next_jti), issued_ms)
 }
 
 fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
@@ -247,8 +225,8 @@ fn issue_user_tokens(
     scope: Option<String>,
     session: &str,
     refresh_jti: Option<&str>,
+    now_ms: u64,
 ) -> ApiResult<TokenPair> {
-    let now_ms = herald_storage::now_ms();
     let now = now_ms / 1000;
     let cfg = &engine.config;
     let access = AccessClaims {

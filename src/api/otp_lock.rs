@@ -5,7 +5,9 @@
 use super::users::{envelope, load};
 use crate::error::{ApiError, ApiResult};
 use crate::http::{Cx, Response};
-use herald_storage::identity::{OtpCounter, OtpPolicy};
+use crate::models::user::otp_current;
+use crate::ops::realm::{self, Resend};
+use herald_storage::identity::OtpPolicy;
 use serde_json::json;
 
 const DISABLED: &str = "Resend OTP brute force protection is disabled for this tenant";
@@ -14,47 +16,20 @@ fn policy(cx: &Cx) -> ApiResult<OtpPolicy> {
     Ok(cx.engine.store.identity().config(cx.tenant(), &["otp-policy"])?.unwrap_or_default())
 }
 
-/// The counter as it stands at `now` (an expired window counts from zero).
-fn current(cx: &Cx, user_id: &str, p: &OtpPolicy, now: u64) -> ApiResult<OtpCounter> {
-    let c: OtpCounter = cx.engine.store.identity().config(cx.tenant(), &["otp", user_id])?.unwrap_or_default();
-    if c.locked_until_ms > now || now.saturating_sub(c.window_start_ms) < p.window_seconds * 1000 {
-        Ok(c)
-    } else {
-        Ok(OtpCounter::default())
-    }
+fn locked() -> ApiError {
+    ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, "Resend OTP is locked for this user")
+        .with_word("TOO_MANY_REQUESTS")
 }
 
 /// `POST /users/{userId}/otp/resend` (ext): counts one resend.
 pub async fn resend(cx: Cx) -> ApiResult<Response> {
-    let user = load(&cx, "userId")?;
-    let p = policy(&cx)?;
-    if !p.enabled {
-        return envelope("OTP resend accepted", Some(json!({ "locked": false })));
+    match realm::otp_resend(&cx.engine, cx.tenant(), cx.param("userId")).await? {
+        Resend::Disabled => envelope("OTP resend accepted", Some(json!({ "locked": false }))),
+        Resend::Locked { .. } => Err(locked()),
+        Resend::Accepted { remaining } => {
+            envelope("OTP resend accepted", Some(json!({ "locked": false, "remainingResends": remaining })))
+        }
     }
-    let now = cx.engine.config.clock.now_ms();
-    let mut c = current(&cx, &user.id, &p, now)?;
-    if c.locked_until_ms > now {
-        return Err(ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, "Resend OTP is locked for this user")
-            .with_word("TOO_MANY_REQUESTS"));
-    }
-    if c.count == 0 {
-        c.window_start_ms = now;
-    }
-    c.count += 1;
-    let locked = c.count > p.max_resends;
-    if locked {
-        c.locked_until_ms = c.window_start_ms + p.window_seconds * 1000;
-    }
-    cx.engine.store.identity().put_config(cx.tenant(), &["otp", &user.id], &c)?;
-    cx.engine.store.durable().await?;
-    if locked {
-        return Err(ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, "Resend OTP is locked for this user")
-            .with_word("TOO_MANY_REQUESTS"));
-    }
-    envelope(
-        "OTP resend accepted",
-        Some(json!({ "locked": false, "remainingResends": p.max_resends.saturating_sub(c.count) })),
-    )
 }
 
 pub async fn status(cx: Cx) -> ApiResult<Response> {
@@ -64,7 +39,8 @@ pub async fn status(cx: Cx) -> ApiResult<Response> {
         return envelope(DISABLED, None);
     }
     let now = cx.engine.config.clock.now_ms();
-    let c = current(&cx, &user.id, &p, now)?;
+    let stored = cx.engine.store.identity().otp_counter(cx.tenant(), &user.id)?.unwrap_or_default();
+    let c = otp_current(stored, &p, now);
     let locked = c.locked_until_ms > now;
     envelope(
         if locked { "User is locked for resend OTP" } else { "User is not locked for resend OTP" },
@@ -77,20 +53,15 @@ pub async fn status(cx: Cx) -> ApiResult<Response> {
 }
 
 pub async fn unlock(cx: Cx) -> ApiResult<Response> {
-    let user = load(&cx, "userId")?;
-    if !policy(&cx)?.enabled {
+    if !realm::otp_unlock(&cx.engine, cx.tenant(), cx.param("userId")).await? {
         return envelope(DISABLED, None);
     }
-    cx.engine.store.identity().delete_config(cx.tenant(), &["otp", &user.id])?;
-    cx.engine.store.durable().await?;
     envelope("User unlocked successfully", None)
 }
 
 pub async fn unlock_all(cx: Cx) -> ApiResult<Response> {
-    if !policy(&cx)?.enabled {
-        return envelope(DISABLED, None);
+    match realm::otp_unlock_all(&cx.engine, cx.tenant()).await? {
+        None => envelope(DISABLED, None),
+        Some(n) => envelope("All users unlocked successfully", Some(json!({ "unlocked": n }))),
     }
-    let n = cx.engine.store.identity().delete_config_prefix(cx.tenant(), &["otp"])?;
-    cx.engine.store.durable().await?;
-    envelope("All users unlocked successfully", Some(json!({ "unlocked": n })))
 }

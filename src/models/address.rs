@@ -80,6 +80,32 @@ impl AddressWrite {
     }
 }
 
+/// Adds `a` to the user's addresses: the first one is the default until
+/// another is made the default, and a new default takes it from the others.
+pub fn add(list: &mut Vec<Address>, mut a: Address, default: Option<bool>) {
+    a.default_address = default.unwrap_or(false) || list.is_empty();
+    if a.default_address {
+        list.iter_mut().for_each(|x| x.default_address = false);
+    }
+    list.push(a);
+}
+
+/// Edits address `id` with the present fields of `b` (one default at most);
+/// 404 when the user has no such address.
+pub fn edit(list: &mut [Address], id: &str, b: &AddressWrite) -> ApiResult<()> {
+    let idx = list
+        .iter()
+        .position(|a| a.id == id)
+        .ok_or_else(|| ApiError::not_found("Address does not exist").with_word("ADDRESS_NOT_FOUND"))?;
+    b.apply(&mut list[idx]);
+    match b.default_address {
+        Some(true) => list.iter_mut().enumerate().for_each(|(i, a)| a.default_address = i == idx),
+        Some(false) => list[idx].default_address = false,
+        None => {}
+    }
+    Ok(())
+}
+
 /// The reading form: every field a string, `defaultAddress` included.
 pub fn view(a: &Address) -> Value {
     let s = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -100,4 +126,35 @@ pub fn view(a: &Address) -> Value {
         "town": s(&a.town),
         "townCode": s(&a.town_code),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(id: &str) -> Address {
+        Address { id: id.into(), postal_code: "75001".into(), ..Address::default() }
+    }
+
+    #[test]
+    fn one_default_address_at_most() {
+        let mut list = Vec::new();
+        add(&mut list, address("a"), None);
+        assert!(list[0].default_address, "the first is the default");
+        add(&mut list, address("b"), None);
+        assert!(list[0].default_address && !list[1].default_address);
+        add(&mut list, address("c"), Some(true));
+        assert_eq!(list.iter().filter(|a| a.default_address).count(), 1);
+        assert!(list[2].default_address);
+
+        let make_default =
+            AddressWrite { default_address: Some(true), city: Some("Lyon".into()), ..Default::default() };
+        edit(&mut list, "a", &make_default).unwrap();
+        assert_eq!(list.iter().map(|a| a.default_address).collect::<Vec<_>>(), [true, false, false]);
+        assert_eq!(list[0].city.as_deref(), Some("Lyon"));
+        let not_default = AddressWrite { default_address: Some(false), ..Default::default() };
+        edit(&mut list, "a", &not_default).unwrap();
+        assert!(list.iter().all(|a| !a.default_address));
+        assert_eq!(edit(&mut list, "zz", &not_default).unwrap_err().status, http::StatusCode::NOT_FOUND);
+    }
 }

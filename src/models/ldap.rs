@@ -1,7 +1,10 @@
 //! The LDAP user-federation component (spec 001 "LDAP component") and its rules.
 
 use crate::error::{ApiError, ApiResult};
+use herald_storage::identity::LdapComponent;
+use herald_storage::Secret;
 use serde::Deserialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// What a stored `bindCredential` reads as.
@@ -163,4 +166,140 @@ pub fn app_setting_keys() -> Vec<String> {
         .iter()
         .flat_map(|p| ["version", "link", "update_by", "build_number"].map(|s| format!("{p}_{s}")))
         .collect()
+}
+
+/// What a write does to the sealed `bindCredential` of a component.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BindCredential {
+    /// The mask was sent: the stored one stays.
+    Keep,
+    /// A new one, sealed before the transaction.
+    Set(Secret),
+    /// None, or an empty one.
+    Clear,
+}
+
+impl BindCredential {
+    /// The credential of the component once written over `old`.
+    pub fn resolve(&self, old: Option<&LdapComponent>) -> Option<Secret> {
+        match self {
+            BindCredential::Keep => old.and_then(|o| o.bind_credential.clone()),
+            BindCredential::Set(s) => Some(s.clone()),
+            BindCredential::Clear => None,
+        }
+    }
+}
+
+/// Takes the `bindCredential` out of the body's `config` (it is stored
+/// sealed, apart: see [`BindCredential`]).
+pub fn take_bind_credential(body: &mut LdapBody) -> Option<String> {
+    body.config.remove("bindCredential").and_then(|v| v.into_iter().next())
+}
+
+/// The stored component of `body` (without its `bindCredential`), over `old`.
+pub fn component(
+    tenant: &str,
+    id: &str,
+    body: LdapBody,
+    credential: &BindCredential,
+    old: Option<&LdapComponent>,
+) -> LdapComponent {
+    LdapComponent {
+        id: id.to_string(),
+        name: body.name,
+        provider_id: body.provider_id.unwrap_or_else(|| "ldap".into()),
+        provider_type: body.provider_type,
+        parent_id: body.parent_id.unwrap_or_else(|| tenant.to_string()),
+        config: body.config,
+        bind_credential: credential.resolve(old),
+    }
+}
+
+/// The app settings of a `PUT /appsettings` body: known keys, string values.
+pub fn app_settings_body(body: &BTreeMap<String, Value>) -> ApiResult<BTreeMap<String, String>> {
+    let keys = app_setting_keys();
+    let mut out = BTreeMap::new();
+    for (k, v) in body {
+        if !keys.contains(k) {
+            return Err(ApiError::field(k, "unknown app setting"));
+        }
+        let Value::String(s) = v else {
+            return Err(ApiError::field(k, "must be a string"));
+        };
+        super::validate::id(k, s, 0, 2048)?;
+        out.insert(k.clone(), s.clone());
+    }
+    Ok(out)
+}
+
+/// Sets the keys of `body` in `stored`; a changed version or link stamps
+/// `<prefix>_update_by` with `now` unless the body sets it.
+pub fn merge_app_settings(stored: &mut BTreeMap<String, String>, body: &BTreeMap<String, String>, now: u64) {
+    let mut touched = Vec::new();
+    for (k, v) in body {
+        if stored.get(k) != Some(v) {
+            touched.push(k.clone());
+        }
+        stored.insert(k.clone(), v.clone());
+    }
+    for k in touched {
+        if let Some(prefix) = k.strip_suffix("_version").or_else(|| k.strip_suffix("_link")) {
+            let stamp = format!("{prefix}_update_by");
+            if !body.contains_key(&stamp) {
+                stored.insert(stamp, now.to_string());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_version_or_link_is_stamped_unless_the_body_stamps_it() {
+        let mut stored: BTreeMap<String, String> = [("macos_version".to_string(), "1".to_string())].into();
+        let body = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        merge_app_settings(&mut stored, &body(&[("macos_version", "1")]), 5);
+        assert!(!stored.contains_key("macos_update_by"), "unchanged");
+        merge_app_settings(&mut stored, &body(&[("macos_version", "2"), ("windows_link", "x")]), 6);
+        assert_eq!(stored["macos_update_by"], "6");
+        assert_eq!(stored["windows_update_by"], "6");
+        merge_app_settings(&mut stored, &body(&[("macos_version", "3"), ("macos_update_by", "99")]), 7);
+        assert_eq!(stored["macos_update_by"], "99");
+        merge_app_settings(&mut stored, &body(&[("macos_build_number", "12")]), 8);
+        assert_eq!(stored["macos_update_by"], "99", "a build number stamps nothing");
+    }
+
+    #[test]
+    fn app_settings_bodies_name_known_keys_with_strings() {
+        let ok: BTreeMap<String, Value> = serde_json::from_str(r#"{"macos_version":"1"}"#).unwrap();
+        assert_eq!(app_settings_body(&ok).unwrap()["macos_version"], "1");
+        let unknown: BTreeMap<String, Value> = serde_json::from_str(r#"{"ios":"1"}"#).unwrap();
+        assert!(app_settings_body(&unknown).is_err());
+        let number: BTreeMap<String, Value> = serde_json::from_str(r#"{"macos_version":1}"#).unwrap();
+        assert!(app_settings_body(&number).is_err());
+    }
+
+    #[test]
+    fn a_masked_credential_keeps_the_stored_one() {
+        let key = herald_storage::MasterKey::from_bytes(&[7; 32]).unwrap();
+        let (one, two) = (key.seal(b"one", "c").unwrap(), key.seal(b"two", "c").unwrap());
+        let sealed = |b: u8| if b == 1 { one.clone() } else { two.clone() };
+        let old = LdapComponent {
+            id: "l".into(),
+            name: "n".into(),
+            provider_id: "ldap".into(),
+            provider_type: "t".into(),
+            parent_id: "acme".into(),
+            config: BTreeMap::new(),
+            bind_credential: Some(sealed(1)),
+        };
+        assert_eq!(BindCredential::Keep.resolve(Some(&old)), Some(sealed(1)));
+        assert_eq!(BindCredential::Keep.resolve(None), None);
+        assert_eq!(BindCredential::Set(sealed(2)).resolve(Some(&old)), Some(sealed(2)));
+        assert_eq!(BindCredential::Clear.resolve(Some(&old)), None);
+    }
 }

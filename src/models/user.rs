@@ -2,7 +2,8 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
-use herald_storage::users::User;
+use herald_storage::identity::{OtpCounter, OtpPolicy};
+use herald_storage::users::{Credential, User};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -191,6 +192,174 @@ pub fn revokes_tokens(old: &User, new: &User) -> bool {
         || lost(&old.required_actions, &new.required_actions)
 }
 
+/// A new password, hashed before the transaction that stores it.
+#[derive(Debug, Clone)]
+pub struct NewPassword {
+    pub credential: Credential,
+    /// A temporary password makes the user update it at the next login.
+    pub temporary: bool,
+}
+
+/// Copies the fields present in `body` onto `u` (Create User, Update User);
+/// the password apart ([`set_password`]).
+pub fn apply(u: &mut User, body: &UserWrite) {
+    if let Some(n) = &body.username {
+        u.username = n.to_lowercase();
+    }
+    if let Some(v) = &body.email {
+        u.email = Some(v.clone()).filter(|e| !e.is_empty());
+    }
+    if let Some(v) = &body.first_name {
+        u.first_name = Some(v.clone());
+    }
+    if let Some(v) = &body.last_name {
+        u.last_name = Some(v.clone());
+    }
+    if let Some(v) = body.enabled {
+        u.enabled = v;
+    }
+    if let Some(v) = body.email_verified {
+        u.email_verified = v;
+    }
+    if let Some(v) = &body.attributes {
+        u.attributes = attributes_map(v.clone());
+    }
+    if let Some(v) = &body.client_roles {
+        u.client_roles = v.clone();
+    }
+    if let Some(v) = &body.groups {
+        u.groups = v.clone();
+    }
+    if let Some(v) = &body.realm_roles {
+        u.realm_roles = v.clone();
+    }
+    if let Some(v) = &body.required_actions {
+        u.required_actions = v.clone();
+    }
+}
+
+/// Puts a new password in place of the old one.
+pub fn set_password(u: &mut User, password: Option<&NewPassword>) {
+    if let Some(p) = password {
+        u.credentials.retain(|x| x.kind != "password");
+        u.credentials.push(p.credential.clone());
+        if p.temporary {
+            add_unique(&mut u.required_actions, UPDATE_PASSWORD);
+        }
+    }
+}
+
+/// Update Profile: names and e-mail replaced (a new e-mail is not verified),
+/// attributes merged into the existing ones.
+pub fn apply_profile(u: &mut User, body: &ProfileWrite) {
+    let b = body.clone();
+    if let Some(v) = b.first_name {
+        u.first_name = Some(v);
+    }
+    if let Some(v) = b.last_name {
+        u.last_name = Some(v);
+    }
+    if let Some(v) = b.email {
+        if u.email.as_deref() != Some(v.as_str()) {
+            u.email_verified = false;
+        }
+        u.email = Some(v).filter(|e| !e.is_empty());
+    }
+    if let Some(a) = b.attributes {
+        u.attributes.extend(attributes_map(a));
+    }
+}
+
+/// Enables or disables the user; a disable sets Keycloak's `notBefore`
+/// (seconds) to `now_s` (tokens are refused through the revocation instant).
+pub fn set_enabled(u: &mut User, enabled: bool, now_s: u64) {
+    u.enabled = enabled;
+    if !enabled {
+        u.not_before = now_s;
+    }
+}
+
+/// Gives the user every admin role.
+pub fn promote(u: &mut User) {
+    for r in crate::auth::roles::ADMINS {
+        add_unique(&mut u.realm_roles, r);
+    }
+}
+
+/// Takes every admin role from the user.
+pub fn revoke_admin(u: &mut User) {
+    u.realm_roles.retain(|r| !crate::auth::roles::ADMINS.contains(&r.as_str()));
+}
+
+/// Takes the listed realm and client roles (a client left without roles goes).
+pub fn revoke_roles(u: &mut User, body: &RevokeRoles) {
+    u.realm_roles.retain(|r| !body.realm_roles.contains(r));
+    for (client, revoked) in &body.client_roles {
+        if let Some(held) = u.client_roles.get_mut(client) {
+            held.retain(|r| !revoked.contains(r));
+        }
+    }
+    u.client_roles.retain(|_, r| !r.is_empty());
+}
+
+pub fn revoke_required_actions(u: &mut User, body: &RevokeActions) {
+    u.required_actions.retain(|a| !body.required_actions.contains(a));
+}
+
+/// Whether the user may log in: refused when disabled or not fully set up.
+pub fn may_log_in(u: &User) -> Result<(), &'static str> {
+    if !u.enabled {
+        return Err("Account disabled");
+    }
+    if !u.required_actions.is_empty() {
+        return Err("Account is not fully set up");
+    }
+    Ok(())
+}
+
+/// Whether the user's password is still the one a login was verified
+/// against (`verified`: its hash then), so that a password changed between
+/// the check and the session opens none.
+pub fn password_unchanged(u: &User, verified: Option<&str>) -> bool {
+    u.password().map(|c| c.hash.as_str()) == verified
+}
+
+/// A resend-OTP counter as it stands at `now`: an expired window counts
+/// from zero (a lock outlives its window only while it lasts).
+pub fn otp_current(c: OtpCounter, p: &OtpPolicy, now: u64) -> OtpCounter {
+    if c.locked_until_ms > now || now.saturating_sub(c.window_start_ms) < p.window_seconds * 1000 {
+        c
+    } else {
+        OtpCounter::default()
+    }
+}
+
+/// What one OTP resend does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OtpResend {
+    /// Locked already: refused, nothing changes.
+    Locked,
+    /// Counted; `locked` when this resend went past the limit (refused too).
+    Counted { counter: OtpCounter, locked: bool },
+}
+
+/// Counts one resend on the counter as it stands at `now`.
+pub fn otp_resend(stored: OtpCounter, p: &OtpPolicy, now: u64) -> OtpResend {
+    let mut c = otp_current(stored, p, now);
+    if c.locked_until_ms > now {
+        return OtpResend::Locked;
+    }
+    if c.count == 0 {
+        c.window_start_ms = now;
+    }
+    c.count += 1;
+    let locked = c.count > p.max_resends;
+    if locked {
+        c.locked_until_ms = c.window_start_ms + p.window_seconds * 1000;
+    }
+    OtpResend::Counted { counter: c, locked }
+}
+
 /// The user record of lists and `data` (spec 001 "User record").
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -310,6 +479,92 @@ mod tests {
         assert!(changed(&|u| u.client_roles.clear()), "client role revoked");
         assert!(changed(&|u| u.credentials = vec![pw("h2")]), "password changed");
         assert!(changed(&|u| u.required_actions.clear()), "required action revoked");
+    }
+
+    #[test]
+    fn changes_keep_what_they_do_not_name() {
+        let mut u = User {
+            username: "bob".into(),
+            enabled: true,
+            email: Some("b@x.io".into()),
+            email_verified: true,
+            realm_roles: vec!["admin".into(), "member".into(), "realm-admin".into()],
+            client_roles: [("shop".to_string(), vec!["buyer".to_string()])].into(),
+            required_actions: vec!["VERIFY_EMAIL".into()],
+            ..User::default()
+        };
+        let w: UserWrite = serde_json::from_str(r#"{"username":"Bobby","email":"","firstName":"B"}"#).unwrap();
+        apply(&mut u, &w);
+        assert_eq!((u.username.as_str(), u.email.as_deref(), u.first_name.as_deref()), ("bobby", None, Some("B")));
+        assert!(u.enabled && u.email_verified, "fields absent from the body stay");
+
+        let pw = |temporary| NewPassword {
+            credential: Credential { id: "c".into(), kind: "password".into(), hash: "h".into(), created_ms: 0 },
+            temporary,
+        };
+        set_password(&mut u, Some(&pw(true)));
+        set_password(&mut u, Some(&pw(true)));
+        assert_eq!(u.credentials.len(), 1, "one password");
+        assert_eq!(u.required_actions, ["VERIFY_EMAIL", UPDATE_PASSWORD]);
+        set_password(&mut u, None);
+        assert_eq!(u.credentials.len(), 1);
+
+        let p: ProfileWrite = serde_json::from_str(r#"{"email":"new@x.io","attributes":{"a":"1"}}"#).unwrap();
+        u.email_verified = true;
+        u.attributes.insert("b".into(), vec!["2".into()]);
+        apply_profile(&mut u, &p);
+        assert!(!u.email_verified, "a new e-mail is not verified");
+        assert_eq!(u.attributes.len(), 2, "attributes merged");
+
+        set_enabled(&mut u, false, 42);
+        assert_eq!((u.enabled, u.not_before), (false, 42));
+        set_enabled(&mut u, true, 50);
+        assert_eq!((u.enabled, u.not_before), (true, 42));
+
+        revoke_admin(&mut u);
+        assert_eq!(u.realm_roles, ["member"]);
+        promote(&mut u);
+        promote(&mut u);
+        assert_eq!(u.realm_roles.len(), 1 + crate::auth::roles::ADMINS.len());
+        let r: RevokeRoles =
+            serde_json::from_str(r#"{"realmRoles":["member"],"clientRoles":{"shop":["buyer"]}}"#).unwrap();
+        revoke_roles(&mut u, &r);
+        assert!(!u.realm_roles.contains(&"member".to_string()) && u.client_roles.is_empty());
+        revoke_required_actions(&mut u, &RevokeActions { required_actions: vec!["VERIFY_EMAIL".into()] });
+        assert_eq!(u.required_actions, [UPDATE_PASSWORD]);
+    }
+
+    #[test]
+    fn login_needs_an_enabled_set_up_user_and_the_verified_password() {
+        let pw = |hash: &str| Credential { id: "c".into(), kind: "password".into(), hash: hash.into(), created_ms: 0 };
+        let mut u = User { enabled: true, credentials: vec![pw("h1")], ..User::default() };
+        assert_eq!(may_log_in(&u), Ok(()));
+        assert!(password_unchanged(&u, Some("h1")));
+        assert!(!password_unchanged(&u, Some("h0")), "changed since the check");
+        u.required_actions.push(UPDATE_PASSWORD.into());
+        assert_eq!(may_log_in(&u), Err("Account is not fully set up"));
+        u.enabled = false;
+        assert_eq!(may_log_in(&u), Err("Account disabled"));
+    }
+
+    #[test]
+    fn otp_resends_lock_past_the_limit_until_the_window_ends() {
+        let p = OtpPolicy { enabled: true, max_resends: 2, window_seconds: 10 };
+        let mut c = OtpCounter::default();
+        for (now, expect_locked) in [(1_000, false), (2_000, false), (3_000, true)] {
+            match otp_resend(c.clone(), &p, now) {
+                OtpResend::Counted { counter, locked } => {
+                    assert_eq!(locked, expect_locked, "at {now}");
+                    c = counter;
+                }
+                OtpResend::Locked => panic!("at {now}"),
+            }
+        }
+        assert_eq!((c.window_start_ms, c.count, c.locked_until_ms), (1_000, 3, 11_000));
+        assert_eq!(otp_resend(c.clone(), &p, 10_999), OtpResend::Locked);
+        // The window is over: counting starts again.
+        assert_eq!(otp_current(c.clone(), &p, 11_000), OtpCounter::default());
+        assert!(matches!(otp_resend(c, &p, 11_000), OtpResend::Counted { locked: false, .. }));
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! login-failure counters (brute-force protection), and realm configuration
 //! (LDAP components, app settings, resend-OTP counters).
 
-use crate::keys::{key, prefix};
-use crate::store::{get, put, Store};
-use crate::{codec, Result, Secret};
+use crate::keys::{key, last_part, prefix};
+use crate::store::{get, Store};
+use crate::{Result, Secret, Tx};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -84,43 +84,12 @@ impl Identity<'_> {
         Ok(get(&self.0.trees()?.user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
     }
 
-    pub fn put_addresses(&self, tenant: &str, user_id: &str, list: &[Address]) -> Result<()> {
-        put(&self.0.trees()?.user_addresses, &key(&[tenant, user_id]), &list)
-    }
-
     pub fn session(&self, tenant: &str, id: &str) -> Result<Option<Session>> {
         get(&self.0.trees()?.user_sessions, &key(&[tenant, id]))
     }
 
-    pub fn put_session(&self, tenant: &str, id: &str, s: &Session) -> Result<()> {
-        put(&self.0.trees()?.user_sessions, &key(&[tenant, id]), s)
-    }
-
-    /// Moves the session to `next` only if it still holds `current`: true when
-    /// it did (a refresh token is used once), false when it was used already.
-    pub fn rotate_session(&self, tenant: &str, id: &str, current: &Session, next: &Session) -> Result<bool> {
-        let k = key(&[tenant, id]);
-        let old = codec::encode(current)?;
-        let new = codec::encode(next)?;
-        Ok(self.0.trees()?.user_sessions.compare_and_swap(k, Some(old), Some(new))?.is_ok())
-    }
-
-    pub fn delete_session(&self, tenant: &str, id: &str) -> Result<()> {
-        self.0.trees()?.user_sessions.remove(key(&[tenant, id]))?;
-        Ok(())
-    }
-
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
         get(&self.0.trees()?.login_failures, &key(&[tenant, user_id]))
-    }
-
-    pub fn put_login_failure(&self, tenant: &str, user_id: &str, f: &LoginFailure) -> Result<()> {
-        put(&self.0.trees()?.login_failures, &key(&[tenant, user_id]), f)
-    }
-
-    pub fn clear_login_failure(&self, tenant: &str, user_id: &str) -> Result<()> {
-        self.0.trees()?.login_failures.remove(key(&[tenant, user_id]))?;
-        Ok(())
     }
 
     /// A realm configuration record at `tenant, parts...`.
@@ -128,28 +97,116 @@ impl Identity<'_> {
         get(&self.0.trees()?.realm_config, &config_key(tenant, parts))
     }
 
-    pub fn put_config<T: Serialize>(&self, tenant: &str, parts: &[&str], value: &T) -> Result<()> {
-        put(&self.0.trees()?.realm_config, &config_key(tenant, parts), value)
+    /// The resend-OTP counter of a user.
+    pub fn otp_counter(&self, tenant: &str, user_id: &str) -> Result<Option<OtpCounter>> {
+        self.config(tenant, &["otp", user_id])
     }
 
-    pub fn delete_config(&self, tenant: &str, parts: &[&str]) -> Result<()> {
-        self.0.trees()?.realm_config.remove(config_key(tenant, parts))?;
-        Ok(())
-    }
-
-    /// Removes every configuration record under `tenant, parts...`; returns how many.
-    pub fn delete_config_prefix(&self, tenant: &str, parts: &[&str]) -> Result<usize> {
-        let tree = &self.0.trees()?.realm_config;
-        let mut all = vec![tenant];
-        all.extend_from_slice(parts);
-        let mut n = 0;
-        for kv in tree.scan_prefix(prefix(&all)) {
-            let (k, _) = kv?;
-            tree.remove(k)?;
-            n += 1;
+    /// The users holding a resend-OTP counter, read outside a transaction: an
+    /// operation on all of them checks [`Tx::otp_counters_generation`]
+    /// against [`Identity::otp_counters_generation`] read before this.
+    pub fn otp_counter_users(&self, tenant: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for kv in self.0.trees()?.realm_config.scan_prefix(prefix(&[tenant, "otp"])) {
+            out.push(last_part(&kv?.0));
         }
-        Ok(n)
+        Ok(out)
     }
+
+    /// Moved on by every new resend-OTP counter of the tenant.
+    pub fn otp_counters_generation(&self, tenant: &str) -> Result<u64> {
+        Ok(get(&self.0.trees()?.generations, &otp_generation_key(tenant))?.unwrap_or(0))
+    }
+}
+
+impl Tx<'_> {
+    pub fn addresses(&self, tenant: &str, user_id: &str) -> Result<Vec<Address>> {
+        Ok(self.get(&self.t.user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
+    }
+
+    pub fn put_addresses(&self, tenant: &str, user_id: &str, list: &[Address]) -> Result<()> {
+        self.put(&self.t.user_addresses, &key(&[tenant, user_id]), &list)
+    }
+
+    pub fn session(&self, tenant: &str, id: &str) -> Result<Option<Session>> {
+        self.get(&self.t.user_sessions, &key(&[tenant, id]))
+    }
+
+    pub fn put_session(&self, tenant: &str, id: &str, s: &Session) -> Result<()> {
+        self.put(&self.t.user_sessions, &key(&[tenant, id]), s)
+    }
+
+    pub fn delete_session(&self, tenant: &str, id: &str) -> Result<()> {
+        self.remove(&self.t.user_sessions, &key(&[tenant, id])).map(drop)
+    }
+
+    pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
+        self.get(&self.t.login_failures, &key(&[tenant, user_id]))
+    }
+
+    pub fn put_login_failure(&self, tenant: &str, user_id: &str, f: &LoginFailure) -> Result<()> {
+        self.put(&self.t.login_failures, &key(&[tenant, user_id]), f)
+    }
+
+    pub fn clear_login_failure(&self, tenant: &str, user_id: &str) -> Result<()> {
+        self.remove(&self.t.login_failures, &key(&[tenant, user_id])).map(drop)
+    }
+
+    /// A realm configuration record at `tenant, parts...`.
+    pub fn config<T: DeserializeOwned>(&self, tenant: &str, parts: &[&str]) -> Result<Option<T>> {
+        self.get(&self.t.realm_config, &config_key(tenant, parts))
+    }
+
+    /// Stores a realm configuration record. Resend-OTP counters have their
+    /// own methods ([`Tx::put_otp_counter`]).
+    pub fn put_config<T: Serialize>(&self, tenant: &str, parts: &[&str], value: &T) -> Result<()> {
+        self.put(&self.t.realm_config, &config_key(tenant, parts), value)
+    }
+
+    /// Stores a new realm configuration record; `Conflict(what)` if one is there.
+    pub fn insert_config<T: Serialize>(
+        &self,
+        tenant: &str,
+        parts: &[&str],
+        value: &T,
+        what: &'static str,
+    ) -> Result<()> {
+        let k = config_key(tenant, parts);
+        if self.has(&self.t.realm_config, &k)? {
+            return Err(crate::Error::Conflict(what));
+        }
+        self.put(&self.t.realm_config, &k, value)
+    }
+
+    pub fn otp_counter(&self, tenant: &str, user_id: &str) -> Result<Option<OtpCounter>> {
+        self.config(tenant, &["otp", user_id])
+    }
+
+    /// Stores a user's resend-OTP counter; a new one moves the tenant's
+    /// [`otp counters generation`](Identity::otp_counters_generation) on.
+    pub fn put_otp_counter(&self, tenant: &str, user_id: &str, c: &OtpCounter) -> Result<()> {
+        let k = config_key(tenant, &["otp", user_id]);
+        if !self.has(&self.t.realm_config, &k)? {
+            let g = otp_generation_key(tenant);
+            let next = self.get::<u64>(&self.t.generations, &g)?.unwrap_or(0).wrapping_add(1);
+            self.put(&self.t.generations, &g, &next)?;
+        }
+        self.put(&self.t.realm_config, &k, c)
+    }
+
+    /// Removes a user's resend-OTP counter; whether there was one.
+    pub fn delete_otp_counter(&self, tenant: &str, user_id: &str) -> Result<bool> {
+        self.remove(&self.t.realm_config, &config_key(tenant, &["otp", user_id]))
+    }
+
+    /// See [`Identity::otp_counters_generation`].
+    pub fn otp_counters_generation(&self, tenant: &str) -> Result<u64> {
+        Ok(self.get(&self.t.generations, &otp_generation_key(tenant))?.unwrap_or(0))
+    }
+}
+
+fn otp_generation_key(tenant: &str) -> Vec<u8> {
+    key(&[tenant, "otp-counters"])
 }
 
 fn config_key(tenant: &str, parts: &[&str]) -> Vec<u8> {
@@ -170,5 +227,28 @@ pub struct OtpPolicy {
 impl Default for OtpPolicy {
     fn default() -> Self {
         OtpPolicy { enabled: true, max_resends: 5, window_seconds: 900 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreOptions;
+
+    #[test]
+    fn a_new_otp_counter_moves_the_generation_and_a_count_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let c = OtpCounter { count: 1, ..OtpCounter::default() };
+        s.transact(|tx| tx.put_otp_counter("t", "u1", &c)).unwrap();
+        s.transact(|tx| tx.put_otp_counter("t", "u1", &OtpCounter { count: 2, ..c.clone() })).unwrap();
+        assert_eq!(s.identity().otp_counters_generation("t").unwrap(), 1);
+        s.transact(|tx| tx.put_otp_counter("t", "u2", &c)).unwrap();
+        s.transact(|tx| tx.put_config("t", &["otp-policy"], &OtpPolicy::default())).unwrap();
+        assert_eq!(s.identity().otp_counters_generation("t").unwrap(), 2);
+        assert_eq!(s.identity().otp_counter_users("t").unwrap(), ["u1", "u2"], "the policy is no counter");
+        assert!(s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
+        assert!(!s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
+        assert_eq!(s.identity().otp_counter("t", "u2").unwrap().unwrap().count, 1);
     }
 }

@@ -1,8 +1,8 @@
 //! Per-tenant runtime settings, one small record each.
 
 use crate::keys::key;
-use crate::store::{get, put, Store};
-use crate::Result;
+use crate::store::{get, Store};
+use crate::{Result, Tx};
 use serde::{Deserialize, Serialize};
 
 /// Spec 002 login runtime configuration.
@@ -23,8 +23,14 @@ impl Settings<'_> {
     pub fn login(&self, tenant: &str) -> Result<LoginConfig> {
         Ok(get(&self.0.trees()?.settings, &key(&[tenant, "login"]))?.unwrap_or_default())
     }
+}
 
-    pub fn set_login(&self, tenant: &str, c: &LoginConfig) -> Result<()> {
-        put(&self.0.trees()?.settings, &key(&[tenant, "login"]), c)
+impl Tx<'_> {
+    pub fn login_config(&self, tenant: &str) -> Result<LoginConfig> {
+        Ok(self.get(&self.t.settings, &key(&[tenant, "login"]))?.unwrap_or_default())
+    }
+
+    pub fn set_login_config(&self, tenant: &str, c: &LoginConfig) -> Result<()> {
+        self.put(&self.t.settings, &key(&[tenant, "login"]), c)
     }
 }

@@ -93,7 +93,7 @@ impl Tx<'_> {
         tree.remove(key).map(|v| v.is_some()).map_err(|e| self.failed(e))
     }
 
-    fn failed(&self, e: UnabortableTransactionError) -> Error {
+    pub(crate) fn failed(&self, e: UnabortableTransactionError) -> Error {
         match e {
             UnabortableTransactionError::Conflict => {
                 self.conflict.set(true);

@@ -3,8 +3,10 @@
 //! a large tenant reads no record but those of the page it answers.
 //!
 //! A tenant's directory is built from its records on first use and kept in
-//! step by every user write, which re-reads the committed record under the
-//! directory's lock (so concurrent writers cannot leave a stale row behind).
+//! step after every committed user write ([`crate::users::Users::refresh_directory`],
+//! never from inside a transaction, which may run again or abort), which
+//! re-reads the committed record under the directory's lock (so concurrent
+//! writers cannot leave a stale row behind).
 
 use crate::keys::{key, prefix};
 use crate::store::get;

@@ -1,12 +1,10 @@
 //! Users of a tenant's realm, with the username index.
 
-use crate::error::abort;
 use crate::keys::{key, prefix};
 use crate::store::{get, Store};
-use crate::{codec, Error, Result};
+use crate::{Error, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::transaction::ConflictableTransactionError as TxError;
-use sled::Transactional;
+use sled::transaction::TransactionalTree;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -114,111 +112,53 @@ impl Store {
     }
 }
 
+/// What a user write changed in the tenant's directory: handed back by
+/// [`Tx::insert_user`] and [`Tx::put_user`] and given to
+/// [`Users::refresh_directory`] once the transaction has committed.
+///
+/// The in-memory directory ([`crate::user_directory`]) is not part of the
+/// transaction: a closure may run more than once and a transaction may abort,
+/// so the directory is brought in line only after the commit, from the
+/// committed record. Storage cannot do it by itself from inside
+/// [`Store::transact`] (the transaction knows nothing of what a record kind
+/// keeps beside the trees), so the write hands this back and the operation
+/// passes it on after `transact` returns; `#[must_use]` keeps it from being
+/// forgotten.
+#[must_use = "give it to Users::refresh_directory after the commit"]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserWritten {
+    pub id: String,
+    /// The username before the write, when the user existed.
+    pub old_username: Option<String>,
+}
+
 impl Users<'_> {
-    /// Creates the user with every index; `Conflict("user")` on a taken username,
-    /// `Conflict("email")` on a taken e-mail.
+    /// Creates the user with every index (seeding and tests; the operations
+    /// layer writes through [`Tx::insert_user`]); `Conflict("user")` on a
+    /// taken id or username, `Conflict("email")` on a taken e-mail.
     pub fn create(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, &user.id, true, &|_| user.clone(), &|_, _| false).map(drop)
+        let written = self.0.transact(|tx| tx.insert_user(tenant, user))?;
+        self.refresh_directory(tenant, &written)
     }
 
     /// Replaces the user (same id), moving its index entries in the same
-    /// transaction; `NotFound("user")` when absent.
+    /// transaction; `NotFound("user")` when absent. For seeding and tests.
     pub fn update(&self, tenant: &str, user: &User) -> Result<()> {
-        self.write(tenant, &user.id, false, &|_| user.clone(), &|_, _| false).map(drop)
+        let written = self.0.transact(|tx| tx.put_user(tenant, user))?;
+        self.refresh_directory(tenant, &written)
     }
 
-    /// Changes user `id` in one transaction: `change` is applied to the
-    /// record as stored at that moment (it may run again if the transaction
-    /// retries, so it must only compute), so concurrent changes of other
-    /// fields are kept. When `revokes(stored, changed)` says the change takes
-    /// something away from the user, every token issued to it before now is
-    /// refused, in the same transaction (see [`Users::tokens_revoked_before`]).
-    /// Answers the changed user; `NotFound("user")` when absent.
-    pub fn change(
-        &self,
-        tenant: &str,
-        id: &str,
-        change: &dyn Fn(&mut User),
-        revokes: &dyn Fn(&User, &User) -> bool,
-    ) -> Result<User> {
-        let make = |stored: Option<&User>| {
-            let mut user = stored.cloned().unwrap_or_default();
-            change(&mut user);
-            user
-        };
-        self.write(tenant, id, false, &make, revokes)
+    /// Brings the tenant's user directory in line with a committed write
+    /// (see [`UserWritten`]): the row is read again from the committed
+    /// record under the directory's lock, so calling it twice, or after a
+    /// later write of the same user, leaves the row right.
+    pub fn refresh_directory(&self, tenant: &str, written: &UserWritten) -> Result<()> {
+        self.0.inner.directories.refresh(self.0, tenant, &written.id, written.old_username.as_deref())
     }
 
     /// The instant (ms) before which tokens issued to the user are refused; 0 when none.
     pub fn tokens_revoked_before(&self, tenant: &str, user_id: &str) -> Result<u64> {
         Ok(get(&self.0.trees()?.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
-    }
-
-    /// Writes user `id` as `make` builds it from the stored record (`None`
-    /// when creating), with its username, e-mail and index entries, in one
-    /// transaction.
-    fn write(
-        &self,
-        tenant: &str,
-        id: &str,
-        create: bool,
-        make: &dyn Fn(Option<&User>) -> User,
-        revokes: &dyn Fn(&User, &User) -> bool,
-    ) -> Result<User> {
-        let t = self.0.trees()?;
-        let revoked = codec::encode(&revocation_instant())?;
-        let user_key = key(&[tenant, id]);
-        let trees = (&t.users, &t.users_by_name, &t.users_by_email, &t.user_index, &t.token_revocations);
-        let (user, old_username) = trees.transaction(|(users, names, emails, index, revocations)| {
-            let old: Option<User> = match users.get(&user_key)? {
-                Some(v) => Some(codec::decode(&v).map_err(sled::transaction::ConflictableTransactionError::Abort)?),
-                None => None,
-            };
-            match (&old, create) {
-                (Some(_), true) => return abort(Error::Conflict("user")),
-                (None, false) => return abort(Error::NotFound("user")),
-                _ => {}
-            }
-            let mut user = make(old.as_ref());
-            user.id = id.to_string();
-            let name_key = key(&[tenant, &user.username]);
-            let email_key = user.email_key().map(|e| key(&[tenant, &e]));
-            if let Some(owner) = names.get(&name_key)? {
-                if owner.as_ref() != id.as_bytes() {
-                    return abort(Error::Conflict("user"));
-                }
-            }
-            if let Some(k) = &email_key {
-                if let Some(owner) = emails.get(k)? {
-                    if owner.as_ref() != id.as_bytes() {
-                        return abort(Error::Conflict("email"));
-                    }
-                }
-            }
-            if let Some(old) = &old {
-                if revokes(old, &user) {
-                    revocations.insert(user_key.as_slice(), revoked.as_slice())?;
-                }
-                names.remove(key(&[tenant, &old.username]))?;
-                if let Some(e) = old.email_key() {
-                    emails.remove(key(&[tenant, &e]))?;
-                }
-                for k in index_keys(tenant, old) {
-                    index.remove(k)?;
-                }
-            }
-            users.insert(user_key.as_slice(), codec::encode(&user).map_err(TxError::Abort)?)?;
-            names.insert(name_key.as_slice(), id.as_bytes())?;
-            if let Some(k) = &email_key {
-                emails.insert(k.as_slice(), id.as_bytes())?;
-            }
-            for k in index_keys(tenant, &user) {
-                index.insert(k, id.as_bytes())?;
-            }
-            Ok((user, old.map(|o| o.username)))
-        })?;
-        self.0.inner.directories.refresh(self.0, tenant, id, old_username.as_deref())?;
-        Ok(user)
     }
 
     /// Directory rows of `source` accepted by `keep`, in username order: what
@@ -295,9 +235,160 @@ impl Users<'_> {
     }
 }
 
-impl crate::Tx<'_> {
-    /// Refuses every token issued to the user until now.
+impl Tx<'_> {
+    pub fn user(&self, tenant: &str, id: &str) -> Result<Option<User>> {
+        self.get(&self.t.users, &key(&[tenant, id]))
+    }
+
+    /// The user of that (lower-case) username.
+    pub fn user_by_name(&self, tenant: &str, username: &str) -> Result<Option<User>> {
+        match self.t.users_by_name.get(key(&[tenant, username])) {
+            Ok(Some(id)) => self.user(tenant, &String::from_utf8_lossy(&id)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// Stores a new user with its username, e-mail and index entries;
+    /// `Conflict("user")` on a taken id or username, `Conflict("email")` on a
+    /// taken e-mail.
+    pub fn insert_user(&self, tenant: &str, user: &User) -> Result<UserWritten> {
+        if self.has(&self.t.users, &key(&[tenant, &user.id]))? {
+            return Err(Error::Conflict("user"));
+        }
+        self.write_user(tenant, None, user)?;
+        Ok(UserWritten { id: user.id.clone(), old_username: None })
+    }
+
+    /// Stores a user over its previous record (same id), moving its username,
+    /// e-mail and index entries; `NotFound("user")` when absent, `Conflict`
+    /// as [`Tx::insert_user`] when the new username or e-mail is another's.
+    pub fn put_user(&self, tenant: &str, user: &User) -> Result<UserWritten> {
+        let old = self.user(tenant, &user.id)?.ok_or(Error::NotFound("user"))?;
+        self.write_user(tenant, Some(&old), user)?;
+        Ok(UserWritten { id: user.id.clone(), old_username: Some(old.username) })
+    }
+
+    fn write_user(&self, tenant: &str, old: Option<&User>, user: &User) -> Result<()> {
+        let id = user.id.as_str();
+        let name_key = key(&[tenant, &user.username]);
+        let email_key = user.email_key().map(|e| key(&[tenant, &e]));
+        let owner = |tree: &TransactionalTree, k: &[u8]| match tree.get(k) {
+            Ok(v) => Ok(v.is_some_and(|owner| owner.as_ref() != id.as_bytes())),
+            Err(e) => Err(self.failed(e)),
+        };
+        if owner(&self.t.users_by_name, &name_key)? {
+            return Err(Error::Conflict("user"));
+        }
+        if let Some(k) = &email_key {
+            if owner(&self.t.users_by_email, k)? {
+                return Err(Error::Conflict("email"));
+            }
+        }
+        if let Some(old) = old {
+            self.remove(&self.t.users_by_name, &key(&[tenant, &old.username]))?;
+            if let Some(e) = old.email_key() {
+                self.remove(&self.t.users_by_email, &key(&[tenant, &e]))?;
+            }
+            for k in index_keys(tenant, old) {
+                self.remove(&self.t.user_index, &k)?;
+            }
+        }
+        self.put(&self.t.users, &key(&[tenant, id]), user)?;
+        self.put_raw(&self.t.users_by_name, &name_key, id.as_bytes())?;
+        if let Some(k) = &email_key {
+            self.put_raw(&self.t.users_by_email, k, id.as_bytes())?;
+        }
+        for k in index_keys(tenant, user) {
+            self.put_raw(&self.t.user_index, &k, id.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn put_raw(&self, tree: &TransactionalTree, k: &[u8], v: &[u8]) -> Result<()> {
+        tree.insert(k, v).map(drop).map_err(|e| self.failed(e))
+    }
+
+    /// Refuses every token issued to the user until now. The instant never
+    /// moves back: a revocation recorded by a concurrent change stays.
     pub fn revoke_tokens(&self, tenant: &str, user_id: &str) -> Result<()> {
-        self.put(&self.t.token_revocations, &key(&[tenant, user_id]), &revocation_instant())
+        let k = key(&[tenant, user_id]);
+        let stored = self.get::<u64>(&self.t.token_revocations, &k)?.unwrap_or(0);
+        self.put(&self.t.token_revocations, &k, &stored.max(revocation_instant()))
+    }
+
+    /// See [`Users::tokens_revoked_before`].
+    pub fn tokens_revoked_before(&self, tenant: &str, user_id: &str) -> Result<u64> {
+        Ok(self.get(&self.t.token_revocations, &key(&[tenant, user_id]))?.unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{StoreOptions, Tx};
+
+    fn user(id: &str, name: &str, email: Option<&str>) -> User {
+        User { id: id.into(), username: name.into(), email: email.map(Into::into), ..User::default() }
+    }
+
+    #[test]
+    fn user_writes_keep_names_e_mails_and_indexes_in_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let ann = User { realm_roles: vec!["member".into()], ..user("1", "ann", Some("Ann@x.io")) };
+        s.users().create("t", &ann).unwrap();
+        let taken = |u: User| s.transact(|tx: &Tx| tx.insert_user("t", &u)).unwrap_err();
+        assert!(matches!(taken(user("1", "other", None)), Error::Conflict("user")), "id taken");
+        assert!(matches!(taken(user("2", "ann", None)), Error::Conflict("user")), "username taken");
+        assert!(matches!(taken(user("2", "bob", Some("ann@X.io"))), Error::Conflict("email")), "e-mail taken");
+        assert!(matches!(s.transact(|tx| tx.put_user("t", &user("9", "z", None))), Err(Error::NotFound("user"))));
+
+        // A rename frees the old name, e-mail and index entries.
+        let renamed = user("1", "anna", Some("anna@x.io"));
+        let written = s.transact(|tx| tx.put_user("t", &renamed)).unwrap();
+        assert_eq!(written, UserWritten { id: "1".into(), old_username: Some("ann".into()) });
+        assert!(s.users().get_by_name("t", "ann").unwrap().is_none());
+        assert!(s.users().get_by_email("t", "ann@x.io").unwrap().is_none());
+        assert_eq!(s.users().get_by_name("t", "anna").unwrap().unwrap().id, "1");
+        assert!(s.users().by_index("t", Index::Role("member")).unwrap().is_empty());
+        s.users().create("t", &user("2", "ann", Some("ann@x.io"))).unwrap();
+    }
+
+    #[test]
+    fn the_directory_follows_a_commit_only() {
+        use crate::user_directory::Source;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        s.users().create("t", &user("1", "ann", None)).unwrap();
+        let names = || -> Vec<String> {
+            s.users().select("t", Source::All, |_| true).unwrap().iter().map(|r| r.username().to_owned()).collect()
+        };
+        assert_eq!(names(), ["ann"]);
+        // Aborted: nothing to refresh, nothing changed.
+        let aborted: Result<UserWritten> = s.transact(|tx| {
+            let _never_committed = tx.put_user("t", &user("1", "zed", None))?;
+            Err(Error::Conflict("refused"))
+        });
+        assert!(aborted.is_err());
+        assert_eq!(names(), ["ann"]);
+        // Committed: the row moves when the write is handed on, and handing it twice is harmless.
+        let written = s.transact(|tx| tx.put_user("t", &user("1", "zed", None))).unwrap();
+        s.users().refresh_directory("t", &written).unwrap();
+        s.users().refresh_directory("t", &written).unwrap();
+        assert_eq!(names(), ["zed"]);
+    }
+
+    #[test]
+    fn a_revocation_instant_never_moves_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let later = crate::now_ms() + 60_000;
+        s.transact(|tx| tx.put(&tx.t.token_revocations, &key(&["t", "1"]), &later)).unwrap();
+        s.transact(|tx| tx.revoke_tokens("t", "1")).unwrap();
+        assert_eq!(s.users().tokens_revoked_before("t", "1").unwrap(), later);
+        s.transact(|tx| tx.revoke_tokens("t", "2")).unwrap();
+        let now = s.transact(|tx| tx.tokens_revoked_before("t", "2")).unwrap();
+        assert!(now > 0 && now <= crate::now_ms() + 1);
     }
 }
