@@ -97,7 +97,6 @@ pub async fn publish(cx: Cx) -> ApiResult<Response> {
     body.validate()?;
     let data = if body.data.is_null() { json!({}) } else { body.data };
     let event = Event::new(tenant, "domain", &body.event, data);
-    let matched = cx.engine.push.events().publish(&event)?;
-    cx.engine.store.durable().await?;
+    let matched = ops::webhooks::publish(&cx.engine, &event).await?;
     json(StatusCode::ACCEPTED, &json!({ "id": event.id, "webhooks": matched }))
 }

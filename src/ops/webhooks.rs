@@ -7,7 +7,7 @@ use super::commit;
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::webhook::{self as model, WebhookBody, WebhookUpdate};
-use herald_actors::webhooks::generate_secret;
+use herald_actors::webhooks::{generate_secret, Event};
 use herald_storage::webhooks::Webhook;
 use herald_storage::{now_ms, Secret};
 
@@ -140,4 +140,13 @@ pub async fn replay(engine: &Engine, tenant: &str, id: &str, since_ms: u64) -> A
     commit(engine, tenant, Vec::new()).await?;
     engine.push.events().wake(tenant, id);
     Ok(n)
+}
+
+/// Publishes a domain event: it is queued, durably, in the outbox of every
+/// active webhook of its tenant whose filter matches (one transaction);
+/// answers how many.
+pub async fn publish(engine: &Engine, event: &Event) -> ApiResult<usize> {
+    let matched = engine.push.events().publish(event)?;
+    commit(engine, &event.tenant, Vec::new()).await?;
+    Ok(matched)
 }
