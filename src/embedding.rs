@@ -186,15 +186,11 @@ pub struct AdminApi<'a>(&'a Engine);
 impl AdminApi<'_> {
     /// Creates a tenant with its signing key and first admin user.
     pub async fn create_tenant(&self, tenant: CreateTenant) -> ApiResult<()> {
-        let store = self.0.store.clone();
-        tokio::task::spawn_blocking(move || api::tenants::create_tenant(&store, &tenant))
-            .await
-            .map_err(|_| crate::error::ApiError::internal("tenant creation failed"))??;
-        Ok(self.0.store.durable().await?)
+        crate::ops::tenants::create(self.0, tenant).await
     }
 
     /// Creates an app with its push credentials (the body of the HTTP route).
     pub async fn create_app(&self, tenant: &str, app: &str, body: &AppBody) -> ApiResult<AppView> {
-        api::apps::create_app(&self.0.store, tenant, app, body).await
+        crate::ops::apps::create(self.0, tenant, app, body).await
     }
 }

@@ -717,3 +717,118 @@ async fn tenants_see_only_their_own_versions() {
     assert_eq!((st, b["versionLock"].clone()), (StatusCode::OK, json!(false)));
     s.shutdown().await;
 }
+
+/// Vote racing version lock. Invariant: a vote is counted only if the version
+/// was not locked when it was written. After a lock and votes made together,
+/// the version is locked in every round; each vote was either counted (200,
+/// stored, in the tally) or refused because of the lock (409, not stored):
+/// the stored votes are exactly the accepted ones, and a vote after the lock
+/// is refused and stores nothing.
+#[tokio::test]
+async fn a_vote_is_counted_only_while_its_version_is_unlocked() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let policy = create_policy(&s, &admin, "lockrace", 100, 1000).await;
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(client_token(&s, "acme", &admin, "shop").await);
+    }
+    for round in 0..25 {
+        let vid = create_version(
+            &s,
+            &admin,
+            json!({"appName": "shop", "platform": "android", "versionStr": format!("7.0.{round}"),
+                   "isCheckIntegrity": true, "policyId": policy}),
+        )
+        .await;
+        let path = format!("/v1/tenants/acme/versions/{vid}");
+        let lock_path = format!("{path}/lock");
+        let lock = s.call(Method::PUT, &lock_path, Some(&admin), Some(json!({"versionLock": true})));
+        let votes = futures::future::join_all(clients.iter().map(|(_, token)| vote(&s, token, &vid, "arm64", A)));
+        let ((lock_st, lb), results) = tokio::join!(lock, votes);
+        assert_eq!(lock_st, StatusCode::OK, "round {round}: {lb}");
+        let mut accepted = Vec::new();
+        for ((id, _), (st, b)) in clients.iter().zip(&results) {
+            match *st {
+                StatusCode::OK => accepted.push(id.clone()),
+                StatusCode::CONFLICT => assert!(b.to_string().contains("locked"), "round {round}: {b}"),
+                other => panic!("round {round}: {other} {b}"),
+            }
+        }
+        let (_, v) = s.call(Method::GET, &path, Some(&admin), None).await;
+        assert_eq!(v["versionLock"], true, "round {round}: the lock stands");
+        let mut stored: Vec<String> = votes_of(&s, &admin, &vid, "arm64")
+            .await
+            .iter()
+            .map(|v| v["astClientId"].as_str().unwrap().to_string())
+            .collect();
+        stored.sort();
+        accepted.sort();
+        assert_eq!(stored, accepted, "round {round}: the stored votes are exactly the accepted ones");
+        // Once locked, no vote lands.
+        let (st, b) = vote(&s, &clients[0].1, &vid, "arm64", B).await;
+        assert_eq!(st, StatusCode::CONFLICT, "round {round}: {b}");
+        let after = votes_of(&s, &admin, &vid, "arm64").await;
+        assert_eq!(after.len(), accepted.len(), "round {round}: a vote after the lock stores nothing");
+        assert!(after.iter().all(|v| v["integrityCheckId"] == A), "round {round}: {after:?}");
+    }
+    s.shutdown().await;
+}
+
+/// Version update racing version lock. Invariant: an update whose body does
+/// not set `versionLock` keeps the lock as stored when it writes, so a lock
+/// made meanwhile is never undone: after both, the version is locked.
+#[tokio::test]
+async fn a_version_update_never_undoes_a_concurrent_lock() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    for round in 0..25 {
+        let vid = create_version(&s, &admin, version("shop", "ios", &format!("8.0.{round}"))).await;
+        let path = format!("/v1/tenants/acme/versions/{vid}");
+        let mut update = version("shop", "ios", &format!("8.1.{round}"));
+        update["sdkVersion"] = json!(format!("6.0.{round}"));
+        let lock_path = format!("{path}/lock");
+        let lock = s.call(Method::PUT, &lock_path, Some(&admin), Some(json!({"versionLock": true})));
+        let put = s.call(Method::PUT, &path, Some(&admin), Some(update));
+        let ((lock_st, lb), (put_st, pb)) = tokio::join!(lock, put);
+        assert_eq!((lock_st, put_st), (StatusCode::OK, StatusCode::OK), "round {round}: {lb} {pb}");
+        let (_, v) = s.call(Method::GET, &path, Some(&admin), None).await;
+        assert_eq!(v["versionLock"], true, "round {round}: the update undid the lock: {v}");
+        assert_eq!(v["versionStr"], format!("8.1.{round}"), "round {round}: the update stands too");
+    }
+    s.shutdown().await;
+}
+
+/// Version creation racing the app's delete. Invariant: a version never
+/// outlives its app: after both, the app is gone, and so is the version if
+/// its creation was accepted (otherwise it was refused for want of the app).
+#[tokio::test]
+async fn a_version_never_outlives_its_deleted_app() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let app_body = json!({"categories": ["chat"], "androidApiKey": "key"});
+    for round in 0..25 {
+        let app = format!("gone{round}");
+        let path = format!("/v1/tenants/acme/apps/{app}");
+        let (st, b) = s.call(Method::POST, &path, Some(&admin), Some(app_body.clone())).await;
+        assert_eq!(st, StatusCode::CREATED, "{b}");
+        let create =
+            s.call(Method::POST, "/v1/tenants/acme/versions", Some(&admin), Some(version(&app, "ios", "1.0.0")));
+        let delete = s.call(Method::DELETE, &path, Some(&admin), None);
+        let ((create_st, cb), (delete_st, db)) = tokio::join!(create, delete);
+        assert_eq!(delete_st, StatusCode::NO_CONTENT, "round {round}: {db}");
+        match create_st {
+            StatusCode::CREATED => {
+                let id = cb["id"].as_str().unwrap();
+                let (st, b) = s.call(Method::GET, &format!("/v1/tenants/acme/versions/{id}"), Some(&admin), None).await;
+                assert_eq!(st, StatusCode::NOT_FOUND, "round {round}: the version outlived its app: {b}");
+            }
+            StatusCode::BAD_REQUEST => assert_eq!(field(&cb), "appName", "round {round}: {cb}"),
+            other => panic!("round {round}: {other} {cb}"),
+        }
+        let (_, list) =
+            s.call(Method::GET, &format!("/v1/tenants/acme/versions?appName={app}"), Some(&admin), None).await;
+        assert_eq!(list["versions"], json!([]), "round {round}: {list}");
+    }
+    s.shutdown().await;
+}

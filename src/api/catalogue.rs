@@ -3,6 +3,7 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::models::catalogue::{check_traceparent, check_uuid, CatalogueService};
+use crate::ops;
 use crate::paging::Paging;
 use herald_storage::catalogue::Service;
 use http::{HeaderValue, StatusCode};
@@ -54,12 +55,8 @@ pub async fn put(cx: Cx) -> ApiResult<Response> {
     body.validate(id)?;
     body.id = Some(id.to_string());
     let doc = serde_json::to_string(&body).map_err(|e| ApiError::internal(e.to_string()))?;
-    let store = &cx.engine.store;
-    let version = store.catalogue().put(
-        tenant,
-        &Service { id: id.to_string(), document: doc, kind: body.kind.clone(), searchable: body.searchable },
-    )?;
-    store.durable().await?;
+    let service = Service { id: id.to_string(), document: doc, kind: body.kind.clone(), searchable: body.searchable };
+    let version = ops::catalogue::put(&cx.engine, tenant, &service).await?;
     Ok(finish(json(StatusCode::OK, &body)?, trace, version))
 }
 

@@ -6,12 +6,13 @@ use crate::http::{empty, json, Cx, Response};
 use crate::models::app::CATEGORIES;
 use crate::models::validate;
 use crate::models::version::{
-    self as model, decide_vote, like, policy_view, ArchView, LockBody, PolicyBody, VersionBody, VersionView, VoteBody,
+    self as model, like, policy_view, ArchView, LockBody, PolicyBody, VersionBody, VersionView, VoteBody,
 };
+use crate::ops;
 use crate::paging::Paging;
 use herald_storage::apps::App;
-use herald_storage::versions::{Policy, Version, VoteOutcome};
-use herald_storage::{now_ms, Error as StoreError};
+use herald_storage::now_ms;
+use herald_storage::versions::{Policy, Version};
 use http::StatusCode;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -30,49 +31,9 @@ fn view(cx: &Cx, v: &Version) -> ApiResult<Response> {
     json(StatusCode::OK, &VersionView::of(cx.tenant(), v, &archs))
 }
 
-/// The record of a validated body; `old` on update.
-fn to_record(cx: &Cx, body: VersionBody, update: bool, old: Option<&Version>) -> ApiResult<Version> {
-    let (version_str, version) = body.validate(update)?;
-    let tenant = cx.tenant();
-    if cx.engine.store.apps().get(tenant, &body.app_name)?.is_none() {
-        return Err(ApiError::field("appName", format!("no app named {} in this tenant", body.app_name)));
-    }
-    let now = now_ms();
-    Ok(Version {
-        id: old.map_or_else(|| ulid::Ulid::generate().to_string(), |o| o.id.clone()),
-        app_name: body.app_name,
-        platform: body.platform,
-        version_str,
-        version,
-        sdk_version: body.sdk_version.or_else(|| old.and_then(|o| o.sdk_version.clone())),
-        version_lock: body.version_lock.or(old.map(|o| o.version_lock)).unwrap_or(false),
-        is_check_integrity: body.is_check_integrity.or(old.map(|o| o.is_check_integrity)).unwrap_or(false),
-        register_user_id: body.register_user_id,
-        policy_id: body.policy_id,
-        created_ms: old.map_or(now, |o| o.created_ms),
-        modified_ms: now,
-    })
-}
-
-fn put_error(e: StoreError, v: &Version) -> ApiError {
-    match e {
-        StoreError::NotFound("policy") => {
-            ApiError::field("policyId", format!("no registration policy {}", v.policy_id.as_deref().unwrap_or("")))
-        }
-        StoreError::NotFound(_) => not_found(&v.id),
-        StoreError::Conflict(_) => ApiError::conflict(format!(
-            "version {} of app {} on {} already exists",
-            v.version_str, v.app_name, v.platform
-        )),
-        other => other.into(),
-    }
-}
-
 pub async fn create(cx: Cx) -> ApiResult<Response> {
     let body: VersionBody = cx.json()?;
-    let v = to_record(&cx, body, false, None)?;
-    cx.engine.store.versions().put(cx.tenant(), &v, true).map_err(|e| put_error(e, &v))?;
-    cx.engine.store.durable().await?;
+    let v = ops::versions::create(&cx.engine, cx.tenant(), &body).await?;
     json(StatusCode::CREATED, &VersionView::of(cx.tenant(), &v, &[]))
 }
 
@@ -83,31 +44,18 @@ pub async fn get(cx: Cx) -> ApiResult<Response> {
 
 pub async fn update(cx: Cx) -> ApiResult<Response> {
     let body: VersionBody = cx.json()?;
-    let old = load(&cx)?;
-    let v = to_record(&cx, body, true, Some(&old))?;
-    cx.engine.store.versions().put(cx.tenant(), &v, false).map_err(|e| put_error(e, &v))?;
-    cx.engine.store.durable().await?;
+    let v = ops::versions::update(&cx.engine, cx.tenant(), cx.param("versionId"), &body).await?;
     view(&cx, &v)
 }
 
 pub async fn delete(cx: Cx) -> ApiResult<Response> {
-    let id = cx.param("versionId");
-    cx.engine.store.versions().delete(cx.tenant(), id).map_err(|e| match e {
-        StoreError::NotFound(_) => not_found(id),
-        other => other.into(),
-    })?;
-    cx.engine.store.durable().await?;
+    ops::versions::delete(&cx.engine, cx.tenant(), cx.param("versionId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 pub async fn lock(cx: Cx) -> ApiResult<Response> {
-    let id = cx.param("versionId");
     let body: LockBody = cx.json()?;
-    let v = cx.engine.store.versions().set_lock(cx.tenant(), id, body.version_lock, now_ms()).map_err(|e| match e {
-        StoreError::NotFound(_) => not_found(id),
-        other => other.into(),
-    })?;
-    cx.engine.store.durable().await?;
+    let v = ops::versions::set_lock(&cx.engine, cx.tenant(), cx.param("versionId"), body.version_lock).await?;
     view(&cx, &v)
 }
 
@@ -184,17 +132,12 @@ fn arch_param(cx: &Cx) -> ApiResult<String> {
 
 pub async fn delete_registration(cx: Cx) -> ApiResult<Response> {
     let arch = arch_param(&cx)?;
-    let v = load(&cx)?;
-    if !cx.engine.store.versions().delete_registration(cx.tenant(), &v.id, &arch)? {
-        return Err(ApiError::not_found(format!("architecture {arch} of version {} has no registration", v.id)));
-    }
-    cx.engine.store.durable().await?;
+    ops::versions::delete_registration(&cx.engine, cx.tenant(), cx.param("versionId"), &arch).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// A client casts its vote (an admin casts one for a named client).
 pub async fn vote(cx: Cx) -> ApiResult<Response> {
-    let tenant = cx.tenant();
     let body: VoteBody = cx.json()?;
     body.validate()?;
     let principal = cx.principal()?;
@@ -207,52 +150,10 @@ pub async fn vote(cx: Cx) -> ApiResult<Response> {
         }
         own
     };
-    let version = load(&cx)?;
-    let store = &cx.engine.store;
-    let client = store
-        .clients()
-        .get(tenant, &client_id)?
-        .ok_or_else(|| ApiError::not_found(format!("client {client_id} not found")))?;
-    if client.app_name != version.app_name {
-        return Err(ApiError::forbidden(format!("client {client_id} is not a client of app {}", version.app_name)));
-    }
-    if client.is_locked() {
-        return Err(ApiError::forbidden(format!("client {client_id} is locked")));
-    }
-    let users = store.links().user_ids_of_client(tenant, &client_id)?;
     let arch = &body.architecture_name;
-    let now = now_ms();
-    let outcome = store
-        .versions()
-        .vote(tenant, &version.id, arch, &client_id, now, |ballot| {
-            decide_vote(ballot, &client_id, &body.integrity_check_id, &users, now)
-        })
-        .map_err(|e| match e {
-            StoreError::NotFound("version") => not_found(&version.id),
-            other => other.into(),
-        })?;
-    let (state, v, registered_now) = match outcome {
-        VoteOutcome::Counted { state, version, registered_now } => (state, version, registered_now),
-        VoteOutcome::Locked => return Err(ApiError::conflict(format!("version {} is locked", version.id))),
-        VoteOutcome::NoIntegrityCheck => {
-            return Err(ApiError::conflict(format!("version {} does not check integrity", version.id)))
-        }
-        VoteOutcome::Closed(s) => return Err(ApiError::conflict(format!("voting on {arch} is closed ({s})"))),
-        VoteOutcome::NotEligible => {
-            return Err(ApiError::forbidden("under the default policy only a client of registerUserId registers"))
-        }
-    };
-    if registered_now {
-        cx.engine.push.events().emit(
-            tenant,
-            "version",
-            "VERSION_REGISTERED",
-            json!({ "versionId": v.id, "appName": v.app_name, "platform": v.platform, "versionStr": v.version_str,
-                    "architecture": state.architecture, "integrityCheckId": state.registered_check_id }),
-        );
-    }
-    store.durable().await?;
-    json(StatusCode::OK, &ArchView::of(&v.id, &state))
+    let id = cx.param("versionId");
+    let counted = ops::versions::vote(&cx.engine, cx.tenant(), id, &client_id, arch, &body.integrity_check_id).await?;
+    json(StatusCode::OK, &ArchView::of(&counted.version.id, &counted.state))
 }
 
 fn header(v: &Version, arch: &str) -> serde_json::Map<String, serde_json::Value> {
@@ -321,17 +222,7 @@ pub async fn reset(cx: Cx) -> ApiResult<Response> {
         }
         None => None,
     };
-    let v = load(&cx)?;
-    let store = cx.engine.store.versions();
-    let archs = match arch {
-        Some(a) => vec![a],
-        None => store.arch_names(cx.tenant(), &v.id)?,
-    };
-    let now = now_ms();
-    for a in &archs {
-        store.reset(cx.tenant(), &v.id, a, now)?;
-    }
-    cx.engine.store.durable().await?;
+    ops::versions::reset(&cx.engine, cx.tenant(), cx.param("versionId"), arch.as_deref()).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
@@ -353,11 +244,7 @@ pub async fn create_policy(cx: Cx) -> ApiResult<Response> {
         uses: 0,
         created_ms: now_ms(),
     };
-    cx.engine.store.versions().create_policy(cx.tenant(), &p).map_err(|e| match e {
-        StoreError::Conflict(_) => ApiError::conflict(format!("a policy named {} exists", p.name)),
-        other => other.into(),
-    })?;
-    cx.engine.store.durable().await?;
+    ops::versions::create_policy(&cx.engine, cx.tenant(), &p).await?;
     json(StatusCode::CREATED, &policy_view(&p))
 }
 
@@ -373,13 +260,7 @@ pub async fn get_policy(cx: Cx) -> ApiResult<Response> {
 }
 
 pub async fn delete_policy(cx: Cx) -> ApiResult<Response> {
-    let id = cx.param("policyId");
-    cx.engine.store.versions().delete_policy(cx.tenant(), id).map_err(|e| match e {
-        StoreError::NotFound(_) => policy_not_found(id),
-        StoreError::Conflict(_) => ApiError::conflict(format!("registration policy {id} is used by a version")),
-        other => other.into(),
-    })?;
-    cx.engine.store.durable().await?;
+    ops::versions::delete_policy(&cx.engine, cx.tenant(), cx.param("policyId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 

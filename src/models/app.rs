@@ -6,6 +6,7 @@ use herald_actors::credentials::{self, IdentityError};
 use herald_actors::providers::apns;
 use herald_actors::providers::fcm::ServiceAccount;
 use herald_storage::apps::App;
+use herald_storage::Secret;
 use serde::{Deserialize, Serialize};
 
 pub const CATEGORIES: [&str; 3] = ["chat", "payment", "tms"];
@@ -223,6 +224,91 @@ impl AppView {
     }
 }
 
+/// One secret field of a body, ready to be stored: absent, the stored value
+/// kept (the body sent [`MASK`]), or a new value, sealed before the
+/// transaction that stores it.
+#[derive(Clone, Debug)]
+pub enum SecretField {
+    Absent,
+    Keep,
+    New(Secret),
+}
+
+/// The secret fields of a body, sealed.
+#[derive(Clone, Debug)]
+pub struct SealedSecrets {
+    pub android_api_key: SecretField,
+    pub fcm_service_account: SecretField,
+    pub ios_apns_certificate: SecretField,
+    pub ios_apns_private_key: SecretField,
+    pub hpk_client_secret: SecretField,
+}
+
+impl SealedSecrets {
+    /// Seals each new value with `seal(field, value)`; `***` keeps the stored one.
+    pub fn of(body: &AppBody, seal: impl Fn(&str, &str) -> ApiResult<Secret>) -> ApiResult<SealedSecrets> {
+        let field = |name: &str, value: &Option<String>| -> ApiResult<SecretField> {
+            Ok(match value.as_deref() {
+                None => SecretField::Absent,
+                Some(MASK) => SecretField::Keep,
+                Some(v) => SecretField::New(seal(name, v)?),
+            })
+        };
+        Ok(SealedSecrets {
+            android_api_key: field("androidApiKey", &body.android_api_key)?,
+            fcm_service_account: field("fcmServiceAccountJSON", &body.fcm_service_account_json)?,
+            ios_apns_certificate: field("iosApnsCertificate", &body.ios_apns_certificate)?,
+            ios_apns_private_key: field("iosApnsPrivateKey", &body.ios_apns_private_key)?,
+            hpk_client_secret: field("hpkClientSecret", &body.hpk_client_secret)?,
+        })
+    }
+}
+
+/// The app record a validated body makes: created (`old` None) or replacing
+/// `old`, whose creation time it keeps. A masked secret keeps the stored one;
+/// with none stored, it names the field (400).
+pub fn record(name: &str, b: &AppBody, s: &SealedSecrets, old: Option<&App>, now: u64) -> ApiResult<App> {
+    let secret = |field: &str, value: &SecretField, kept: Option<&Option<Secret>>| -> ApiResult<Option<Secret>> {
+        match value {
+            SecretField::Absent => Ok(None),
+            SecretField::New(sealed) => Ok(Some(sealed.clone())),
+            SecretField::Keep => kept
+                .cloned()
+                .flatten()
+                .map(Some)
+                .ok_or_else(|| ApiError::field(field, "*** stands for a stored value, and none is stored")),
+        }
+    };
+    Ok(App {
+        name: name.to_string(),
+        categories: b.categories.clone(),
+        android_api_key: secret("androidApiKey", &s.android_api_key, old.map(|o| &o.android_api_key))?,
+        fcm_service_account: secret(
+            "fcmServiceAccountJSON",
+            &s.fcm_service_account,
+            old.map(|o| &o.fcm_service_account),
+        )?,
+        ios_apns_certificate: secret(
+            "iosApnsCertificate",
+            &s.ios_apns_certificate,
+            old.map(|o| &o.ios_apns_certificate),
+        )?,
+        ios_apns_private_key: secret(
+            "iosApnsPrivateKey",
+            &s.ios_apns_private_key,
+            old.map(|o| &o.ios_apns_private_key),
+        )?,
+        ios_apns_team_id: b.ios_apns_team_id.clone(),
+        ios_apns_key_id: b.ios_apns_key_id.clone(),
+        ios_bundle_id: b.ios_bundle_id.clone(),
+        ios_is_development: b.ios_is_development,
+        hpk_client_id: b.hpk_client_id.clone(),
+        hpk_client_secret: secret("hpkClientSecret", &s.hpk_client_secret, old.map(|o| &o.hpk_client_secret))?,
+        created_ms: old.map_or(now, |o| o.created_ms),
+        modified_ms: now,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +515,23 @@ mod tests {
             let e = message(fields.clone());
             assert!(e.contains(names), "{fields} -> {e}");
         }
+    }
+
+    #[test]
+    fn a_masked_secret_keeps_the_stored_one_and_needs_one() {
+        let master = herald_storage::MasterKey::from_bytes(&[7; 32]).unwrap();
+        let sealed = |v: &str| master.seal(v.as_bytes(), "test").unwrap();
+        let body = AppBody { android_api_key: Some(MASK.into()), hpk_client_secret: Some("new".into()), ..token_app() };
+        let secrets = SealedSecrets::of(&body, |_, v| Ok(sealed(v))).unwrap();
+        assert!(matches!(secrets.android_api_key, SecretField::Keep));
+        let err = record("shop", &body, &secrets, None, 1).unwrap_err();
+        assert!(err.message.contains("androidApiKey"), "{}", err.message);
+        let old = App { android_api_key: Some(sealed("old")), created_ms: 1, ..App::default() };
+        let app = record("shop", &body, &secrets, Some(&old), 2).unwrap();
+        assert_eq!(app.android_api_key, old.android_api_key);
+        let SecretField::New(new) = &secrets.hpk_client_secret else { panic!("a new value") };
+        assert_eq!(app.hpk_client_secret.as_ref(), Some(new));
+        assert_eq!(app.fcm_service_account, None);
+        assert_eq!((app.created_ms, app.modified_ms), (1, 2));
     }
 }

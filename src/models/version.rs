@@ -3,9 +3,7 @@
 
 use super::validate;
 use crate::error::{ApiError, ApiResult};
-use herald_storage::versions::{
-    ArchState, Ballot, Decision, Policy, Version, Vote, VoteOutcome, FAILED, REGISTERED, VOTING,
-};
+use herald_storage::versions::{ArchState, Policy, Version, Vote, FAILED, REGISTERED, VOTING};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -68,6 +66,28 @@ impl VersionBody {
             return Err(ApiError::field("policyId", "either policyId or registerUserId must be given"));
         }
         Ok(parsed)
+    }
+}
+
+/// The record of a validated body (`parsed` is what [`VersionBody::validate`]
+/// answered): a new version with id `id`, or `old` updated, which keeps its
+/// id, creation time, and the sdkVersion, lock and integrity flag the body
+/// does not give.
+pub fn record(body: &VersionBody, parsed: (String, u64), old: Option<&Version>, id: &str, now: u64) -> Version {
+    let (version_str, version) = parsed;
+    Version {
+        id: old.map_or_else(|| id.to_string(), |o| o.id.clone()),
+        app_name: body.app_name.clone(),
+        platform: body.platform.clone(),
+        version_str,
+        version,
+        sdk_version: body.sdk_version.clone().or_else(|| old.and_then(|o| o.sdk_version.clone())),
+        version_lock: body.version_lock.or(old.map(|o| o.version_lock)).unwrap_or(false),
+        is_check_integrity: body.is_check_integrity.or(old.map(|o| o.is_check_integrity)).unwrap_or(false),
+        register_user_id: body.register_user_id.clone(),
+        policy_id: body.policy_id.clone(),
+        created_ms: old.map_or(now, |o| o.created_ms),
+        modified_ms: now,
     }
 }
 
@@ -166,6 +186,14 @@ impl PolicyBody {
     }
 }
 
+/// A policy is deleted only while no version uses it.
+pub fn check_policy_unused(p: &Policy) -> Result<(), &'static str> {
+    if p.uses > 0 {
+        return Err("is used by a version");
+    }
+    Ok(())
+}
+
 pub fn policy_view(p: &Policy) -> Value {
     json!({ "id": p.id, "name": p.name, "type": p.kind,
             "parameters": { "quorumSize": p.quorum_size, "maxVotes": p.max_votes } })
@@ -212,26 +240,69 @@ pub fn like(pattern: &str, value: &str) -> bool {
     }
 }
 
+/// The records a vote is decided on, as stored inside its transaction.
+pub struct Ballot<'a> {
+    pub version: &'a Version,
+    pub policy: Option<&'a Policy>,
+    /// The architecture's state; a fresh `VOTING` one for its first vote.
+    pub state: ArchState,
+    /// The client's vote in the current round, when it voted before.
+    pub previous: Option<&'a Vote>,
+    /// Whether the client is linked to the version's `registerUserId`.
+    pub registering_client: bool,
+}
+
+/// Why a vote was not counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Locked,
+    NoIntegrityCheck,
+    /// Voting of this architecture is over (`REGISTERED` or `FAILED`).
+    Closed(String),
+    /// Default policy: the client is not linked to the version's `registerUserId`.
+    NotEligible,
+}
+
+/// What the vote rule makes of a [`Ballot`]: refused, or the vote and the
+/// architecture's new state to write.
+#[derive(Debug)]
+pub enum Decision {
+    Refused(Refusal),
+    Counted { vote: Vote, state: ArchState, registered_now: bool },
+}
+
+/// The state of an architecture's first vote, in round `round`.
+pub fn fresh_state(arch: &str, round: &str, now: u64) -> ArchState {
+    ArchState {
+        architecture: arch.to_string(),
+        state: VOTING.to_string(),
+        round: round.to_string(),
+        registered_check_id: None,
+        total: 0,
+        tally: Vec::new(),
+        updated_ms: now,
+    }
+}
+
 /// The vote rule of integrity voting: a locked version or one without
 /// integrity checking takes no votes; under the default policy (none) only a
 /// client of the version's `registerUserId` votes, and decides alone; a vote
 /// replacing the client's earlier one moves its count; the first
 /// integrityCheckId to reach the policy's `quorumSize` registers the
 /// architecture, and reaching `maxVotes` without a quorum fails it.
-pub fn decide_vote(b: Ballot<'_>, client: &str, check_id: &str, client_users: &[String], now: u64) -> Decision {
+pub fn decide_vote(b: Ballot<'_>, client: &str, check_id: &str, now: u64) -> Decision {
     if b.version.version_lock {
-        return Decision::Refused(VoteOutcome::Locked);
+        return Decision::Refused(Refusal::Locked);
     }
     if !b.version.is_check_integrity {
-        return Decision::Refused(VoteOutcome::NoIntegrityCheck);
+        return Decision::Refused(Refusal::NoIntegrityCheck);
     }
-    let registering_client = b.version.register_user_id.as_ref().is_some_and(|u| client_users.contains(u));
-    if b.policy.is_none() && !registering_client {
-        return Decision::Refused(VoteOutcome::NotEligible);
+    if b.policy.is_none() && !b.registering_client {
+        return Decision::Refused(Refusal::NotEligible);
     }
     let mut state = b.state;
     if state.state != VOTING {
-        return Decision::Refused(VoteOutcome::Closed(state.state));
+        return Decision::Refused(Refusal::Closed(state.state));
     }
     match b.previous {
         Some(previous) => {
@@ -264,6 +335,16 @@ pub fn decide_vote(b: Ballot<'_>, client: &str, check_id: &str, client_users: &[
     state.updated_ms = now;
     let vote = Vote { client_id: client.to_string(), integrity_check_id: check_id.to_string(), cast_ms: now };
     Decision::Counted { vote, state, registered_now }
+}
+
+/// Resetting an architecture's voting: a registered one keeps its state and
+/// starts an empty round `round` (its votes go); any other starts over (its
+/// state goes: `None`).
+pub fn reset(state: ArchState, round: &str, now: u64) -> Option<ArchState> {
+    if state.state != REGISTERED {
+        return None;
+    }
+    Some(ArchState { round: round.to_string(), total: 0, tally: Vec::new(), updated_ms: now, ..state })
 }
 
 #[cfg(test)]
@@ -305,12 +386,13 @@ mod tests {
     fn a_quorum_registers_and_max_votes_without_one_fails() {
         let v = Version { is_check_integrity: true, policy_id: Some("p".into()), ..Version::default() };
         let p = quorum(2, 3);
-        let ballot = |state, previous| Ballot { version: &v, policy: Some(&p), state, previous };
-        let (s, now) = counted(decide_vote(ballot(voting(0, &[]), None), "c1", "A", &[], 1));
+        let ballot =
+            |state, previous| Ballot { version: &v, policy: Some(&p), state, previous, registering_client: false };
+        let (s, now) = counted(decide_vote(ballot(voting(0, &[]), None), "c1", "A", 1));
         assert_eq!((s.state.as_str(), s.total, now), (VOTING, 1, false));
-        let (s, now) = counted(decide_vote(ballot(voting(1, &[("A", 1)]), None), "c2", "A", &[], 2));
+        let (s, now) = counted(decide_vote(ballot(voting(1, &[("A", 1)]), None), "c2", "A", 2));
         assert_eq!((s.state.as_str(), s.registered_check_id.as_deref(), now), (REGISTERED, Some("A"), true));
-        let (s, _) = counted(decide_vote(ballot(voting(2, &[("A", 1), ("B", 1)]), None), "c3", "C", &[], 3));
+        let (s, _) = counted(decide_vote(ballot(voting(2, &[("A", 1), ("B", 1)]), None), "c3", "C", 3));
         assert_eq!((s.state.as_str(), s.total), (FAILED, 3), "maxVotes reached without a quorum");
     }
 
@@ -319,35 +401,86 @@ mod tests {
         let v = Version { is_check_integrity: true, policy_id: Some("p".into()), ..Version::default() };
         let p = quorum(3, 10);
         let earlier = Vote { client_id: "c1".into(), integrity_check_id: "A".into(), cast_ms: 0 };
-        let ballot =
-            Ballot { version: &v, policy: Some(&p), state: voting(2, &[("A", 1), ("B", 1)]), previous: Some(&earlier) };
-        let (s, _) = counted(decide_vote(ballot, "c1", "B", &[], 5));
+        let ballot = Ballot {
+            version: &v,
+            policy: Some(&p),
+            state: voting(2, &[("A", 1), ("B", 1)]),
+            previous: Some(&earlier),
+            registering_client: false,
+        };
+        let (s, _) = counted(decide_vote(ballot, "c1", "B", 5));
         assert_eq!((s.total, s.tally), (2, vec![("B".to_string(), 2)]));
     }
 
     #[test]
     fn refusals_name_their_reason() {
-        let refused = |v: &Version, policy: Option<&Policy>, state: ArchState, users: &[String]| match decide_vote(
-            Ballot { version: v, policy, state, previous: None },
-            "c",
-            "A",
-            users,
-            0,
-        ) {
-            Decision::Refused(o) => format!("{o:?}"),
-            Decision::Counted { .. } => "counted".into(),
-        };
+        let refused =
+            |v: &Version, policy: Option<&Policy>, state: ArchState, registering_client: bool| match decide_vote(
+                Ballot { version: v, policy, state, previous: None, registering_client },
+                "c",
+                "A",
+                0,
+            ) {
+                Decision::Refused(o) => format!("{o:?}"),
+                Decision::Counted { .. } => "counted".into(),
+            };
         let p = quorum(2, 3);
         let open = Version { is_check_integrity: true, ..Version::default() };
         let locked = Version { version_lock: true, ..open.clone() };
         let unchecked = Version { is_check_integrity: false, ..open.clone() };
-        assert_eq!(refused(&locked, Some(&p), voting(0, &[]), &[]), "Locked");
-        assert_eq!(refused(&unchecked, Some(&p), voting(0, &[]), &[]), "NoIntegrityCheck");
-        assert_eq!(refused(&open, None, voting(0, &[]), &["bob".into()]), "NotEligible", "default policy, not bob's");
+        assert_eq!(refused(&locked, Some(&p), voting(0, &[]), false), "Locked");
+        assert_eq!(
+            refused(&locked, None, voting(0, &[]), true),
+            "Locked",
+            "a lock refuses even the registering client"
+        );
+        assert_eq!(refused(&unchecked, Some(&p), voting(0, &[]), false), "NoIntegrityCheck");
+        assert_eq!(refused(&open, None, voting(0, &[]), false), "NotEligible", "default policy, not bob's client");
         let bobs = Version { register_user_id: Some("bob".into()), ..open.clone() };
-        assert_eq!(refused(&bobs, None, voting(0, &[]), &["bob".into()]), "counted", "bob's client decides alone");
+        assert_eq!(refused(&bobs, None, voting(0, &[]), true), "counted", "bob's client decides alone");
         let closed = ArchState { state: REGISTERED.into(), ..voting(2, &[]) };
-        assert_eq!(refused(&open, Some(&p), closed, &[]), "Closed(\"REGISTERED\")");
+        assert_eq!(refused(&open, Some(&p), closed, false), "Closed(\"REGISTERED\")");
+    }
+
+    #[test]
+    fn a_reset_keeps_a_registration_and_starts_anything_else_over() {
+        let registered =
+            ArchState { state: REGISTERED.into(), registered_check_id: Some("A".into()), ..voting(3, &[("A", 3)]) };
+        let kept = reset(registered, "r2", 9).expect("a registration stays");
+        assert_eq!((kept.state.as_str(), kept.registered_check_id.as_deref()), (REGISTERED, Some("A")));
+        assert_eq!((kept.round.as_str(), kept.total, kept.tally.len(), kept.updated_ms), ("r2", 0, 0, 9));
+        assert_eq!(reset(voting(2, &[("A", 2)]), "r2", 9), None);
+        assert_eq!(reset(ArchState { state: FAILED.into(), ..voting(3, &[]) }, "r2", 9), None);
+    }
+
+    #[test]
+    fn an_update_keeps_what_its_body_does_not_give() {
+        let body = VersionBody {
+            app_name: "shop".into(),
+            platform: "ios".into(),
+            version_str: "1.2.3".into(),
+            sdk_version: None,
+            version_lock: None,
+            is_check_integrity: None,
+            register_user_id: Some("bob".into()),
+            policy_id: None,
+        };
+        let parsed = body.validate(false).unwrap();
+        let created = record(&body, parsed.clone(), None, "V1", 5);
+        assert_eq!((created.id.as_str(), created.version_lock, created.created_ms), ("V1", false, 5));
+        let old = Version { version_lock: true, sdk_version: Some("9".into()), ..created };
+        let updated = record(&body, parsed, Some(&old), "ignored", 7);
+        assert_eq!(
+            (updated.id.as_str(), updated.version_lock, updated.sdk_version.as_deref()),
+            ("V1", true, Some("9"))
+        );
+        assert_eq!((updated.created_ms, updated.modified_ms), (5, 7));
+    }
+
+    #[test]
+    fn only_an_unused_policy_is_deleted() {
+        assert!(check_policy_unused(&quorum(1, 1)).is_err());
+        assert!(check_policy_unused(&Policy { uses: 0, ..quorum(1, 1) }).is_ok());
     }
 
     #[test]

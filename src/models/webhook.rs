@@ -3,7 +3,7 @@
 use super::validate;
 use crate::error::{ApiError, ApiResult};
 use herald_actors::filter::Expr;
-use herald_storage::webhooks::Webhook;
+use herald_storage::webhooks::{OutboxEntry, Webhook};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -132,6 +132,44 @@ impl WebhookView {
         ["id", "filter", "callbackUrl", "authType", "active", "createdAt", "modifiedAt", "createdBy", "modifiedBy"];
 }
 
+/// An update of a webhook's configuration, its secrets sealed beforehand.
+#[derive(Clone, Debug)]
+pub struct WebhookUpdate {
+    pub filter: String,
+    pub callback_url: String,
+    pub auth_type: String,
+    pub auth_username: Option<String>,
+    pub auth_password: Option<herald_storage::Secret>,
+    pub active: bool,
+    pub modified_ms: u64,
+    pub modified_by: String,
+}
+
+/// Applies an update to the webhook as stored: an update that does not
+/// re-activate the webhook keeps the reason a 410 disabled it with.
+pub fn update(w: &mut Webhook, u: &WebhookUpdate) {
+    w.filter = u.filter.clone();
+    w.callback_url = u.callback_url.clone();
+    w.auth_type = u.auth_type.clone();
+    w.auth_username = u.auth_username.clone();
+    w.auth_password = u.auth_password.clone();
+    if u.active {
+        w.disabled_reason = None;
+    }
+    w.active = u.active;
+    w.modified_ms = u.modified_ms;
+    w.modified_by = u.modified_by.clone();
+}
+
+/// A failed event replayed: only one created at or after `since_ms` goes
+/// back to the outbox, with its attempts reset and due at `now`.
+pub fn requeue(entry: &OutboxEntry, since_ms: u64, now: u64) -> Option<OutboxEntry> {
+    if entry.created_ms < since_ms {
+        return None;
+    }
+    Some(OutboxEntry { attempts: 0, next_attempt_ms: now, ..entry.clone() })
+}
+
 /// `POST /v1/tenants/{t}/events`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -156,5 +194,61 @@ impl DomainEvent {
             return Err(ApiError::field("data", "must be an object"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn webhook(active: bool, reason: Option<&str>) -> Webhook {
+        let master = herald_storage::MasterKey::from_bytes(&[3; 32]).unwrap();
+        Webhook {
+            id: "w".into(),
+            filter: "event == 'A'".into(),
+            callback_url: "http://a.example/hook".into(),
+            auth_type: "NONE".into(),
+            auth_username: None,
+            auth_password: None,
+            active,
+            secret: master.seal(b"whsec_x", "test").unwrap(),
+            created_ms: 1,
+            modified_ms: 1,
+            created_by: "admin".into(),
+            modified_by: "admin".into(),
+            disabled_reason: reason.map(str::to_string),
+        }
+    }
+
+    fn change(active: bool) -> WebhookUpdate {
+        WebhookUpdate {
+            filter: "event == 'B'".into(),
+            callback_url: "http://b.example/hook".into(),
+            auth_type: "NONE".into(),
+            auth_username: None,
+            auth_password: None,
+            active,
+            modified_ms: 5,
+            modified_by: "ops".into(),
+        }
+    }
+
+    #[test]
+    fn an_update_keeps_a_410s_reason_unless_it_reactivates() {
+        let mut w = webhook(false, Some("410 Gone"));
+        update(&mut w, &change(false));
+        assert_eq!((w.active, w.disabled_reason.as_deref()), (false, Some("410 Gone")));
+        assert_eq!((w.callback_url.as_str(), w.modified_ms, w.created_ms), ("http://b.example/hook", 5, 1));
+        update(&mut w, &change(true));
+        assert_eq!((w.active, w.disabled_reason), (true, None));
+    }
+
+    #[test]
+    fn a_replay_requeues_events_since_its_date_due_now() {
+        let e =
+            OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 100, attempts: 7, next_attempt_ms: 0 };
+        assert_eq!(requeue(&e, 101, 500), None);
+        let again = requeue(&e, 100, 500).unwrap();
+        assert_eq!((again.attempts, again.next_attempt_ms, again.created_ms), (0, 500, 100));
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::keys::{key, prefix};
 use crate::store::{get, Store};
-use crate::{codec, Error, Result, Secret};
+use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -39,27 +39,12 @@ impl Store {
 }
 
 impl Apps<'_> {
+    /// Stores a new app (`Conflict("app")` when the name is taken): seeding
+    /// and tests; the engine creates apps through its operations layer.
     pub fn create(&self, tenant: &str, app: &App) -> Result<()> {
-        let k = key(&[tenant, &app.name]);
-        let v = codec::encode(app)?;
-        let created = self.0.trees()?.apps.compare_and_swap(k, None as Option<&[u8]>, Some(v))?;
+        let created = self.0.transact(|tx| tx.insert_app(tenant, app));
         self.changed();
-        created.map_err(|_| Error::Conflict("app"))
-    }
-
-    /// Replaces `old` by `new` only if the stored record is still `old`
-    /// (optimistic concurrency): `NotFound("app")` when the app was deleted
-    /// meanwhile (a delete is never undone), `Conflict("app")` when another
-    /// write changed it (the caller builds its change again on the new record).
-    pub fn replace(&self, tenant: &str, old: &App, new: &App) -> Result<()> {
-        let k = key(&[tenant, &new.name]);
-        let swapped = self.0.trees()?.apps.compare_and_swap(k, Some(codec::encode(old)?), Some(codec::encode(new)?))?;
-        self.changed();
-        match swapped {
-            Ok(()) => Ok(()),
-            Err(e) if e.current.is_none() => Err(Error::NotFound("app")),
-            Err(_) => Err(Error::Conflict("app")),
-        }
+        created
     }
 
     pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
@@ -76,22 +61,35 @@ impl Apps<'_> {
         Ok((page, total))
     }
 
-    pub fn delete(&self, tenant: &str, name: &str) -> Result<()> {
-        let removed = self.0.trees()?.apps.remove(key(&[tenant, name]))?;
-        self.changed();
-        match removed {
-            Some(_) => Ok(()),
-            None => Err(Error::NotFound("app")),
-        }
-    }
-
-    fn changed(&self) {
+    /// Moves [`Store::apps_generation`] on: call it after every transaction
+    /// that wrote an app, once it has committed (or failed), never before,
+    /// so that what was built from the old record is built again.
+    pub fn changed(&self) {
         self.0.inner.apps_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
-impl crate::Tx<'_> {
+impl Tx<'_> {
     pub fn app(&self, tenant: &str, name: &str) -> Result<Option<App>> {
         self.get(&self.t.apps, &key(&[tenant, name]))
+    }
+
+    /// Stores a new app; `Conflict("app")` when the name is taken.
+    pub fn insert_app(&self, tenant: &str, app: &App) -> Result<()> {
+        let k = key(&[tenant, &app.name]);
+        if self.has(&self.t.apps, &k)? {
+            return Err(Error::Conflict("app"));
+        }
+        self.put(&self.t.apps, &k, app)
+    }
+
+    /// Stores an app over its previous record.
+    pub fn put_app(&self, tenant: &str, app: &App) -> Result<()> {
+        self.put(&self.t.apps, &key(&[tenant, &app.name]), app)
+    }
+
+    /// Removes an app (not its versions); whether it was there.
+    pub fn delete_app(&self, tenant: &str, name: &str) -> Result<bool> {
+        self.remove(&self.t.apps, &key(&[tenant, name]))
     }
 }

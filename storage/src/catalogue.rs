@@ -4,9 +4,8 @@
 
 use crate::keys::{key, prefix};
 use crate::store::{get, Store};
-use crate::{codec, Result};
+use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Service {
@@ -30,28 +29,6 @@ fn version_key(tenant: &str) -> Vec<u8> {
 }
 
 impl Catalogue<'_> {
-    /// Creates or replaces a service; answers the new resource version.
-    pub fn put(&self, tenant: &str, s: &Service) -> Result<u64> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, &s.id]);
-        let v = codec::encode(s)?;
-        let vk = version_key(tenant);
-        let version = (&t.catalogue, &t.settings).transaction(|(cat, settings)| {
-            let current: u64 = match settings.get(&vk)? {
-                Some(raw) => codec::decode(&raw).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
-                None => 0,
-            };
-            cat.insert(k.as_slice(), v.as_slice())?;
-            let next = current + 1;
-            settings.insert(
-                vk.as_slice(),
-                codec::encode(&next).map_err(sled::transaction::ConflictableTransactionError::Abort)?,
-            )?;
-            Ok(next)
-        })?;
-        Ok(version)
-    }
-
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Service>> {
         get(&self.0.trees()?.catalogue, &key(&[tenant, id]))
     }
@@ -62,5 +39,17 @@ impl Catalogue<'_> {
 
     pub fn version(&self, tenant: &str) -> Result<u64> {
         Ok(get(&self.0.trees()?.settings, &version_key(tenant))?.unwrap_or(0))
+    }
+}
+
+impl Tx<'_> {
+    /// Creates or replaces a service and moves the tenant's catalogue
+    /// resource version on; answers the new resource version.
+    pub fn put_service(&self, tenant: &str, s: &Service) -> Result<u64> {
+        let vk = version_key(tenant);
+        let next = self.get::<u64>(&self.t.settings, &vk)?.unwrap_or(0) + 1;
+        self.put(&self.t.catalogue, &key(&[tenant, &s.id]), s)?;
+        self.put(&self.t.settings, &vk, &next)?;
+        Ok(next)
     }
 }

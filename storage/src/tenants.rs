@@ -1,12 +1,10 @@
 //! Tenants: the realm of every other record, with its token-signing key.
 
-use crate::error::abort;
 use crate::keys::key;
 use crate::store::{get, Store};
 use crate::users::User;
-use crate::{codec, Error, Result, Secret};
+use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Tenant {
@@ -27,35 +25,33 @@ impl Store {
 }
 
 impl Tenants<'_> {
-    /// Creates the tenant and its first admin user in one transaction.
-    pub fn create(&self, tenant: &Tenant, admin: &User) -> Result<()> {
-        let t = self.0.trees()?;
-        let tenant_key = key(&[&tenant.id]);
-        let tenant_value = codec::encode(tenant)?;
-        let user_key = key(&[&tenant.id, &admin.id]);
-        let user_value = codec::encode(admin)?;
-        let name_key = key(&[&tenant.id, &admin.username]);
-        let index_keys = crate::users::index_keys(&tenant.id, admin);
-        (&t.tenants, &t.users, &t.users_by_name, &t.user_index).transaction(|(tenants, users, names, index)| {
-            if tenants.get(&tenant_key)?.is_some() {
-                return abort(Error::Conflict("tenant"));
-            }
-            tenants.insert(tenant_key.as_slice(), tenant_value.as_slice())?;
-            users.insert(user_key.as_slice(), user_value.as_slice())?;
-            names.insert(name_key.as_slice(), admin.id.as_bytes())?;
-            for k in &index_keys {
-                index.insert(k.as_slice(), admin.id.as_bytes())?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     pub fn get(&self, id: &str) -> Result<Option<Tenant>> {
         get(&self.0.trees()?.tenants, &key(&[id]))
     }
 
     pub fn list(&self) -> Result<Vec<Tenant>> {
         self.0.trees()?.tenants.iter().map(|kv| codec::decode(&kv?.1)).collect()
+    }
+}
+
+impl Tx<'_> {
+    pub fn tenant(&self, id: &str) -> Result<Option<Tenant>> {
+        self.get(&self.t.tenants, &key(&[id]))
+    }
+
+    /// Stores a new tenant with its first admin user (the user's record,
+    /// username and index entries); `Conflict("tenant")` when the id is taken.
+    pub fn insert_tenant(&self, tenant: &Tenant, admin: &User) -> Result<()> {
+        let tenant_key = key(&[&tenant.id]);
+        if self.has(&self.t.tenants, &tenant_key)? {
+            return Err(Error::Conflict("tenant"));
+        }
+        self.put(&self.t.tenants, &tenant_key, tenant)?;
+        self.put(&self.t.users, &key(&[&tenant.id, &admin.id]), admin)?;
+        self.put_raw(&self.t.users_by_name, &key(&[&tenant.id, &admin.username]), admin.id.as_bytes())?;
+        for k in crate::users::index_keys(&tenant.id, admin) {
+            self.put_raw(&self.t.user_index, &k, admin.id.as_bytes())?;
+        }
+        Ok(())
     }
 }

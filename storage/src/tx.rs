@@ -80,6 +80,16 @@ impl Tx<'_> {
         tree.insert(key, encoded).map(drop).map_err(|e| self.failed(e))
     }
 
+    /// The bytes under `key`, undecoded: index trees whose values are ids.
+    pub(crate) fn get_raw(&self, tree: &TransactionalTree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        tree.get(key).map(|v| v.map(|v| v.to_vec())).map_err(|e| self.failed(e))
+    }
+
+    /// Stores `value` as is under `key` (see [`Tx::get_raw`]).
+    pub(crate) fn put_raw(&self, tree: &TransactionalTree, key: &[u8], value: &[u8]) -> Result<()> {
+        tree.insert(key, value).map(drop).map_err(|e| self.failed(e))
+    }
+
     /// Removes `key`; its record, if there was one.
     pub(crate) fn take<T: DeserializeOwned>(&self, tree: &TransactionalTree, key: &[u8]) -> Result<Option<T>> {
         match tree.remove(key) {

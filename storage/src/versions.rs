@@ -7,32 +7,30 @@
 //! [`ArchState`]) and `version_votes` ([tenant, version, arch, round, client] →
 //! [`Vote`]).
 //!
-//! Counting votes: sled transactions offer point reads and writes only (no
-//! scans), so an architecture's state record carries the tally itself (votes per
-//! integrityCheckId and the total). One vote is a single serializable sled
-//! transaction over the versions, policies, architecture-state and votes trees:
-//! it reads the version (lock, integrity flag, policy), the policy, the state and
-//! the client's previous vote, asks the vote rule (a plain function of the
-//! front end, `models::version::decide_vote`) what becomes of them, and writes
-//! the vote and the new state.
-//! sled retries a transaction that conflicts with a concurrent one, so two votes
-//! can never both complete a quorum, nor push the count past `maxVotes`.
+//! Counting votes: a transaction has point reads and writes only (no scans),
+//! so an architecture's state record carries the tally itself (votes per
+//! integrityCheckId and the total). The operations layer reads the version,
+//! its policy, the state and the client's previous vote in one transaction,
+//! lets the vote rule (`models::version::decide_vote`) decide, and writes the
+//! vote and the new state there ([`Tx::put_vote`], [`Tx::put_arch`]).
 //!
-//! Rounds: each voting round of an architecture has its own id (part of the vote
-//! keys). A reset writes a new round (or removes the state) in a transaction and
-//! only then sweeps the old round's votes; a vote racing with the reset either
-//! lands in the old round (swept, and never counted or listed) or in the new one.
+//! Rounds: each voting round of an architecture has its own id (part of the
+//! vote keys), so a vote lands in the round its transaction read.
+//!
+//! Deleting votes: they are listed before the transaction ([`Versions::ballots`])
+//! and the transaction checks that the version's ballot generation did not
+//! move ([`Tx::ballots_unchanged`]): every new vote or architecture state
+//! moves it on. Likewise every version that joins an app moves the app's
+//! version generation on ([`Tx::app_versions_generation`]), which deleting
+//! an app with its versions checks.
 //!
 //! Policies count the versions using them (`uses`), updated in the same
-//! transaction as the version, so a policy in use can never be deleted.
+//! transaction as the version.
 
-use crate::error::abort;
 use crate::keys::{key, last_part, prefix};
 use crate::store::{get, Store};
-use crate::{codec, Error, Result};
+use crate::{codec, Error, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::transaction::{ConflictableTransactionError, TransactionalTree};
-use sled::Transactional;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Version {
@@ -92,40 +90,6 @@ pub struct Vote {
     pub cast_ms: u64,
 }
 
-/// What became of a vote.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VoteOutcome {
-    /// Counted; `registered_now` when this vote completed the registration.
-    Counted {
-        state: ArchState,
-        version: Box<Version>,
-        registered_now: bool,
-    },
-    Locked,
-    NoIntegrityCheck,
-    /// Voting of this architecture is over (`REGISTERED` or `FAILED`).
-    Closed(String),
-    /// Default policy: the client is not linked to the version's `registerUserId`.
-    NotEligible,
-}
-
-/// The records a vote is decided on, as stored inside its transaction.
-pub struct Ballot<'a> {
-    pub version: &'a Version,
-    pub policy: Option<&'a Policy>,
-    /// The architecture's state; a fresh `VOTING` one for its first vote.
-    pub state: ArchState,
-    /// The client's vote in the current round, when it voted before.
-    pub previous: Option<&'a Vote>,
-}
-
-/// What the vote rule makes of a [`Ballot`]: refused, or the vote and the
-/// architecture's new state to write.
-pub enum Decision {
-    Refused(VoteOutcome),
-    Counted { vote: Vote, state: ArchState, registered_now: bool },
-}
-
 pub struct Versions<'a>(&'a Store);
 
 impl Store {
@@ -134,91 +98,42 @@ impl Store {
     }
 }
 
-type TxError = ConflictableTransactionError<Error>;
-
-fn tx_get<T: serde::de::DeserializeOwned>(t: &TransactionalTree, k: &[u8]) -> std::result::Result<Option<T>, TxError> {
-    match t.get(k)? {
-        Some(v) => codec::decode(&v).map(Some).map_err(ConflictableTransactionError::Abort),
-        None => Ok(None),
-    }
-}
-
-fn tx_put<T: Serialize>(t: &TransactionalTree, k: &[u8], v: &T) -> std::result::Result<(), TxError> {
-    let bytes = codec::encode(v).map_err(ConflictableTransactionError::Abort)?;
-    t.insert(k, bytes)?;
-    Ok(())
-}
-
-/// Adds `delta` to a policy's use count; a missing policy aborts with NotFound.
-fn add_use(policies: &TransactionalTree, tenant: &str, id: &str, delta: i64) -> std::result::Result<(), TxError> {
-    let k = key(&[tenant, id]);
-    let Some(mut p) = tx_get::<Policy>(policies, &k)? else {
-        return if delta > 0 { abort(Error::NotFound("policy")) } else { Ok(()) };
-    };
-    p.uses = (p.uses as i64 + delta).max(0) as u32;
-    tx_put(policies, &k, &p)
-}
-
 fn round_part(id: u64) -> String {
     format!("{id:020}")
 }
 
+fn index_key(tenant: &str, v: &Version) -> Vec<u8> {
+    key(&[tenant, &v.app_name, &v.platform, &v.version_str])
+}
+
+fn ballot_generation_key(tenant: &str, version: &str) -> Vec<u8> {
+    key(&[tenant, "version-ballots", version])
+}
+
+fn app_generation_key(tenant: &str, app: &str) -> Vec<u8> {
+    key(&[tenant, "app-versions", app])
+}
+
+/// The architecture states and votes of a version (or of one of its
+/// architectures), listed outside a transaction to be deleted inside one
+/// (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct Ballots {
+    tenant: String,
+    version: String,
+    generation: u64,
+    archs: Vec<Vec<u8>>,
+    votes: Vec<Vec<u8>>,
+}
+
+impl Ballots {
+    /// Names of the listed architectures with a state.
+    pub fn arch_names(&self) -> Vec<String> {
+        self.archs.iter().map(|k| last_part(k)).collect()
+    }
+}
+
 impl Versions<'_> {
-    fn index_key(tenant: &str, v: &Version) -> Vec<u8> {
-        key(&[tenant, &v.app_name, &v.platform, &v.version_str])
-    }
-
-    /// Creates (`old` None) or replaces a version, keeping the app index unique
-    /// and policy use counts right. Conflict("version") on a taken
-    /// app/platform/versionStr, NotFound("policy") on an unknown policy,
-    /// NotFound("version") when replacing a version that is gone.
-    pub fn put(&self, tenant: &str, v: &Version, create: bool) -> Result<Version> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, &v.id]);
-        let idx = Self::index_key(tenant, v);
-        let stored = (&t.versions, &t.versions_by_app, &t.policies).transaction(|(versions, by_app, policies)| {
-            let old = tx_get::<Version>(versions, &k)?;
-            match (&old, create) {
-                (Some(_), true) => return abort(Error::Conflict("version")),
-                (None, false) => return abort(Error::NotFound("version")),
-                _ => {}
-            }
-            if let Some(owner) = by_app.get(&idx)? {
-                if owner.as_ref() != v.id.as_bytes() {
-                    return abort(Error::Conflict("version"));
-                }
-            }
-            if let Some(o) = &old {
-                by_app.remove(Self::index_key(tenant, o))?;
-                if let Some(p) = &o.policy_id {
-                    add_use(policies, tenant, p, -1)?;
-                }
-            }
-            if let Some(p) = &v.policy_id {
-                add_use(policies, tenant, p, 1)?;
-            }
-            by_app.insert(idx.as_slice(), v.id.as_bytes())?;
-            tx_put(versions, &k, v)?;
-            Ok(v.clone())
-        })?;
-        Ok(stored)
-    }
-
-    /// Sets the lock flag; returns the updated version.
-    pub fn set_lock(&self, tenant: &str, id: &str, locked: bool, now: u64) -> Result<Version> {
-        let k = key(&[tenant, id]);
-        let v = self.0.trees()?.versions.transaction(|versions| {
-            let Some(mut v) = tx_get::<Version>(versions, &k)? else {
-                return abort(Error::NotFound("version"));
-            };
-            v.version_lock = locked;
-            v.modified_ms = now;
-            tx_put(versions, &k, &v)?;
-            Ok(v)
-        })?;
-        Ok(v)
-    }
-
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
         get(&self.0.trees()?.versions, &key(&[tenant, id]))
     }
@@ -241,57 +156,43 @@ impl Versions<'_> {
         Ok(out)
     }
 
-    /// Deletes a version with its index entry, architectures and votes.
-    pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, id]);
-        (&t.versions, &t.versions_by_app, &t.policies).transaction(|(versions, by_app, policies)| {
-            let Some(old) = tx_get::<Version>(versions, &k)? else {
-                return abort(Error::NotFound("version"));
-            };
-            versions.remove(k.as_slice())?;
-            by_app.remove(Self::index_key(tenant, &old))?;
-            if let Some(p) = &old.policy_id {
-                add_use(policies, tenant, p, -1)?;
-            }
-            Ok(())
-        })?;
-        let p = prefix(&[tenant, id]);
-        for tree in [&t.version_archs, &t.version_votes] {
-            for k in tree.scan_prefix(&p).keys() {
-                tree.remove(k?)?;
-            }
-        }
-        Ok(())
+    /// A number that moves on whenever a version joins the app: read it
+    /// before [`Versions::of_app`], and check in the transaction that acts
+    /// on that list ([`Tx::app_versions_generation`]) that none joined since.
+    pub fn app_generation(&self, tenant: &str, app: &str) -> Result<u64> {
+        Ok(get(&self.0.trees()?.generations, &app_generation_key(tenant, app))?.unwrap_or(0))
     }
 
-    /// Deletes every version of an app; returns how many.
-    pub fn delete_of_app(&self, tenant: &str, app: &str) -> Result<usize> {
-        let versions = self.of_app(tenant, app)?;
-        for v in &versions {
-            match self.delete(tenant, &v.id) {
-                Ok(()) | Err(Error::NotFound(_)) => {}
-                Err(e) => return Err(e),
+    /// Lists the states and votes of a version, of every architecture or of
+    /// `arch` only, with the version's ballot generation read first.
+    pub fn ballots(&self, tenant: &str, version: &str, arch: Option<&str>) -> Result<Ballots> {
+        let t = self.0.trees()?;
+        let generation = get(&t.generations, &ballot_generation_key(tenant, version))?.unwrap_or(0);
+        let p = match arch {
+            Some(a) => prefix(&[tenant, version, a]),
+            None => prefix(&[tenant, version]),
+        };
+        let archs = match arch {
+            Some(a) => {
+                let k = key(&[tenant, version, a]);
+                if t.version_archs.contains_key(&k)? {
+                    vec![k]
+                } else {
+                    Vec::new()
+                }
             }
-        }
-        Ok(versions.len())
+            None => t.version_archs.scan_prefix(&p).keys().map(|k| Ok(k?.to_vec())).collect::<Result<_>>()?,
+        };
+        let votes = t.version_votes.scan_prefix(&p).keys().map(|k| Ok(k?.to_vec())).collect::<Result<_>>()?;
+        Ok(Ballots { tenant: tenant.to_string(), version: version.to_string(), generation, archs, votes })
+    }
+
+    /// A new voting round id, distinct from every earlier one.
+    pub fn new_round(&self) -> Result<String> {
+        Ok(round_part(self.0.trees()?.db.generate_id()?))
     }
 
     // ---- policies ----
-
-    pub fn create_policy(&self, tenant: &str, p: &Policy) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, &p.id]);
-        let nk = key(&[tenant, &p.name]);
-        (&t.policies, &t.policies_by_name).transaction(|(policies, by_name)| {
-            if by_name.get(&nk)?.is_some() {
-                return abort(Error::Conflict("policy"));
-            }
-            by_name.insert(nk.as_slice(), p.id.as_bytes())?;
-            tx_put(policies, &k, p)
-        })?;
-        Ok(())
-    }
 
     pub fn policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
         get(&self.0.trees()?.policies, &key(&[tenant, id]))
@@ -299,24 +200,6 @@ impl Versions<'_> {
 
     pub fn policies(&self, tenant: &str) -> Result<Vec<Policy>> {
         self.0.trees()?.policies.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
-    }
-
-    /// Deletes an unused policy: NotFound, or Conflict("policy in use").
-    pub fn delete_policy(&self, tenant: &str, id: &str) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, id]);
-        (&t.policies, &t.policies_by_name).transaction(|(policies, by_name)| {
-            let Some(p) = tx_get::<Policy>(policies, &k)? else {
-                return abort(Error::NotFound("policy"));
-            };
-            if p.uses > 0 {
-                return abort(Error::Conflict("policy in use"));
-            }
-            policies.remove(k.as_slice())?;
-            by_name.remove(key(&[tenant, &p.name]))?;
-            Ok(())
-        })?;
-        Ok(())
     }
 
     // ---- architectures and votes ----
@@ -341,119 +224,154 @@ impl Versions<'_> {
             .map(|kv| codec::decode(&kv?.1))
             .collect()
     }
+}
 
-    /// Casts (or replaces) `client`'s vote in one serializable transaction
-    /// (see the module documentation): reads the version, its policy, the
-    /// architecture's state and the client's previous vote, lets `decide`
-    /// (the vote rule, which lives with the model, not here) say what
-    /// becomes of them, and writes what it counted. `decide` may run again
-    /// when the transaction retries, so it must only compute.
-    pub fn vote(
-        &self,
-        tenant: &str,
-        version_id: &str,
-        arch: &str,
-        client: &str,
-        now: u64,
-        decide: impl Fn(Ballot<'_>) -> Decision,
-    ) -> Result<VoteOutcome> {
-        let t = self.0.trees()?;
-        let vk = key(&[tenant, version_id]);
-        let ak = key(&[tenant, version_id, arch]);
-        let fresh_round = round_part(t.db.generate_id()?);
-        let outcome = (&t.versions, &t.policies, &t.version_archs, &t.version_votes).transaction(
-            |(versions, policies, archs, votes)| {
-                let Some(version) = tx_get::<Version>(versions, &vk)? else {
-                    return abort(Error::NotFound("version"));
-                };
-                let policy = match &version.policy_id {
-                    Some(p) => match tx_get::<Policy>(policies, &key(&[tenant, p]))? {
-                        Some(p) => Some(p),
-                        None => return abort(Error::NotFound("policy")),
-                    },
-                    None => None,
-                };
-                let state = tx_get::<ArchState>(archs, &ak)?.unwrap_or_else(|| ArchState {
-                    architecture: arch.to_string(),
-                    state: VOTING.to_string(),
-                    round: fresh_round.clone(),
-                    registered_check_id: None,
-                    total: 0,
-                    tally: Vec::new(),
-                    updated_ms: now,
-                });
-                let key_of_vote = key(&[tenant, version_id, arch, &state.round, client]);
-                let previous = tx_get::<Vote>(votes, &key_of_vote)?;
-                let ballot = Ballot { version: &version, policy: policy.as_ref(), state, previous: previous.as_ref() };
-                match decide(ballot) {
-                    Decision::Refused(outcome) => Ok(outcome),
-                    Decision::Counted { vote, state, registered_now } => {
-                        tx_put(votes, &key_of_vote, &vote)?;
-                        tx_put(archs, &ak, &state)?;
-                        Ok(VoteOutcome::Counted { state, version: Box::new(version.clone()), registered_now })
-                    }
-                }
-            },
-        )?;
-        Ok(outcome)
+impl Tx<'_> {
+    pub fn version(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
+        self.get(&self.t.versions, &key(&[tenant, id]))
     }
 
-    /// Resets one architecture: a registered one keeps its state and loses its
-    /// votes; any other starts over (its state is removed). Returns false when
-    /// the architecture has no state.
-    pub fn reset(&self, tenant: &str, version: &str, arch: &str, now: u64) -> Result<bool> {
-        let t = self.0.trees()?;
-        let ak = key(&[tenant, version, arch]);
-        let new_round = round_part(self.0.trees()?.db.generate_id()?);
-        let found = t.version_archs.transaction(|archs| {
-            let Some(mut state) = tx_get::<ArchState>(archs, &ak)? else {
-                return Ok(false);
-            };
-            if state.state == REGISTERED {
-                state.round = new_round.clone();
-                state.total = 0;
-                state.tally.clear();
-                state.updated_ms = now;
-                tx_put(archs, &ak, &state)?;
-            } else {
-                archs.remove(ak.as_slice())?;
+    /// Stores a version, new or over its previous record, keeping the app
+    /// index unique (`Conflict("version")` on an app/platform/versionStr
+    /// another version has) and the policies' use counts right
+    /// (`NotFound("policy")` on an unknown policy). A version that joins an
+    /// app moves the app's version generation on.
+    pub fn put_version(&self, tenant: &str, v: &Version) -> Result<()> {
+        let k = key(&[tenant, &v.id]);
+        let idx = index_key(tenant, v);
+        let old: Option<Version> = self.get(&self.t.versions, &k)?;
+        if let Some(owner) = self.get_raw(&self.t.versions_by_app, &idx)? {
+            if owner != v.id.as_bytes() {
+                return Err(Error::Conflict("version"));
             }
-            Ok(true)
-        })?;
-        self.sweep(tenant, version, arch)?;
-        Ok(found)
-    }
-
-    /// Removes an architecture's registration with its votes; false when it has none.
-    pub fn delete_registration(&self, tenant: &str, version: &str, arch: &str) -> Result<bool> {
-        let t = self.0.trees()?;
-        let found = t.version_archs.remove(key(&[tenant, version, arch]))?.is_some();
-        self.sweep(tenant, version, arch)?;
-        Ok(found)
-    }
-
-    /// Names of the architectures with a state.
-    pub fn arch_names(&self, tenant: &str, version: &str) -> Result<Vec<String>> {
-        self.0
-            .trees()?
-            .version_archs
-            .scan_prefix(prefix(&[tenant, version]))
-            .keys()
-            .map(|k| Ok(last_part(&k?)))
-            .collect()
-    }
-
-    /// Deletes the votes of every round but the architecture's current one.
-    fn sweep(&self, tenant: &str, version: &str, arch: &str) -> Result<()> {
-        let current = self.arch(tenant, version, arch)?.map(|s| prefix(&[tenant, version, arch, &s.round]));
-        let t = &self.0.trees()?.version_votes;
-        for k in t.scan_prefix(prefix(&[tenant, version, arch])).keys() {
-            let k = k?;
-            if current.as_ref().is_some_and(|c| k.starts_with(c)) {
-                continue;
+        }
+        if let Some(o) = &old {
+            self.remove(&self.t.versions_by_app, &index_key(tenant, o))?;
+            if let Some(p) = &o.policy_id {
+                self.add_use(tenant, p, -1)?;
             }
-            t.remove(k)?;
+        }
+        if let Some(p) = &v.policy_id {
+            self.add_use(tenant, p, 1)?;
+        }
+        if old.as_ref().is_none_or(|o| o.app_name != v.app_name) {
+            self.bump(&app_generation_key(tenant, &v.app_name))?;
+        }
+        self.put_raw(&self.t.versions_by_app, &idx, v.id.as_bytes())?;
+        self.put(&self.t.versions, &k, v)
+    }
+
+    /// Removes a version with its index entry and its use of its policy (not
+    /// its architectures and votes: see [`Tx::remove_ballots`]); the version
+    /// removed, if there was one.
+    pub fn delete_version(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
+        let Some(old) = self.take::<Version>(&self.t.versions, &key(&[tenant, id]))? else {
+            return Ok(None);
+        };
+        self.remove(&self.t.versions_by_app, &index_key(tenant, &old))?;
+        if let Some(p) = &old.policy_id {
+            self.add_use(tenant, p, -1)?;
+        }
+        Ok(Some(old))
+    }
+
+    /// See [`Versions::app_generation`].
+    pub fn app_versions_generation(&self, tenant: &str, app: &str) -> Result<u64> {
+        Ok(self.get(&self.t.generations, &app_generation_key(tenant, app))?.unwrap_or(0))
+    }
+
+    // ---- policies ----
+
+    pub fn policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
+        self.get(&self.t.policies, &key(&[tenant, id]))
+    }
+
+    /// Stores a new policy; `Conflict("policy")` when its name is taken.
+    pub fn insert_policy(&self, tenant: &str, p: &Policy) -> Result<()> {
+        let nk = key(&[tenant, &p.name]);
+        if self.has(&self.t.policies_by_name, &nk)? {
+            return Err(Error::Conflict("policy"));
+        }
+        self.put_raw(&self.t.policies_by_name, &nk, p.id.as_bytes())?;
+        self.put(&self.t.policies, &key(&[tenant, &p.id]), p)
+    }
+
+    /// Removes a policy with its name; the policy removed, if there was one.
+    pub fn delete_policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
+        let Some(p) = self.take::<Policy>(&self.t.policies, &key(&[tenant, id]))? else {
+            return Ok(None);
+        };
+        self.remove(&self.t.policies_by_name, &key(&[tenant, &p.name]))?;
+        Ok(Some(p))
+    }
+
+    /// Adds `delta` to a policy's use count; `NotFound("policy")` when a use
+    /// is added to a missing policy.
+    fn add_use(&self, tenant: &str, id: &str, delta: i64) -> Result<()> {
+        let k = key(&[tenant, id]);
+        let Some(mut p) = self.get::<Policy>(&self.t.policies, &k)? else {
+            return if delta > 0 { Err(Error::NotFound("policy")) } else { Ok(()) };
+        };
+        p.uses = (p.uses as i64 + delta).max(0) as u32;
+        self.put(&self.t.policies, &k, &p)
+    }
+
+    // ---- architectures and votes ----
+
+    pub fn arch(&self, tenant: &str, version: &str, arch: &str) -> Result<Option<ArchState>> {
+        self.get(&self.t.version_archs, &key(&[tenant, version, arch]))
+    }
+
+    /// Stores an architecture's state; a new one moves the version's ballot generation on.
+    pub fn put_arch(&self, tenant: &str, version: &str, state: &ArchState) -> Result<()> {
+        let k = key(&[tenant, version, &state.architecture]);
+        if !self.has(&self.t.version_archs, &k)? {
+            self.bump(&ballot_generation_key(tenant, version))?;
+        }
+        self.put(&self.t.version_archs, &k, state)
+    }
+
+    /// Removes an architecture's state (not its votes); whether it was there.
+    pub fn remove_arch(&self, tenant: &str, version: &str, arch: &str) -> Result<bool> {
+        self.remove(&self.t.version_archs, &key(&[tenant, version, arch]))
+    }
+
+    /// The client's vote in `round` of an architecture.
+    pub fn vote(&self, tenant: &str, version: &str, arch: &str, round: &str, client: &str) -> Result<Option<Vote>> {
+        self.get(&self.t.version_votes, &key(&[tenant, version, arch, round, client]))
+    }
+
+    /// Stores a vote in `round`; a new one moves the version's ballot generation on.
+    pub fn put_vote(&self, tenant: &str, version: &str, arch: &str, round: &str, vote: &Vote) -> Result<()> {
+        let k = key(&[tenant, version, arch, round, &vote.client_id]);
+        if !self.has(&self.t.version_votes, &k)? {
+            self.bump(&ballot_generation_key(tenant, version))?;
+        }
+        self.put(&self.t.version_votes, &k, vote)
+    }
+
+    /// Whether no vote nor architecture state was added to the version since
+    /// `b` was listed: check it before [`Tx::remove_ballots`].
+    pub fn ballots_unchanged(&self, b: &Ballots) -> Result<bool> {
+        let now: u64 = self.get(&self.t.generations, &ballot_generation_key(&b.tenant, &b.version))?.unwrap_or(0);
+        Ok(now == b.generation)
+    }
+
+    /// Removes the listed votes, and with `states` the listed architecture states.
+    pub fn remove_ballots(&self, b: &Ballots, states: bool) -> Result<()> {
+        for k in &b.votes {
+            self.remove(&self.t.version_votes, k)?;
+        }
+        if states {
+            for k in &b.archs {
+                self.remove(&self.t.version_archs, k)?;
+            }
         }
         Ok(())
+    }
+
+    fn bump(&self, k: &[u8]) -> Result<()> {
+        let next = self.get::<u64>(&self.t.generations, k)?.unwrap_or(0).wrapping_add(1);
+        self.put(&self.t.generations, k, &next)
     }
 }

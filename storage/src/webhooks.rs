@@ -7,11 +7,9 @@
 //! from which a replay puts it back.
 
 use crate::keys::{key, prefix};
-use crate::store::{all_with_tenant, get, put, Store};
-use crate::{codec, Error, Result, Secret};
+use crate::store::{all_with_tenant, get, Store};
+use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
-use sled::transaction::ConflictableTransactionError;
-use sled::Transactional;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Webhook {
@@ -78,11 +76,30 @@ fn seq_part(seq: u64) -> String {
     format!("{seq:020}")
 }
 
-impl Webhooks<'_> {
-    pub fn put(&self, tenant: &str, w: &Webhook) -> Result<()> {
-        put(&self.0.trees()?.webhooks, &key(&[tenant, &w.id]), w)
-    }
+fn records_generation_key(tenant: &str, id: &str) -> Vec<u8> {
+    key(&[tenant, "webhook-records", id])
+}
 
+/// The outbox, failed events and attempt log of a webhook, listed outside a
+/// transaction to be deleted inside one: every entry added to them moves the
+/// webhook's record generation on, which the transaction checks
+/// ([`Tx::webhook_records_unchanged`]).
+#[derive(Clone, Debug)]
+pub struct WebhookRecords {
+    tenant: String,
+    id: String,
+    generation: u64,
+    keys: Vec<(WebhookTree, Vec<u8>)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WebhookTree {
+    Outbox,
+    Failed,
+    Attempts,
+}
+
+impl Webhooks<'_> {
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
         get(&self.0.trees()?.webhooks, &key(&[tenant, id]))
     }
@@ -92,17 +109,13 @@ impl Webhooks<'_> {
     /// it must only compute) and says whether to write it. Answers the record
     /// as it now stands, or `None` when there is no such webhook.
     pub fn change(&self, tenant: &str, id: &str, change: impl Fn(&mut Webhook) -> bool) -> Result<Option<Webhook>> {
-        let k = key(&[tenant, id]);
-        let t = self.0.trees()?;
-        let changed = t.webhooks.transaction(|tx| {
-            let Some(raw) = tx.get(&k)? else { return Ok(None) };
-            let mut w: Webhook = codec::decode(&raw).map_err(ConflictableTransactionError::Abort)?;
+        self.0.transact(|tx| {
+            let Some(mut w) = tx.webhook(tenant, id)? else { return Ok(None) };
             if change(&mut w) {
-                tx.insert(k.as_slice(), codec::encode(&w).map_err(ConflictableTransactionError::Abort)?)?;
+                tx.put_webhook(tenant, &w)?;
             }
             Ok(Some(w))
-        })?;
-        Ok(changed)
+        })
     }
 
     pub fn list(&self, tenant: &str) -> Result<Vec<Webhook>> {
@@ -114,36 +127,41 @@ impl Webhooks<'_> {
         all_with_tenant(&self.0.trees()?.webhooks)
     }
 
-    /// Deletes the webhook with its outbox, failed events and attempt log.
-    pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
+    /// Lists the outbox, failed events and attempt log of a webhook (see
+    /// [`WebhookRecords`]), its record generation read first.
+    pub fn records(&self, tenant: &str, id: &str) -> Result<WebhookRecords> {
         let t = self.0.trees()?;
-        if t.webhooks.remove(key(&[tenant, id]))?.is_none() {
-            return Err(Error::NotFound("webhook"));
-        }
+        let generation = get(&t.generations, &records_generation_key(tenant, id))?.unwrap_or(0);
         let p = prefix(&[tenant, id]);
-        for tree in [&t.outbox, &t.failed_events, &t.attempts] {
+        let mut keys = Vec::new();
+        for (which, tree) in [
+            (WebhookTree::Outbox, &t.outbox),
+            (WebhookTree::Failed, &t.failed_events),
+            (WebhookTree::Attempts, &t.attempts),
+        ] {
             for k in tree.scan_prefix(&p).keys() {
-                tree.remove(k?)?;
+                keys.push((which, k?.to_vec()));
             }
         }
-        Ok(())
+        Ok(WebhookRecords { tenant: tenant.to_string(), id: id.to_string(), generation, keys })
     }
 
-    /// Queues one event for several webhooks in one transaction.
+    /// Queues one event for several webhooks in one transaction; a webhook
+    /// deleted meanwhile gets nothing.
     pub fn enqueue(&self, tenant: &str, webhook_ids: &[String], entry: &OutboxEntry) -> Result<()> {
-        let t = self.0.trees()?;
-        let value = codec::encode(entry)?;
         let keys = webhook_ids
             .iter()
-            .map(|w| Ok(key(&[tenant, w, &seq_part(self.0.trees()?.db.generate_id()?)])))
+            .map(|w| Ok((w, key(&[tenant, w, &seq_part(self.0.trees()?.db.generate_id()?)]))))
             .collect::<Result<Vec<_>>>()?;
-        t.outbox.transaction(|outbox| {
-            for k in &keys {
-                outbox.insert(k.as_slice(), value.as_slice())?;
+        self.0.transact(|tx| {
+            for (w, k) in &keys {
+                if tx.webhook(tenant, w)?.is_some() {
+                    tx.moved_records(tenant, w)?;
+                    tx.put(&tx.t.outbox, k, entry)?;
+                }
             }
             Ok(())
-        })?;
-        Ok(())
+        })
     }
 
     /// The first `limit` waiting entries of a webhook's outbox, in order, with their keys.
@@ -160,38 +178,47 @@ impl Webhooks<'_> {
             .collect()
     }
 
+    /// The failed events of a webhook, in order, with their keys.
+    pub fn failed(&self, tenant: &str, id: &str) -> Result<Vec<(Vec<u8>, OutboxEntry)>> {
+        self.0
+            .trees()?
+            .failed_events
+            .scan_prefix(prefix(&[tenant, id]))
+            .map(|kv| {
+                let (k, v) = kv?;
+                Ok((k.to_vec(), codec::decode(&v)?))
+            })
+            .collect()
+    }
+
     pub fn outbox_depth(&self, tenant: &str, id: &str) -> usize {
         // A gauge: 0 while the database is being reopened.
         self.0.trees().map_or(0, |t| t.outbox.scan_prefix(prefix(&[tenant, id])).count())
     }
 
     /// Records an attempt and the entry's next state: delivered (removed),
-    /// retried later (updated) or failed for good (moved to the failed tree).
+    /// retried later (updated) or failed for good (moved to the failed
+    /// tree), in one transaction; nothing when the webhook was deleted meanwhile.
     pub fn settle(&self, tenant: &str, id: &str, entry_key: &[u8], attempt: &Attempt, next: Settle) -> Result<()> {
-        let t = self.0.trees()?;
         let attempt_key = key(&[tenant, id, &seq_part(self.0.trees()?.db.generate_id()?)]);
-        let attempt_value = codec::encode(attempt)?;
-        let next_value = match &next {
-            Settle::Retry(e) | Settle::Failed(e) => Some(codec::encode(e)?),
-            Settle::Delivered => None,
-        };
-        (&t.outbox, &t.failed_events, &t.attempts).transaction(|(outbox, failed, attempts)| {
-            attempts.insert(attempt_key.as_slice(), attempt_value.as_slice())?;
-            match (&next, &next_value) {
-                (Settle::Retry(_), Some(v)) => {
-                    outbox.insert(entry_key, v.as_slice())?;
+        self.0.transact(|tx| {
+            if tx.webhook(tenant, id)?.is_none() {
+                return Ok(());
+            }
+            tx.moved_records(tenant, id)?;
+            tx.put(&tx.t.attempts, &attempt_key, attempt)?;
+            match &next {
+                Settle::Retry(e) => tx.put(&tx.t.outbox, entry_key, e)?,
+                Settle::Failed(e) => {
+                    tx.remove(&tx.t.outbox, entry_key)?;
+                    tx.put(&tx.t.failed_events, entry_key, e)?;
                 }
-                (Settle::Failed(_), Some(v)) => {
-                    outbox.remove(entry_key)?;
-                    failed.insert(entry_key, v.as_slice())?;
-                }
-                _ => {
-                    outbox.remove(entry_key)?;
+                Settle::Delivered => {
+                    tx.remove(&tx.t.outbox, entry_key)?;
                 }
             }
             Ok(())
-        })?;
-        Ok(())
+        })
     }
 
     /// Attempt log of a webhook, oldest first.
@@ -205,28 +232,69 @@ impl Webhooks<'_> {
             .map(|kv| codec::decode(&kv?.1))
             .collect()
     }
+}
 
-    /// Puts failed events created at or after `since_ms` back into the outbox; returns how many.
-    pub fn replay(&self, tenant: &str, id: &str, since_ms: u64, now: u64) -> Result<usize> {
-        let t = self.0.trees()?;
-        let mut n = 0;
-        for kv in t.failed_events.scan_prefix(prefix(&[tenant, id])) {
-            let (k, v) = kv?;
-            let mut e: OutboxEntry = codec::decode(&v)?;
-            if e.created_ms < since_ms {
-                continue;
-            }
-            e.attempts = 0;
-            e.next_attempt_ms = now;
-            let value = codec::encode(&e)?;
-            (&t.outbox, &t.failed_events).transaction(|(outbox, failed)| {
-                failed.remove(&k)?;
-                outbox.insert(&k, value.as_slice())?;
-                Ok(())
-            })?;
-            n += 1;
+impl Tx<'_> {
+    pub fn webhook(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
+        self.get(&self.t.webhooks, &key(&[tenant, id]))
+    }
+
+    /// Stores a new webhook; `Conflict("webhook")` when its id is taken.
+    pub fn insert_webhook(&self, tenant: &str, w: &Webhook) -> Result<()> {
+        let k = key(&[tenant, &w.id]);
+        if self.has(&self.t.webhooks, &k)? {
+            return Err(Error::Conflict("webhook"));
         }
-        Ok(n)
+        self.put(&self.t.webhooks, &k, w)
+    }
+
+    /// Stores a webhook over its previous record.
+    pub fn put_webhook(&self, tenant: &str, w: &Webhook) -> Result<()> {
+        self.put(&self.t.webhooks, &key(&[tenant, &w.id]), w)
+    }
+
+    /// Removes a webhook; whether it was there. Its records go with
+    /// [`Tx::remove_webhook_records`].
+    pub fn delete_webhook(&self, tenant: &str, id: &str) -> Result<bool> {
+        self.remove(&self.t.webhooks, &key(&[tenant, id]))
+    }
+
+    /// Whether no entry was added to the webhook's outbox, failed events or
+    /// attempt log since `r` was listed: check it before [`Tx::remove_webhook_records`].
+    pub fn webhook_records_unchanged(&self, r: &WebhookRecords) -> Result<bool> {
+        let now: u64 = self.get(&self.t.generations, &records_generation_key(&r.tenant, &r.id))?.unwrap_or(0);
+        Ok(now == r.generation)
+    }
+
+    /// Removes the listed outbox entries, failed events and attempts.
+    pub fn remove_webhook_records(&self, r: &WebhookRecords) -> Result<()> {
+        for (which, k) in &r.keys {
+            let tree = match which {
+                WebhookTree::Outbox => &self.t.outbox,
+                WebhookTree::Failed => &self.t.failed_events,
+                WebhookTree::Attempts => &self.t.attempts,
+            };
+            self.remove(tree, k)?;
+        }
+        Ok(())
+    }
+
+    /// Moves the failed event under `entry_key` back into the outbox as
+    /// `entry`; false when it is no longer a failed event.
+    pub fn requeue_failed(&self, tenant: &str, id: &str, entry_key: &[u8], entry: &OutboxEntry) -> Result<bool> {
+        if !self.remove(&self.t.failed_events, entry_key)? {
+            return Ok(false);
+        }
+        self.moved_records(tenant, id)?;
+        self.put(&self.t.outbox, entry_key, entry)?;
+        Ok(true)
+    }
+
+    /// Moves the webhook's record generation on (an entry was added).
+    fn moved_records(&self, tenant: &str, id: &str) -> Result<()> {
+        let k = records_generation_key(tenant, id);
+        let next = self.get::<u64>(&self.t.generations, &k)?.unwrap_or(0).wrapping_add(1);
+        self.put(&self.t.generations, &k, &next)
     }
 }
 
