@@ -16,7 +16,6 @@
 //! # Ok(()) }
 //! ```
 
-use crate::api;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::ApiResult;

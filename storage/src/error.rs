@@ -55,8 +55,3 @@ impl From<sled::transaction::TransactionError<Error>> for Error {
         }
     }
 }
-
-/// Aborts a sled transaction with one of our errors.
-pub(crate) fn abort<T>(e: Error) -> std::result::Result<T, sled::transaction::ConflictableTransactionError<Error>> {
-    Err(sled::transaction::ConflictableTransactionError::Abort(e))
-}

@@ -103,7 +103,7 @@ impl Tx<'_> {
         tree.remove(key).map(|v| v.is_some()).map_err(|e| self.failed(e))
     }
 
-    pub(crate) fn failed(&self, e: UnabortableTransactionError) -> Error {
+    fn failed(&self, e: UnabortableTransactionError) -> Error {
         match e {
             UnabortableTransactionError::Conflict => {
                 self.conflict.set(true);

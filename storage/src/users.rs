@@ -242,10 +242,9 @@ impl Tx<'_> {
 
     /// The user of that (lower-case) username.
     pub fn user_by_name(&self, tenant: &str, username: &str) -> Result<Option<User>> {
-        match self.t.users_by_name.get(key(&[tenant, username])) {
-            Ok(Some(id)) => self.user(tenant, &String::from_utf8_lossy(&id)),
-            Ok(None) => Ok(None),
-            Err(e) => Err(self.failed(e)),
+        match self.get_raw(&self.t.users_by_name, &key(&[tenant, username]))? {
+            Some(id) => self.user(tenant, &String::from_utf8_lossy(&id)),
+            None => Ok(None),
         }
     }
 
@@ -273,9 +272,8 @@ impl Tx<'_> {
         let id = user.id.as_str();
         let name_key = key(&[tenant, &user.username]);
         let email_key = user.email_key().map(|e| key(&[tenant, &e]));
-        let owner = |tree: &TransactionalTree, k: &[u8]| match tree.get(k) {
-            Ok(v) => Ok(v.is_some_and(|owner| owner.as_ref() != id.as_bytes())),
-            Err(e) => Err(self.failed(e)),
+        let owner = |tree: &TransactionalTree, k: &[u8]| -> Result<bool> {
+            Ok(self.get_raw(tree, k)?.is_some_and(|owner| owner != id.as_bytes()))
         };
         if owner(&self.t.users_by_name, &name_key)? {
             return Err(Error::Conflict("user"));
@@ -303,10 +301,6 @@ impl Tx<'_> {
             self.put_raw(&self.t.user_index, &k, id.as_bytes())?;
         }
         Ok(())
-    }
-
-    fn put_raw(&self, tree: &TransactionalTree, k: &[u8], v: &[u8]) -> Result<()> {
-        tree.insert(k, v).map(drop).map_err(|e| self.failed(e))
     }
 
     /// Refuses every token issued to the user until now. The instant never
