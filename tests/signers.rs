@@ -591,7 +591,7 @@ fn requested_signer(engine: &herald::Engine, name: &str) -> String {
     let pending = herald_storage::signers::Signer {
         id: id.clone(),
         name: name.into(),
-        generation: engine.store.signers().next_generation("acme").unwrap(),
+        generation: engine.store.signers().generation("acme").unwrap() + 1,
         state: "ACTIVE".into(),
         status: "REQUESTED".into(),
         failure: None,
@@ -604,7 +604,8 @@ fn requested_signer(engine: &herald::Engine, name: &str) -> String {
         created_ms: 1,
         updated_ms: 1,
     };
-    engine.store.signers().activate("acme", &pending, 1).unwrap();
+    // The tenant has no signer yet: nothing to retire.
+    engine.store.transact(|tx| tx.insert_signer("acme", &pending)).unwrap();
     id
 }
 
