@@ -4,8 +4,8 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::list_filter;
-use crate::ops;
 use crate::models::signer::{CertView, CsrBody};
+use crate::ops;
 use crate::paging::Paging;
 use herald_storage::certificates::CertRecord;
 use herald_storage::signers::ISSUED;

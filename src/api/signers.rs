@@ -4,8 +4,8 @@
 use crate::error::ApiResult;
 use crate::http::{empty, json, with_body, Cx, Response};
 use crate::list_filter;
-use crate::ops;
 use crate::models::signer::{CreateSigner, CreateSignerV1, Renew, SignerView};
+use crate::ops;
 use crate::paging::Paging;
 use http::{HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;

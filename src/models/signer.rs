@@ -261,13 +261,15 @@ impl From<Refused> for ApiError {
             Refused::NotIssued(status) => {
                 precondition(format!("the signer certificate is {status} (ignoreNotIssued renews anyway)"))
             }
-            Refused::HasIssued(id, n) => ApiError::conflict(format!(
-                "signer {id} has issued {n} certificate(s): replace or revoke it instead"
-            )),
+            Refused::HasIssued(id, n) => {
+                ApiError::conflict(format!("signer {id} has issued {n} certificate(s): replace or revoke it instead"))
+            }
             Refused::CertificateNotIssued(cert_ref, status) => {
                 precondition(format!("certificate request {cert_ref} is {status}"))
             }
-            Refused::NoCertificateForCrl(id) => precondition(format!("signer {id} has no certificate to sign a CRL with")),
+            Refused::NoCertificateForCrl(id) => {
+                precondition(format!("signer {id} has no certificate to sign a CRL with"))
+            }
         }
     }
 }

@@ -180,3 +180,77 @@ impl Tx<'_> {
         self.put(&self.t.pki, &root_crl_key(tenant), crl)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificates::CertRecord;
+    use crate::StoreOptions;
+
+    fn signer(id: &str, generation: u64) -> Signer {
+        Signer {
+            id: id.into(),
+            name: id.into(),
+            generation,
+            state: ACTIVE.into(),
+            status: REQUESTED.into(),
+            failure: None,
+            key: None,
+            cert_pem: None,
+            serials: vec![],
+            issued: 0,
+            crl_der: None,
+            crl_number: 0,
+            created_ms: 1,
+            updated_ms: 1,
+        }
+    }
+
+    #[test]
+    fn a_new_signer_moves_the_generation_on_and_generations_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        assert_eq!(store.signers().generation("t").unwrap(), 0);
+        store.transact(|tx| tx.insert_signer("t", &signer("a", 1))).unwrap();
+        assert_eq!(store.signers().generation("t").unwrap(), 1);
+        let again = store.transact(|tx| tx.insert_signer("t", &signer("b", 1)));
+        assert!(matches!(again, Err(Error::Conflict("signer"))), "a generation is given once");
+        let taken = store.transact(|tx| tx.insert_signer("t", &signer("a", 2)));
+        assert!(matches!(taken, Err(Error::Conflict("signer"))), "an id is given once");
+        store.transact(|tx| tx.insert_signer("t", &signer("b", 2))).unwrap();
+        assert!(store.transact(|tx| tx.delete_signer("t", "b")).unwrap());
+        assert_eq!(store.signers().generation("t").unwrap(), 2, "a deleted signer's generation stays given");
+        assert_eq!(store.signers().generation("u").unwrap(), 0, "per tenant");
+    }
+
+    #[test]
+    fn a_certificate_moves_in_the_signer_index_with_its_signer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let mut c = CertRecord {
+            cert_ref: "r".into(),
+            status: REQUESTED.into(),
+            signer: String::new(),
+            user: String::new(),
+            client: "c".into(),
+            profile: "AST_DEVICE".into(),
+            csr_pem: String::new(),
+            cert_pem: None,
+            serial: None,
+            failure: None,
+            requested_ms: 1,
+            issued_ms: None,
+            revoked_ms: None,
+        };
+        store.transact(|tx| tx.insert_certificate("t", &c)).unwrap();
+        let twice = store.transact(|tx| tx.insert_certificate("t", &c));
+        assert!(matches!(twice, Err(Error::Conflict(_))));
+        c.signer = "a".into();
+        store.transact(|tx| tx.put_certificate("t", &c)).unwrap();
+        assert_eq!(store.certificates().of_signer("t", "a").unwrap().len(), 1);
+        c.signer = "b".into();
+        store.transact(|tx| tx.put_certificate("t", &c)).unwrap();
+        assert!(store.certificates().of_signer("t", "a").unwrap().is_empty());
+        assert_eq!(store.certificates().of_signer("t", "b").unwrap(), vec![c]);
+    }
+}
