@@ -591,7 +591,7 @@ fn requested_signer(engine: &herald::Engine, name: &str) -> String {
     let pending = herald_storage::signers::Signer {
         id: id.clone(),
         name: name.into(),
-        generation: engine.store.signers().next_generation("acme").unwrap(),
+        generation: engine.store.signers().generation("acme").unwrap() + 1,
         state: "ACTIVE".into(),
         status: "REQUESTED".into(),
         failure: None,
@@ -604,7 +604,8 @@ fn requested_signer(engine: &herald::Engine, name: &str) -> String {
         created_ms: 1,
         updated_ms: 1,
     };
-    engine.store.signers().activate("acme", &pending, 1).unwrap();
+    // The tenant has no signer yet: nothing to retire.
+    engine.store.transact(|tx| tx.insert_signer("acme", &pending)).unwrap();
     id
 }
 
@@ -638,5 +639,112 @@ async fn issuance_left_requested_resumes_on_recovery() {
     engine.pki.recover().unwrap();
     let got = poll(&s, &t, &format!("/v2/tenants/acme/signers/{id}"), "/info/status", "ISSUED").await;
     assert_eq!(cn(&der(got["certificate"].as_str().unwrap())), "interrupted");
+    s.shutdown().await;
+}
+
+/// Invariant: however two signer creations (rotations) of one tenant
+/// interleave, afterwards the tenant has exactly one ACTIVE signer, the
+/// latest, and no two signers share a generation (1, 2, ... with no gap).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_rotations_leave_exactly_one_active_signer_and_distinct_generations() {
+    let (s, t) = server().await;
+    let create =
+        |name: String| s.call(Method::POST, "/v2/tenants/acme/signers", Some(&t), Some(json!({ "name": name })));
+    for round in 0..25u64 {
+        let (a, b) = tokio::join!(create(format!("a{round}")), create(format!("b{round}")));
+        assert_eq!((a.0, b.0), (StatusCode::ACCEPTED, StatusCode::ACCEPTED), "round {round}: {a:?} {b:?}");
+        let (st, list) = s.call(Method::GET, "/v2/tenants/acme/signers?page_size=100", Some(&t), None).await;
+        assert_eq!(st, StatusCode::OK, "{list}");
+        let list = list.as_array().unwrap();
+        let active: Vec<&Value> = list.iter().filter(|v| v["state"] == "ACTIVE").collect();
+        assert_eq!(active.len(), 1, "round {round}: exactly one ACTIVE signer: {list:?}");
+        let mut generations: Vec<u64> = list.iter().map(|v| v["generation"].as_u64().unwrap()).collect();
+        generations.sort();
+        assert_eq!(generations, (1..=2 * (round + 1)).collect::<Vec<_>>(), "round {round}: distinct generations");
+        assert_eq!(active[0]["generation"], 2 * (round + 1), "round {round}: the latest is the ACTIVE one");
+        let created: Vec<&str> = [&a.1, &b.1].iter().map(|v| v["id"].as_str().unwrap()).collect();
+        assert!(created.contains(&active[0]["id"].as_str().unwrap()), "round {round}: one of the two is ACTIVE");
+    }
+    s.shutdown().await;
+}
+
+/// Invariant: a client certificate is never stored as issued by a signer
+/// that was deleted before it was stored. Issuance counts the certificate
+/// on its signer in the transaction that stores it, and a signer that has
+/// issued is not deleted, so after CSRs race the deletion of the signer that
+/// would issue them: either the delete answered 409, the signer is still
+/// stored and every certificate issued names it; or the delete answered 204
+/// and no certificate is, or ever was, issued by it (each request was
+/// refused 412 or ends FAILED).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_is_never_issued_by_a_signer_deleted_before_it_was_stored() {
+    let (s, t) = server().await;
+    let (_, ct) = device(&s, &t).await;
+    let (_, csr_pem) = csr(false);
+    let submit = || async {
+        let body = json!({ "csr": csr_pem.clone() });
+        s.call(Method::POST, "/v1/tenants/acme/certificates", Some(&ct), Some(body)).await
+    };
+    // Outcomes of requests: refused (deleted before), FAILED (deleted before issuance), ISSUED.
+    let (mut refused, mut failed, mut issued, mut deleted) = (0, 0, 0, 0);
+    for round in 0..30u64 {
+        let signer = issued_signer(&s, &t, Some(&format!("s{round}"))).await;
+        let id = signer["id"].as_str().unwrap().to_string();
+        // Sixteen requests, and the delete sent with them or once the first
+        // was accepted (the issuance of all is under way then).
+        let accepted = tokio::sync::Notify::new();
+        let requests = futures::future::join_all((0..16).map(|_| async {
+            let answer = submit().await;
+            accepted.notify_one();
+            answer
+        }));
+        let delete = async {
+            if round % 2 == 1 {
+                accepted.notified().await;
+            }
+            s.call(Method::DELETE, &format!("/v2/tenants/acme/signers/{id}"), Some(&t), None).await
+        };
+        let (requests, (del, body)) = tokio::join!(requests, delete);
+        assert!(matches!(del, StatusCode::NO_CONTENT | StatusCode::CONFLICT), "round {round}: {del} {body}");
+        let mut certs = Vec::new();
+        for (st, request) in requests {
+            if st == StatusCode::PRECONDITION_FAILED {
+                refused += 1;
+                continue;
+            }
+            assert_eq!(st, StatusCode::ACCEPTED, "round {round}: {request}");
+            let path = format!("/v1/tenants/acme/certificates/{}", request["certRef"].as_str().unwrap());
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let c = loop {
+                let (_, c) = s.call(Method::GET, &path, Some(&t), None).await;
+                if c["status"] != "REQUESTED" {
+                    break c;
+                }
+                assert!(Instant::now() < deadline, "round {round}: never issued: {c}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            match c["status"].as_str().unwrap() {
+                "ISSUED" => issued += 1,
+                "FAILED" => failed += 1,
+                other => panic!("round {round}: {other}: {c}"),
+            }
+            certs.push(c);
+        }
+        let issued_here: Vec<&Value> = certs.iter().filter(|c| c["status"] == "ISSUED").collect();
+        let (st, _) = s.call(Method::GET, &format!("/v2/tenants/acme/signers/{id}"), Some(&t), None).await;
+        let (_, by) = s.call(Method::GET, &format!("/v1/tenants/acme/certificates/admin/{id}"), Some(&t), None).await;
+        if del == StatusCode::NO_CONTENT {
+            deleted += 1;
+            assert_eq!(st, StatusCode::NOT_FOUND, "round {round}");
+            assert!(issued_here.is_empty(), "round {round}: issued by a deleted signer: {issued_here:?}");
+            assert_eq!(by, json!([]), "round {round}: no certificate names the deleted signer");
+        } else {
+            assert_eq!(st, StatusCode::OK, "round {round}: a signer that issued stays");
+            assert!(!issued_here.is_empty(), "round {round}: 409 without an issued certificate: {body}");
+            assert!(issued_here.iter().all(|c| c["signer"] == id.as_str()), "round {round}: {issued_here:?}");
+            assert_eq!(by.as_array().unwrap().len(), issued_here.len(), "round {round}: {by}");
+        }
+    }
+    println!("{deleted} deletes won; requests refused {refused}, failed {failed}, issued {issued}");
     s.shutdown().await;
 }

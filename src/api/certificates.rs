@@ -5,6 +5,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::list_filter;
 use crate::models::signer::{CertView, CsrBody};
+use crate::ops;
 use crate::paging::Paging;
 use herald_storage::certificates::CertRecord;
 use herald_storage::signers::ISSUED;
@@ -15,7 +16,7 @@ pub async fn submit(cx: Cx) -> ApiResult<Response> {
     body.validate()?;
     let client =
         cx.principal()?.client_id.clone().ok_or_else(|| ApiError::forbidden("only a device client submits a CSR"))?;
-    let c = cx.engine.pki.request_certificate(cx.tenant(), &client, &body.csr).await?;
+    let c = ops::signers::request_certificate(&cx.engine, cx.tenant(), &client, &body.csr).await?;
     json(StatusCode::ACCEPTED, &CertView::of(&c))
 }
 
@@ -72,6 +73,6 @@ pub async fn check(cx: Cx) -> ApiResult<Response> {
 pub async fn revoke(cx: Cx) -> ApiResult<Response> {
     let cert_ref = cx.param("certRef");
     crate::models::validate::ulid("certRef", cert_ref)?;
-    let c = cx.engine.pki.revoke_certificate(cx.tenant(), cert_ref).await?;
+    let c = ops::signers::revoke_certificate(&cx.engine, cx.tenant(), cert_ref).await?;
     json(StatusCode::OK, &CertView::of(&c))
 }

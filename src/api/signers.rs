@@ -5,6 +5,7 @@ use crate::error::ApiResult;
 use crate::http::{empty, json, with_body, Cx, Response};
 use crate::list_filter;
 use crate::models::signer::{CreateSigner, CreateSignerV1, Renew, SignerView};
+use crate::ops;
 use crate::paging::Paging;
 use http::{HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
@@ -44,7 +45,7 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
 pub async fn create(cx: Cx) -> ApiResult<Response> {
     let body: CreateSigner = optional_json(&cx)?;
     body.validate()?;
-    let s = cx.engine.pki.create(cx.tenant(), body.name, false).await?;
+    let s = ops::signers::create(&cx.engine, cx.tenant(), body.name, false).await?;
     json(StatusCode::ACCEPTED, &SignerView::of(cx.tenant(), &s))
 }
 
@@ -58,7 +59,7 @@ pub async fn get(cx: Cx) -> ApiResult<Response> {
 }
 
 pub async fn delete(cx: Cx) -> ApiResult<Response> {
-    cx.engine.pki.delete(cx.tenant(), spec(&cx)).await?;
+    ops::signers::delete(&cx.engine, cx.tenant(), spec(&cx)).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
@@ -69,18 +70,18 @@ pub async fn chain(cx: Cx) -> ApiResult<Response> {
 
 pub async fn renew(cx: Cx) -> ApiResult<Response> {
     let body: Renew = optional_json(&cx)?;
-    let s = cx.engine.pki.renew(cx.tenant(), spec(&cx), body.ignore_not_issued).await?;
+    let s = ops::signers::renew(&cx.engine, cx.tenant(), spec(&cx), body.ignore_not_issued).await?;
     json(StatusCode::ACCEPTED, &SignerView::of(cx.tenant(), &s))
 }
 
 pub async fn revoke(cx: Cx) -> ApiResult<Response> {
-    let s = cx.engine.pki.revoke(cx.tenant(), spec(&cx)).await?;
+    let s = ops::signers::revoke(&cx.engine, cx.tenant(), spec(&cx)).await?;
     json(StatusCode::OK, &SignerView::of(cx.tenant(), &s))
 }
 
 /// `GET .../signers/{signerSpec}/crl` (ext): DER; `root` is the root's CRL of revoked signers.
 pub async fn crl(cx: Cx) -> ApiResult<Response> {
-    let der = cx.engine.pki.crl(cx.tenant(), spec(&cx)).await?;
+    let der = ops::signers::crl(&cx.engine, cx.tenant(), spec(&cx)).await?;
     Ok(with_body(StatusCode::OK, "application/pkix-crl", der.into()))
 }
 
@@ -103,17 +104,17 @@ pub async fn v1_create(cx: Cx) -> ApiResult<Response> {
     let body = CreateSigner { name: Some(body.name) };
     body.validate()?;
     let tenant = cx.tenant();
-    let s = cx.engine.pki.create(tenant, body.name, true).await?;
+    let s = ops::signers::create(&cx.engine, tenant, body.name, true).await?;
     Ok(deprecated(json(StatusCode::ACCEPTED, &SignerView::of(tenant, &s))?, tenant))
 }
 
 pub async fn v1_reissue(cx: Cx) -> ApiResult<Response> {
     let body: Renew = optional_json(&cx)?;
-    let s = cx.engine.pki.renew(cx.tenant(), "current", body.ignore_not_issued).await?;
+    let s = ops::signers::renew(&cx.engine, cx.tenant(), "current", body.ignore_not_issued).await?;
     Ok(deprecated(json(StatusCode::ACCEPTED, &SignerView::of(cx.tenant(), &s))?, cx.tenant()))
 }
 
 pub async fn v1_delete(cx: Cx) -> ApiResult<Response> {
-    cx.engine.pki.delete(cx.tenant(), "current").await?;
+    ops::signers::delete(&cx.engine, cx.tenant(), "current").await?;
     Ok(deprecated(empty(StatusCode::NO_CONTENT), cx.tenant()))
 }

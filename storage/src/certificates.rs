@@ -1,15 +1,14 @@
 //! Client certificates issued from CSRs by a tenant's signer.
 //!
 //! Trees: `certificates` ([tenant, certRef] → [`CertRecord`]) and
-//! `certificates_by_signer` ([tenant, signer, certRef] → ()), written together.
-//! Issuing also counts the certificate on its signer in the same transaction.
+//! `certificates_by_signer` ([tenant, signer, certRef] → ()), written together
+//! in a [`Tx`]. What a request may become (issued by the ACTIVE signer,
+//! revoked once issued) is decided by the engine (`models::signer`).
 
 use crate::keys::{key, last_part, prefix};
-use crate::signers::Signer;
 use crate::store::{all_with_tenant, get, Store};
-use crate::{codec, Result};
+use crate::{codec, Error, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
 
 pub const REVOKED: &str = "REVOKED";
 
@@ -42,31 +41,6 @@ impl Store {
 }
 
 impl Certificates<'_> {
-    /// Writes the record and its signer index entry (the old entry is moved when the signer changed).
-    pub fn put(&self, tenant: &str, c: &CertRecord) -> Result<()> {
-        self.put_with(tenant, c, None)
-    }
-
-    /// Writes the record and, when given, its signer (the issued counter) in one transaction.
-    pub fn put_with(&self, tenant: &str, c: &CertRecord, signer: Option<&Signer>) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[tenant, &c.cert_ref]);
-        let value = codec::encode(c)?;
-        let index = (!c.signer.is_empty()).then(|| key(&[tenant, &c.signer, &c.cert_ref]));
-        let signer = signer.map(|s| Ok::<_, crate::Error>((key(&[tenant, &s.id]), codec::encode(s)?))).transpose()?;
-        (&t.certificates, &t.certificates_by_signer, &t.signers).transaction(|(certs, by_signer, signers)| {
-            certs.insert(k.as_slice(), value.as_slice())?;
-            if let Some(i) = &index {
-                by_signer.insert(i.as_slice(), &[] as &[u8])?;
-            }
-            if let Some((sk, sv)) = &signer {
-                signers.insert(sk.as_slice(), sv.as_slice())?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
     pub fn get(&self, tenant: &str, cert_ref: &str) -> Result<Option<CertRecord>> {
         get(&self.0.trees()?.certificates, &key(&[tenant, cert_ref]))
     }
@@ -91,5 +65,34 @@ impl Certificates<'_> {
     pub fn pending(&self) -> Result<Vec<(String, CertRecord)>> {
         let all = all_with_tenant::<CertRecord>(&self.0.trees()?.certificates)?;
         Ok(all.into_iter().filter(|(_, c)| c.status == crate::signers::REQUESTED).collect())
+    }
+}
+
+impl Tx<'_> {
+    pub fn certificate(&self, tenant: &str, cert_ref: &str) -> Result<Option<CertRecord>> {
+        self.get(&self.t.certificates, &key(&[tenant, cert_ref]))
+    }
+
+    /// Stores a new request (`Conflict("certificate request")` if its reference is taken).
+    pub fn insert_certificate(&self, tenant: &str, c: &CertRecord) -> Result<()> {
+        if self.has(&self.t.certificates, &key(&[tenant, &c.cert_ref]))? {
+            return Err(Error::Conflict("certificate request"));
+        }
+        self.put_certificate(tenant, c)
+    }
+
+    /// Stores a request over its previous record; its entry in the signer
+    /// index follows its signer (none while no signer is chosen).
+    pub fn put_certificate(&self, tenant: &str, c: &CertRecord) -> Result<()> {
+        let k = key(&[tenant, &c.cert_ref]);
+        if let Some(old) = self.get::<CertRecord>(&self.t.certificates, &k)? {
+            if !old.signer.is_empty() && old.signer != c.signer {
+                self.remove(&self.t.certificates_by_signer, &key(&[tenant, &old.signer, &c.cert_ref]))?;
+            }
+        }
+        if !c.signer.is_empty() {
+            self.put(&self.t.certificates_by_signer, &key(&[tenant, &c.signer, &c.cert_ref]), &())?;
+        }
+        self.put(&self.t.certificates, &k, c)
     }
 }

@@ -1,15 +1,16 @@
 //! Tenant signers (intermediate CAs under the engine root) and the engine root CA.
 //!
 //! Trees: `signers` ([tenant, id] → [`Signer`]) and `pki` (the root CA record
-//! under `ROOT_KEY`, and per tenant its generation counter and the root's CRL
-//! of the tenant's revoked signers). Signer transitions are decided by one
-//! serialized owner per tenant (the engine's PKI authority), so the scans here
-//! never race with another transition of the same tenant; the records a
-//! transition touches are still written in one transaction.
+//! under `ROOT_KEY`, and per tenant the generation of its latest signer and
+//! the root's CRL of the tenant's revoked signers). This module keeps the
+//! records and that counter consistent; which transitions a signer may make
+//! (one ACTIVE signer per tenant, generation numbering, what renew, revoke
+//! and delete allow) is decided by the engine (`models::signer`), inside one
+//! [`Tx`] per operation.
 
 use crate::keys::{key, prefix};
-use crate::store::{all_with_tenant, get, put, Store};
-use crate::{codec, Error, Result, Secret};
+use crate::store::{all_with_tenant, get, Store};
+use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
 pub const ACTIVE: &str = "ACTIVE";
@@ -86,32 +87,25 @@ impl Signers<'_> {
         get(&self.0.trees()?.pki, ROOT_KEY)
     }
 
+    /// Writes the engine's root CA (at start, not a tenant operation).
     pub fn put_root(&self, root: &RootCa) -> Result<()> {
-        put(&self.0.trees()?.pki, ROOT_KEY, root)
+        self.0.transact(|tx| tx.put(&tx.t.pki, ROOT_KEY, root))
     }
 
-    /// The next generation number of the tenant's signers (1, 2, ...).
-    pub fn next_generation(&self, tenant: &str) -> Result<u64> {
-        let k = key(&[tenant, "generation"]);
-        let n = get::<u64>(&self.0.trees()?.pki, &k)?.unwrap_or(0) + 1;
-        put(&self.0.trees()?.pki, &k, &n)?;
-        Ok(n)
+    /// The generation of the tenant's latest signer (0 before the first).
+    /// Every new signer moves it on ([`Tx::insert_signer`]): read it before
+    /// [`Signers::list`], and check in a transaction that depends on the
+    /// list ([`Tx::signer_generation`]) that no signer was added since.
+    pub fn generation(&self, tenant: &str) -> Result<u64> {
+        Ok(get::<u64>(&self.0.trees()?.pki, &generation_key(tenant))?.unwrap_or(0))
     }
 
     pub fn root_crl(&self, tenant: &str) -> Result<Option<RootCrl>> {
-        get(&self.0.trees()?.pki, &key(&[tenant, "root-crl"]))
-    }
-
-    pub fn put_root_crl(&self, tenant: &str, crl: &RootCrl) -> Result<()> {
-        put(&self.0.trees()?.pki, &key(&[tenant, "root-crl"]), crl)
+        get(&self.0.trees()?.pki, &root_crl_key(tenant))
     }
 
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Signer>> {
         get(&self.0.trees()?.signers, &key(&[tenant, id]))
-    }
-
-    pub fn put(&self, tenant: &str, s: &Signer) -> Result<()> {
-        put(&self.0.trees()?.signers, &key(&[tenant, &s.id]), s)
     }
 
     /// The tenant's signers by generation (ULIDs of one millisecond do not sort by creation).
@@ -136,28 +130,127 @@ impl Signers<'_> {
     pub fn active(&self, tenant: &str) -> Result<Option<Signer>> {
         Ok(self.list(tenant)?.into_iter().rev().find(|s| s.state == ACTIVE))
     }
+}
 
-    /// Inserts a new ACTIVE signer and retires every other ACTIVE one, atomically.
-    pub fn activate(&self, tenant: &str, new: &Signer, now: u64) -> Result<()> {
-        let mut writes = vec![(key(&[tenant, &new.id]), codec::encode(new)?)];
-        for mut old in self.list(tenant)?.into_iter().filter(|s| s.state == ACTIVE && s.id != new.id) {
-            old.state = RETIRED.into();
-            old.updated_ms = now;
-            writes.push((key(&[tenant, &old.id]), codec::encode(&old)?));
-        }
-        self.0.trees()?.signers.transaction(|tree| {
-            for (k, v) in &writes {
-                tree.insert(k.as_slice(), v.as_slice())?;
-            }
-            Ok(())
-        })?;
-        Ok(())
+fn generation_key(tenant: &str) -> Vec<u8> {
+    key(&[tenant, "generation"])
+}
+
+fn root_crl_key(tenant: &str) -> Vec<u8> {
+    key(&[tenant, "root-crl"])
+}
+
+impl Tx<'_> {
+    pub fn signer(&self, tenant: &str, id: &str) -> Result<Option<Signer>> {
+        self.get(&self.t.signers, &key(&[tenant, id]))
     }
 
-    pub fn delete(&self, tenant: &str, id: &str) -> Result<()> {
-        match self.0.trees()?.signers.remove(key(&[tenant, id]))? {
-            Some(_) => Ok(()),
-            None => Err(Error::NotFound("signer")),
+    /// Stores a new signer and moves the tenant's [`signer generation`](Tx::signer_generation)
+    /// on to its own: `Conflict("signer")` when its id is taken or its
+    /// generation is not after the latest one (generations are unique).
+    pub fn insert_signer(&self, tenant: &str, s: &Signer) -> Result<()> {
+        let k = key(&[tenant, &s.id]);
+        if self.has(&self.t.signers, &k)? || s.generation <= self.signer_generation(tenant)? {
+            return Err(Error::Conflict("signer"));
         }
+        self.put(&self.t.pki, &generation_key(tenant), &s.generation)?;
+        self.put(&self.t.signers, &k, s)
+    }
+
+    /// Stores a signer over its previous record.
+    pub fn put_signer(&self, tenant: &str, s: &Signer) -> Result<()> {
+        self.put(&self.t.signers, &key(&[tenant, &s.id]), s)
+    }
+
+    /// Deletes a signer; false when there was none. Its generation stays given.
+    pub fn delete_signer(&self, tenant: &str, id: &str) -> Result<bool> {
+        self.remove(&self.t.signers, &key(&[tenant, id]))
+    }
+
+    /// See [`Signers::generation`].
+    pub fn signer_generation(&self, tenant: &str) -> Result<u64> {
+        Ok(self.get(&self.t.pki, &generation_key(tenant))?.unwrap_or(0))
+    }
+
+    pub fn root_crl(&self, tenant: &str) -> Result<Option<RootCrl>> {
+        self.get(&self.t.pki, &root_crl_key(tenant))
+    }
+
+    pub fn put_root_crl(&self, tenant: &str, crl: &RootCrl) -> Result<()> {
+        self.put(&self.t.pki, &root_crl_key(tenant), crl)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificates::CertRecord;
+    use crate::StoreOptions;
+
+    fn signer(id: &str, generation: u64) -> Signer {
+        Signer {
+            id: id.into(),
+            name: id.into(),
+            generation,
+            state: ACTIVE.into(),
+            status: REQUESTED.into(),
+            failure: None,
+            key: None,
+            cert_pem: None,
+            serials: vec![],
+            issued: 0,
+            crl_der: None,
+            crl_number: 0,
+            created_ms: 1,
+            updated_ms: 1,
+        }
+    }
+
+    #[test]
+    fn a_new_signer_moves_the_generation_on_and_generations_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        assert_eq!(store.signers().generation("t").unwrap(), 0);
+        store.transact(|tx| tx.insert_signer("t", &signer("a", 1))).unwrap();
+        assert_eq!(store.signers().generation("t").unwrap(), 1);
+        let again = store.transact(|tx| tx.insert_signer("t", &signer("b", 1)));
+        assert!(matches!(again, Err(Error::Conflict("signer"))), "a generation is given once");
+        let taken = store.transact(|tx| tx.insert_signer("t", &signer("a", 2)));
+        assert!(matches!(taken, Err(Error::Conflict("signer"))), "an id is given once");
+        store.transact(|tx| tx.insert_signer("t", &signer("b", 2))).unwrap();
+        assert!(store.transact(|tx| tx.delete_signer("t", "b")).unwrap());
+        assert_eq!(store.signers().generation("t").unwrap(), 2, "a deleted signer's generation stays given");
+        assert_eq!(store.signers().generation("u").unwrap(), 0, "per tenant");
+    }
+
+    #[test]
+    fn a_certificate_moves_in_the_signer_index_with_its_signer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let mut c = CertRecord {
+            cert_ref: "r".into(),
+            status: REQUESTED.into(),
+            signer: String::new(),
+            user: String::new(),
+            client: "c".into(),
+            profile: "AST_DEVICE".into(),
+            csr_pem: String::new(),
+            cert_pem: None,
+            serial: None,
+            failure: None,
+            requested_ms: 1,
+            issued_ms: None,
+            revoked_ms: None,
+        };
+        store.transact(|tx| tx.insert_certificate("t", &c)).unwrap();
+        let twice = store.transact(|tx| tx.insert_certificate("t", &c));
+        assert!(matches!(twice, Err(Error::Conflict(_))));
+        c.signer = "a".into();
+        store.transact(|tx| tx.put_certificate("t", &c)).unwrap();
+        assert_eq!(store.certificates().of_signer("t", "a").unwrap().len(), 1);
+        c.signer = "b".into();
+        store.transact(|tx| tx.put_certificate("t", &c)).unwrap();
+        assert!(store.certificates().of_signer("t", "a").unwrap().is_empty());
+        assert_eq!(store.certificates().of_signer("t", "b").unwrap(), vec![c]);
     }
 }
