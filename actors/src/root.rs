@@ -48,11 +48,7 @@ pub struct RootState {
 }
 
 impl RootState {
-    async fn start_tenant(
-        &mut self,
-        myself: &ActorRef<RootMsg>,
-        tenant: &str,
-    ) -> Result<Running, ActorProcessingErr> {
+    async fn start_tenant(&mut self, myself: &ActorRef<RootMsg>, tenant: &str) -> Result<Running, ActorProcessingErr> {
         // A tenant that stopped (idle) but whose end Root has not seen yet is replaced.
         if let Some(a) = self.registry.get(tenant).filter(|a| alive(&a.0)) {
             return Ok(a.clone());
