@@ -5,7 +5,7 @@
 //! check and write as one storage transaction ([`herald_storage::Tx`]: the
 //! store may run the closure again, so nothing slow or external happens
 //! inside; a password is hashed before it), and returns a typed output. The
-//! transaction also returns the events the operation publishes; [`commit`]
+//! transaction also returns the events the operation publishes; `commit`
 //! publishes them once it has committed and makes both durable before the
 //! operation returns, so an answer is only given for what is on disk.
 //!

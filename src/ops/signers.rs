@@ -8,11 +8,11 @@
 //! signer generation (no signer added since the list was read, so the
 //! ACTIVE one read is still the only one), the signer's key, certificate and
 //! CRL number, the request's status, the root CRL's number. When it is not,
-//! the operation looks again, at most [`ATTEMPTS`] times, then answers 409.
+//! the operation looks again, at most `ATTEMPTS` times, then answers 409.
 //!
-//! Issuance runs after the answer ([`Authority::spawn_signer`],
-//! [`Authority::spawn_client`]) through [`issue_signer`] and
-//! [`issue_certificate`], which follow the same pattern.
+//! Issuance runs after the answer (`Authority::spawn_signer`,
+//! `Authority::spawn_client`) through `issue_signer` and
+//! `issue_certificate`, which follow the same pattern.
 
 use super::{commit, Event};
 use crate::engine::Engine;
