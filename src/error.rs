@@ -42,9 +42,38 @@ pub struct ApiError {
     pub word: Option<&'static str>,
     /// Seconds for the `Retry-After` header of a 429.
     pub retry_after: Option<u64>,
+    /// The offending field's path (`payload.timeout`, `clientIds[2]`) of an
+    /// invalid input.
+    pub field: Option<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// What went wrong, for a caller of the library API to match on; the HTTP
+/// API answers each with its status (in brackets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input is not acceptable (400, 413, 422); [`ApiError::field`]
+    /// names the field when one is at fault.
+    Invalid,
+    /// No credentials, or ones that are not valid (401).
+    Unauthenticated,
+    /// The caller may not do this (403).
+    Forbidden,
+    /// What the operation names does not exist (404).
+    NotFound,
+    /// It clashes with the current state: taken, still in use, locked (409,
+    /// and 406/412 where the API uses them).
+    Conflict,
+    /// Too many requests: wait [`ApiError::retry_after`] seconds (429).
+    RateLimited,
+    /// Storage or a provider cannot serve now; try again later (503, 408).
+    Unavailable,
+    /// The disk is full: writes wait for space (507).
+    StorageFull,
+    /// A fault of the engine itself (500 and the rest).
+    Internal,
+}
 
 /// The error body of `/v1` and `/v2` routes.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -84,14 +113,29 @@ pub struct OpsErrorBody {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), oauth: None, word: None, retry_after: None }
+        Self { status, message: message.into(), oauth: None, word: None, retry_after: None, field: None }
+    }
+
+    /// What kind of failure this is (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self.status.as_u16() {
+            400 | 413 | 422 => ErrorKind::Invalid,
+            401 => ErrorKind::Unauthenticated,
+            403 => ErrorKind::Forbidden,
+            404 | 410 => ErrorKind::NotFound,
+            406 | 409 | 412 | 423 => ErrorKind::Conflict,
+            429 => ErrorKind::RateLimited,
+            408 | 502 | 503 | 504 => ErrorKind::Unavailable,
+            507 => ErrorKind::StorageFull,
+            _ => ErrorKind::Internal,
+        }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
     /// A 400 naming the offending field path.
     pub fn field(path: &str, problem: impl std::fmt::Display) -> Self {
-        Self::bad_request(format!("{path}: {problem}"))
+        Self { field: Some(path.to_string()), ..Self::bad_request(format!("{path}: {problem}")) }
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, message)
@@ -208,5 +252,15 @@ mod tests {
         );
         let o = ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials");
         assert_eq!(o.body(Family::OAuth)["error"], "invalid_grant");
+    }
+
+    #[test]
+    fn kinds_follow_the_status_and_name_the_field() {
+        let e = ApiError::field("payload.timeout", "must be from 1 to 3600 seconds");
+        assert_eq!((e.kind(), e.field.as_deref()), (ErrorKind::Invalid, Some("payload.timeout")));
+        assert_eq!(ApiError::not_found("x").kind(), ErrorKind::NotFound);
+        assert_eq!(ApiError::insufficient_storage().kind(), ErrorKind::StorageFull);
+        assert_eq!(ApiError::from(herald_storage::Error::Unavailable("x".into())).kind(), ErrorKind::Unavailable);
+        assert_eq!(ApiError::too_many_requests("slow down", 3).kind(), ErrorKind::RateLimited);
     }
 }

@@ -29,3 +29,6 @@ pub mod server;
 
 pub use embedding::{EngineBuilder, HttpService};
 pub use engine::Engine;
+/// The one error of the library API and of the HTTP API (which answers it
+/// with its status and the route's error body).
+pub use error::{ApiError as Error, ErrorKind};

@@ -2,7 +2,7 @@
 //! read the body within its limit, run the handler, render errors by family,
 //! count and log.
 
-use crate::auth::{tokens, Access, Principal};
+use crate::auth::{tokens, Access, Caller, Principal};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult, Family};
 use crate::http::{json, Cx, Response};
@@ -168,8 +168,8 @@ where
 {
     let (parts, body) = req.into_parts();
     let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
-    let principal = authenticate(&engine, route.access, &parts.headers, tenant)?;
-    if let Some(p) = &principal {
+    let caller = authenticate(&engine, route.access, &parts.headers, tenant)?;
+    if let Caller::Tenant(p) = &caller {
         // A request of a tenant is work for its actor, which bounds what the
         // engine holds of the tenant (see `Push::touch`).
         if let Err(e) = engine.push.touch(&p.tenant).await {
@@ -186,7 +186,7 @@ where
         peer: parts.extensions.get::<PeerAddr>().map(|p| p.0.ip()),
         headers: parts.headers,
         body,
-        principal,
+        caller,
     };
     (route.handler)(cx).await
 }
@@ -233,23 +233,19 @@ fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
 }
 
-fn authenticate(
-    engine: &Engine,
-    access: Access,
-    headers: &http::HeaderMap,
-    tenant: Option<&str>,
-) -> ApiResult<Option<Principal>> {
-    match access {
-        Access::Public => Ok(None),
+/// The caller of a request, verified for the route's `access` (the grant
+/// check is [`Caller::authorize`], the same for the library API).
+fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tenant: Option<&str>) -> ApiResult<Caller> {
+    let caller = match access {
+        Access::Public => Caller::Anonymous,
         Access::Operator => {
             let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-            if crate::auth::secrets_equal(token.as_bytes(), engine.operator_token.as_bytes()) {
-                Ok(None)
-            } else {
-                Err(ApiError::unauthorized("invalid operator token"))
+            if !crate::auth::secrets_equal(token.as_bytes(), engine.operator_token.as_bytes()) {
+                return Err(ApiError::unauthorized("invalid operator token"));
             }
+            Caller::Operator
         }
-        Access::Tenant(grants) => {
+        Access::Tenant(_) => {
             let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
             let (token_tenant, claims) =
                 tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
@@ -269,10 +265,9 @@ fn authenticate(
             if let Some(id) = &principal.client_id {
                 check_client_session(engine, &principal.tenant, id, principal.issued_at)?;
             }
-            if !grants.iter().any(|g| principal.grants(*g)) {
-                return Err(ApiError::forbidden("the token lacks the role this route needs"));
-            }
-            Ok(Some(principal))
+            Caller::Tenant(principal)
         }
-    }
+    };
+    caller.authorize(tenant, access)?;
+    Ok(caller)
 }

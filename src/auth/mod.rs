@@ -93,6 +93,70 @@ impl Principal {
     }
 }
 
+/// Who performs an operation: what a token says over HTTP, said directly by
+/// a program calling the library API. Every operation checks it the same
+/// way whichever way it came ([`Caller::authorize`]).
+#[derive(Clone, Debug)]
+pub enum Caller {
+    /// Nobody in particular: public operations only.
+    Anonymous,
+    /// The platform operator (tenant creation).
+    Operator,
+    /// An administrator, a reader or a device client of one tenant.
+    Tenant(Principal),
+}
+
+impl Caller {
+    /// A full administrator of `tenant`.
+    pub fn admin(tenant: &str) -> Caller {
+        Caller::with_roles(tenant, "embedded-admin", &[roles::ADMIN], None)
+    }
+
+    /// A reader (`admin-read`) of `tenant`.
+    pub fn reader(tenant: &str) -> Caller {
+        Caller::with_roles(tenant, "embedded-reader", &[roles::ADMIN_READ], None)
+    }
+
+    /// Device client `client_id` of `tenant`, acting on itself.
+    pub fn client(tenant: &str, client_id: &str) -> Caller {
+        Caller::with_roles(tenant, client_id, &[roles::CLIENT], Some(client_id))
+    }
+
+    fn with_roles(tenant: &str, username: &str, roles: &[&str], client_id: Option<&str>) -> Caller {
+        Caller::Tenant(Principal {
+            tenant: tenant.to_string(),
+            username: username.to_string(),
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            client_id: client_id.map(str::to_string),
+            issued_at: 0,
+        })
+    }
+
+    /// Whether this caller may perform an operation of `tenant` (`None` for
+    /// operations of no tenant) that `access` admits: the operator for
+    /// operator operations, a principal of that very tenant holding one of
+    /// the grants for tenant operations. Answers the principal of a tenant
+    /// operation.
+    pub fn authorize(&self, tenant: Option<&str>, access: Access) -> ApiResult<Option<&Principal>> {
+        match (access, self) {
+            (Access::Public, Caller::Tenant(p)) => Ok(Some(p)),
+            (Access::Public, _) => Ok(None),
+            (Access::Operator, Caller::Operator) => Ok(None),
+            (Access::Operator, _) => Err(ApiError::unauthorized("the operator's token is required")),
+            (Access::Tenant(grants), Caller::Tenant(p)) => {
+                if Some(p.tenant.as_str()) != tenant {
+                    return Err(ApiError::forbidden("the token belongs to another tenant"));
+                }
+                if !grants.iter().any(|g| p.grants(*g)) {
+                    return Err(ApiError::forbidden("the token lacks the role this route needs"));
+                }
+                Ok(Some(p))
+            }
+            (Access::Tenant(_), _) => Err(ApiError::unauthorized("missing bearer token")),
+        }
+    }
+}
+
 /// Compares two secrets in time independent of where they differ.
 pub fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;

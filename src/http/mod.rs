@@ -2,7 +2,7 @@
 
 pub mod body;
 
-use crate::auth::Principal;
+use crate::auth::{Caller, Principal};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use bytes::Bytes;
@@ -21,8 +21,9 @@ pub struct Cx {
     pub query: Option<String>,
     pub headers: HeaderMap,
     pub body: Bytes,
-    /// The verified caller, on every route that needs a token.
-    pub principal: Option<Principal>,
+    /// The verified caller: a tenant's principal on every route that needs
+    /// its token, the operator on operator routes.
+    pub caller: Caller,
     /// The client's IP address (absent when dispatched in-process).
     pub peer: Option<std::net::IpAddr>,
 }
@@ -39,7 +40,10 @@ impl Cx {
     }
 
     pub fn principal(&self) -> ApiResult<&Principal> {
-        self.principal.as_ref().ok_or_else(|| ApiError::unauthorized("missing bearer token"))
+        match &self.caller {
+            Caller::Tenant(p) => Ok(p),
+            _ => Err(ApiError::unauthorized("missing bearer token")),
+        }
     }
 
     /// Decodes the JSON body strictly; the error names the field path.
