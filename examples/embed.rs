@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "recipient": { "tenantId": "demo", "userId": "alice" },
         "payload": { "message": { "title": "Hello", "body": "from an embedded Herald" } }
     }))?;
-    let answers = engine.push().send("demo", event).await?;
+    let answers = engine.push().send(&herald::Caller::admin("demo"), "demo", event).await?;
     let sent = answers.iter().filter(|a| a.is_successful).count();
     println!("sent to {sent} of alice's {} clients", answers.len());
 

@@ -21,8 +21,6 @@ use crate::engine::Engine;
 use crate::error::ApiResult;
 use crate::http::Response;
 use crate::models::app::{AppBody, AppView};
-use crate::models::push::{NotificationResponse, PushNotificationEvent};
-use crate::models::tenant::CreateTenant;
 use herald_actors::webhooks::Event;
 use herald_actors::Endpoints;
 use http::Request;
@@ -127,11 +125,6 @@ impl Engine {
         HttpService { engine: self.clone() }
     }
 
-    /// Sends without HTTP.
-    pub fn push(&self) -> PushApi<'_> {
-        PushApi(self)
-    }
-
     /// Publishes events to the tenants' webhooks without HTTP.
     pub fn webhooks(&self) -> WebhooksApi<'_> {
         WebhooksApi(self)
@@ -156,16 +149,6 @@ impl Engine {
     }
 }
 
-/// See [`Engine::push`].
-pub struct PushApi<'a>(&'a Engine);
-
-impl PushApi<'_> {
-    /// The send API: validated like the HTTP body, answered like it.
-    pub async fn send(&self, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
-        crate::ops::push::send(self.0, tenant, event).await
-    }
-}
-
 /// See [`Engine::webhooks`].
 pub struct WebhooksApi<'a>(&'a Engine);
 
@@ -183,11 +166,6 @@ impl WebhooksApi<'_> {
 pub struct AdminApi<'a>(&'a Engine);
 
 impl AdminApi<'_> {
-    /// Creates a tenant with its signing key and first admin user.
-    pub async fn create_tenant(&self, tenant: CreateTenant) -> ApiResult<()> {
-        crate::ops::tenants::create(self.0, tenant).await
-    }
-
     /// Creates an app with its push credentials (the body of the HTTP route).
     pub async fn create_app(&self, tenant: &str, app: &str, body: &AppBody) -> ApiResult<AppView> {
         crate::ops::apps::create(self.0, tenant, app, body).await

@@ -16,6 +16,7 @@ pub mod embedding;
 pub mod engine;
 pub mod error;
 pub mod http;
+pub mod library;
 pub mod list_filter;
 pub mod metrics;
 pub mod models;
@@ -27,6 +28,7 @@ pub mod rate_limit;
 pub mod router;
 pub mod server;
 
+pub use auth::Caller;
 pub use embedding::{EngineBuilder, HttpService};
 pub use engine::Engine;
 /// The one error of the library API and of the HTTP API (which answers it

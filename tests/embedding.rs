@@ -60,7 +60,10 @@ async fn builder_service_typed_api_and_draining_shutdown() {
         admin_username: "root".into(),
         admin_password: "a-long-password".into(),
     };
-    engine.admin().create_tenant(tenant).await.unwrap();
+    let op = herald::Caller::Operator;
+    let err = engine.tenants().create(&herald::Caller::admin("demo"), tenant.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), herald::ErrorKind::Unauthenticated, "only the operator creates tenants: {err}");
+    engine.tenants().create(&op, tenant).await.unwrap();
     let bad = AppBody { categories: vec!["nonsense".into()], ..AppBody::default() };
     let err = engine.admin().create_app("acme", "shop", &bad).await.unwrap_err();
     assert_eq!(err.status, 400);
@@ -92,12 +95,13 @@ async fn builder_service_typed_api_and_draining_shutdown() {
     assert_eq!(hook.status(), 201, "{:?}", hook.text().await);
 
     // Typed send: answered like the HTTP send, delivered to the simulators.
-    let answers = engine.push().send("demo", event_to("alice")).await.unwrap();
+    let demo_admin = herald::Caller::admin("demo");
+    let answers = engine.push().send(&demo_admin, "demo", event_to("alice")).await.unwrap();
     assert_eq!(answers.len(), 3);
     assert!(answers.iter().all(|a| a.is_successful), "{answers:?}");
     let stats = sims.stats();
     assert_eq!(stats.apns.accepted + stats.fcm.accepted + stats.hms.accepted, 3);
-    let err = engine.push().send("acme", event_to("alice")).await.unwrap_err();
+    let err = engine.push().send(&herald::Caller::admin("acme"), "acme", event_to("alice")).await.unwrap_err();
     assert_eq!(err.status, 400, "recipient.tenantId must match: {err}");
 
     // Typed publish reaches the webhook.

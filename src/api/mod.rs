@@ -25,6 +25,7 @@ pub mod webhooks;
 
 use crate::auth::{Access, Grant, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ, ANY};
 use crate::error::{subsystem, Family};
+use crate::library as lib;
 use crate::route;
 use crate::router::Route;
 
@@ -41,13 +42,13 @@ const CLIENT: &[Grant] = &[Grant::Client];
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
-    use Access::{Operator, Public, Tenant};
+    use Access::{Public, Tenant};
     vec![
         route!(GET "/healthz", OPS, Public, ops::healthz),
         route!(GET "/readyz", OPS, Public, ops::readyz),
         route!(GET "/metrics", OPS, Public, ops::metrics),
         route!(GET "/openapi.json", OPS, Public, crate::openapi::serve),
-        route!(POST "/v1/tenants", OPS, Operator, tenants::create),
+        route!(POST "/v1/tenants", OPS, lib::tenants::access::CREATE, tenants::create),
         // Identity: the realm's OIDC endpoints.
         route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token", Family::OAuth, Public, oidc::token),
         route!(GET "/auth/realms/{tenantId}/.well-known/openid-configuration", REALM, Public, oidc::discovery),
@@ -111,20 +112,20 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/v1/tenants/{tenantId}/policies/{policyId}", TENANT, Tenant(ADMIN_OR_READ), versions::get_policy),
         route!(DELETE "/v1/tenants/{tenantId}/policies/{policyId}", TENANT, Tenant(ADMIN), versions::delete_policy),
         // Clients, links and push tokens.
-        route!(POST "/v1/tenants/{tenantId}/clients", TENANT, Tenant(ADMIN), clients::register),
-        route!(PUT "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}", TENANT, Tenant(ADMIN), clients::link),
-        route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients", TENANT, Tenant(ADMIN_OR_READ), clients::of_user),
-        route!(GET "/v1/tenants/{tenantId}/clients/overview", TENANT, Tenant(ADMIN_OR_READ), clients::overview),
-        route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ANY), clients::detail),
-        route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ADMIN_OR_CLIENT), clients::update),
-        route!(DELETE "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, Tenant(ADMIN), clients::delete),
-        route!(GET "/v1/tenants/{tenantId}/users", TENANT, Tenant(ADMIN_OR_READ), clients::users_of_client),
-        route!(POST "/v1/tenants/{tenantId}/clients/lock", TENANT, Tenant(ADMIN), client_locks::lock),
-        route!(POST "/v1/tenants/{tenantId}/clients/{astClientId}/unlock", TENANT, Tenant(ADMIN), client_locks::unlock),
-        route!(POST "/v1/tenants/{tenantId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink_one),
-        route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, Tenant(ADMIN), user_clients::unlink),
-        route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, Tenant(ADMIN), user_clients::disconnect),
-        route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, Tenant(ADMIN), user_clients::delete_user_data),
+        route!(POST "/v1/tenants/{tenantId}/clients", TENANT, lib::clients::access::REGISTER, clients::register),
+        route!(PUT "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}", TENANT, lib::clients::access::ADMINISTER, clients::link),
+        route!(GET "/v1/tenants/{tenantId}/users/{userId}/clients", TENANT, lib::clients::access::LIST, clients::of_user),
+        route!(GET "/v1/tenants/{tenantId}/clients/overview", TENANT, lib::clients::access::LIST, clients::overview),
+        route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, lib::clients::access::READ, clients::detail),
+        route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, lib::clients::access::SELF_UPDATE, clients::update),
+        route!(DELETE "/v1/tenants/{tenantId}/clients/{astClientId}", TENANT, lib::clients::access::ADMINISTER, clients::delete),
+        route!(GET "/v1/tenants/{tenantId}/users", TENANT, lib::clients::access::LIST, clients::users_of_client),
+        route!(POST "/v1/tenants/{tenantId}/clients/lock", TENANT, lib::clients::access::ADMINISTER, client_locks::lock),
+        route!(POST "/v1/tenants/{tenantId}/clients/{astClientId}/unlock", TENANT, lib::clients::access::ADMINISTER, client_locks::unlock),
+        route!(POST "/v1/tenants/{tenantId}/unlink", TENANT, lib::clients::access::ADMINISTER, user_clients::unlink_one),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/unlink", TENANT, lib::clients::access::ADMINISTER, user_clients::unlink),
+        route!(POST "/v1/tenants/{tenantId}/users/{userId}/disconnect", TENANT, lib::clients::access::ADMINISTER, user_clients::disconnect),
+        route!(DELETE "/v1/tenants/{tenantId}/users/{userId}", TENANT, lib::clients::access::ADMINISTER, user_clients::delete_user_data),
         // Catalogue.
         route!(GET "/v1/tenants/{tenantId}/catalogue/services", TENANT, Tenant(ANY), catalogue::list),
         route!(GET "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", TENANT, Tenant(ANY), catalogue::get),
@@ -139,8 +140,8 @@ pub fn routes() -> Vec<Route> {
         route!(PUT "/v1/tenants/{tenantId}/clients/events", TENANT, Tenant(ADMIN_OR_CLIENT), nonces::login_event),
         route!(GET "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN_OR_READ), nonces::get_login_config),
         route!(PUT "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN), nonces::put_login_config),
-        route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN_OR_CLIENT), push_tokens::put),
-        route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, Tenant(ADMIN), push_tokens::get),
+        route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, lib::clients::access::SET_PUSH_TOKEN, push_tokens::put),
+        route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, lib::clients::access::READ_PUSH_TOKEN, push_tokens::get),
         // Webhooks and events.
         route!(POST "/v1/tenants/{tenantId}/webhooks", WEBHOOKS, Tenant(ADMIN), webhooks::create),
         route!(GET "/v1/tenants/{tenantId}/webhooks", WEBHOOKS, Tenant(ADMIN_OR_READ), webhooks::list),
@@ -151,8 +152,8 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay", WEBHOOKS, Tenant(ADMIN), webhooks::replay),
         route!(POST "/v1/tenants/{tenantId}/events", WEBHOOKS, Tenant(ADMIN), webhooks::publish),
         // Push.
-        route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, Tenant(ADMIN), push::send),
-        route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, Tenant(ADMIN_OR_READ), push::report),
+        route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, lib::push::access::SEND, push::send),
+        route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, lib::push::access::REPORT, push::report),
         // Signers, client certificates, the signed SDK config.
         route!(GET "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ANY), signers::v1_get),
         route!(POST "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ADMIN), signers::v1_create),

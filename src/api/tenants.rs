@@ -17,7 +17,7 @@ pub struct TenantCreated {
 pub async fn create(cx: Cx) -> ApiResult<Response> {
     let body: CreateTenant = cx.json()?;
     let id = body.tenant_id.clone();
-    ops::tenants::create(&cx.engine, body).await?;
+    cx.engine.tenants().create(&cx.caller, body).await?;
     json(StatusCode::CREATED, &TenantCreated { tenant_id: id })
 }
 

@@ -3,7 +3,6 @@
 use crate::error::ApiResult;
 use crate::http::{empty, Cx, Response};
 use crate::models::client::{SelectClients, UnlinkOne};
-use crate::models::validate;
 use http::StatusCode;
 
 fn selection(cx: &Cx) -> ApiResult<SelectClients> {
@@ -16,32 +15,23 @@ fn selection(cx: &Cx) -> ApiResult<SelectClients> {
 
 /// `POST /v1/tenants/{t}/unlink` (deprecated): one link.
 pub async fn unlink_one(cx: Cx) -> ApiResult<Response> {
-    let tenant = cx.tenant();
     let body: UnlinkOne = cx.json()?;
-    validate::id("userId", &body.user_id, 3, 255)?;
-    validate::ulid("astClientId", &body.ast_client_id)?;
-    crate::ops::clients::unlink(&cx.engine, tenant, &body.user_id, &body.ast_client_id).await?;
+    cx.engine.clients().unlink(&cx.caller, cx.tenant(), &body.user_id, &body.ast_client_id).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// `POST /v1/tenants/{t}/users/{userId}/unlink`: the selected links of a user.
 pub async fn unlink(cx: Cx) -> ApiResult<Response> {
-    let (tenant, user) = (cx.tenant(), cx.param("userId"));
-    validate::id("userId", user, 3, 255)?;
     let body = selection(&cx)?;
-    let selected = body.selects("unlinkType")?;
-    crate::ops::clients::unlink_selected(&cx.engine, tenant, user, selected).await?;
+    cx.engine.clients().unlink_selected(&cx.caller, cx.tenant(), cx.param("userId"), &body).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// `POST /v1/tenants/{t}/users/{userId}/disconnect`: the selected clients must
 /// log in again (their current access tokens stop working).
 pub async fn disconnect(cx: Cx) -> ApiResult<Response> {
-    let (tenant, user) = (cx.tenant(), cx.param("userId"));
-    validate::id("userId", user, 3, 255)?;
     let body = selection(&cx)?;
-    let selected = body.selects("disconnectType")?;
-    crate::ops::clients::disconnect(&cx.engine, tenant, user, selected).await?;
+    cx.engine.clients().disconnect(&cx.caller, cx.tenant(), cx.param("userId"), &body).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
@@ -49,8 +39,6 @@ pub async fn disconnect(cx: Cx) -> ApiResult<Response> {
 /// the clients no other user is linked to (with their tokens and locales).
 /// Nothing of other users.
 pub async fn delete_user_data(cx: Cx) -> ApiResult<Response> {
-    let (tenant, user) = (cx.tenant(), cx.param("userId"));
-    validate::id("userId", user, 3, 255)?;
-    crate::ops::clients::delete_user_data(&cx.engine, tenant, user).await?;
+    cx.engine.clients().delete_user_data(&cx.caller, cx.tenant(), cx.param("userId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

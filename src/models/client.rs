@@ -255,30 +255,110 @@ pub fn link(
     }
 }
 
-pub fn overview(c: &herald_storage::clients::Client) -> serde_json::Value {
-    serde_json::json!({
-        "astClientId": c.id, "appName": c.app_name, "appVersion": c.app_version, "appPlatform": c.platform,
-        "risks": c.risks, "lockState": c.lock_state, "lockReason": c.lock_reason,
-        "loginError": c.login_error, "loginOutcome": c.login_outcome,
-        "activationError": c.activation_error, "activationOutcome": c.activation_outcome,
-        "sdkVersion": c.sdk_version, "deviceName": c.device_name, "clientDevice": c.client_device, "clientOsVersion": c.client_os_version,
-        "lastLoginAttempt": c.last_login_attempt, "lastActivationAttempt": c.last_activation_attempt, "createdOn": c.created_ms,
-        "locales": c.locales, "riskAnalysis": risk_analysis(c),
-    })
+/// A client as the overview of a user's clients shows it.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientOverview {
+    pub ast_client_id: String,
+    pub app_name: String,
+    pub app_version: Option<String>,
+    pub app_platform: String,
+    pub risks: Option<String>,
+    /// `NONE` or `LOCKED`.
+    pub lock_state: String,
+    pub lock_reason: Option<String>,
+    pub login_error: Option<String>,
+    pub login_outcome: Option<String>,
+    pub activation_error: Option<String>,
+    pub activation_outcome: Option<String>,
+    pub sdk_version: Option<String>,
+    pub device_name: Option<String>,
+    pub client_device: Option<String>,
+    pub client_os_version: Option<String>,
+    pub last_login_attempt: Option<u64>,
+    pub last_activation_attempt: Option<u64>,
+    /// Milliseconds since the Unix epoch.
+    pub created_on: u64,
+    pub locales: Vec<String>,
+    /// As the client reported it ([`RiskAnalysis`] checked its shape).
+    pub risk_analysis: Option<serde_json::Value>,
 }
 
-/// Spec 002 "Client detail"; `linked` is when its newest link was made or its mLoA changed.
-pub fn detail(c: &herald_storage::clients::Client, linked: Option<u64>) -> serde_json::Value {
-    serde_json::json!({
-        "astClientId": c.id, "appVersion": c.app_version, "risks": c.risks, "lockState": c.lock_state, "lockReason": c.lock_reason,
-        "clientDevice": c.client_device, "clientOsVersion": c.client_os_version, "sdkVersion": c.sdk_version, "deviceName": c.device_name,
-        "riskAnalysis": risk_analysis(c), "createdOn": c.created_ms, "linkedOnOrMloaUpdated": linked,
-        "lastSuccessfulVerification": c.last_successful_verification, "lastFailedVerification": c.last_failed_verification,
-    })
+impl ClientOverview {
+    pub fn of(c: &herald_storage::clients::Client) -> ClientOverview {
+        ClientOverview {
+            ast_client_id: c.id.clone(),
+            app_name: c.app_name.clone(),
+            app_version: c.app_version.clone(),
+            app_platform: c.platform.clone(),
+            risks: c.risks.clone(),
+            lock_state: c.lock_state.clone(),
+            lock_reason: c.lock_reason.clone(),
+            login_error: c.login_error.clone(),
+            login_outcome: c.login_outcome.clone(),
+            activation_error: c.activation_error.clone(),
+            activation_outcome: c.activation_outcome.clone(),
+            sdk_version: c.sdk_version.clone(),
+            device_name: c.device_name.clone(),
+            client_device: c.client_device.clone(),
+            client_os_version: c.client_os_version.clone(),
+            last_login_attempt: c.last_login_attempt,
+            last_activation_attempt: c.last_activation_attempt,
+            created_on: c.created_ms,
+            locales: c.locales.clone(),
+            risk_analysis: risk_analysis(c),
+        }
+    }
 }
 
-fn risk_analysis(c: &herald_storage::clients::Client) -> serde_json::Value {
-    c.risk_analysis.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(serde_json::Value::Null)
+/// Spec 002 "Client detail".
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientDetail {
+    pub ast_client_id: String,
+    pub app_version: Option<String>,
+    pub risks: Option<String>,
+    /// `NONE` or `LOCKED`.
+    pub lock_state: String,
+    pub lock_reason: Option<String>,
+    pub client_device: Option<String>,
+    pub client_os_version: Option<String>,
+    pub sdk_version: Option<String>,
+    pub device_name: Option<String>,
+    /// As the client reported it ([`RiskAnalysis`] checked its shape).
+    pub risk_analysis: Option<serde_json::Value>,
+    /// Milliseconds since the Unix epoch.
+    pub created_on: u64,
+    /// When its newest link was made or its mLoA changed.
+    pub linked_on_or_mloa_updated: Option<u64>,
+    pub last_successful_verification: Option<u64>,
+    pub last_failed_verification: Option<u64>,
+}
+
+impl ClientDetail {
+    /// `linked` is when its newest link was made or its mLoA changed.
+    pub fn of(c: &herald_storage::clients::Client, linked: Option<u64>) -> ClientDetail {
+        ClientDetail {
+            ast_client_id: c.id.clone(),
+            app_version: c.app_version.clone(),
+            risks: c.risks.clone(),
+            lock_state: c.lock_state.clone(),
+            lock_reason: c.lock_reason.clone(),
+            client_device: c.client_device.clone(),
+            client_os_version: c.client_os_version.clone(),
+            sdk_version: c.sdk_version.clone(),
+            device_name: c.device_name.clone(),
+            risk_analysis: risk_analysis(c),
+            created_on: c.created_ms,
+            linked_on_or_mloa_updated: linked,
+            last_successful_verification: c.last_successful_verification,
+            last_failed_verification: c.last_failed_verification,
+        }
+    }
+}
+
+fn risk_analysis(c: &herald_storage::clients::Client) -> Option<serde_json::Value> {
+    c.risk_analysis.as_deref().and_then(|r| serde_json::from_str(r).ok())
 }
 
 /// The text of a field of an overview, for list filters.

@@ -210,3 +210,78 @@ pub struct NotificationResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
 }
+
+/// Counts of one app, one provider or the whole notification.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct DeliveryCounts {
+    pub sent: u64,
+    pub invalid: u64,
+    pub failed: u64,
+}
+
+/// Counts of one app, with how many of its clients were targeted.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct AppCounts {
+    pub targeted: u64,
+    pub sent: u64,
+    pub invalid: u64,
+    pub failed: u64,
+}
+
+/// The totals of a report.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct ReportCounts {
+    pub targeted: u64,
+    pub sent: u64,
+    pub invalid: u64,
+    pub failed: u64,
+    /// Targeted and not settled yet.
+    pub pending: u64,
+    /// Broadcast clients sent again after a crash: at least the duplicates.
+    pub resent: u64,
+}
+
+/// What became of one client.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientDelivery {
+    pub ast_client_id: String,
+    pub app_name: String,
+    pub provider: String,
+    /// `SENT`, `INVALID` or `FAILED`.
+    pub state: String,
+    /// The provider's status (or Herald's, when it did not get that far).
+    pub code: u16,
+    pub message: Option<String>,
+}
+
+/// The page of a report's clients.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PageInfo {
+    pub page: usize,
+    pub page_size: usize,
+}
+
+/// `GET /v1/tenants/{t}/push_notification/{notificationId}`: a notification's delivery report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryReport {
+    pub notification_id: String,
+    pub tenant_id: String,
+    /// `client`, `user` or `topic`.
+    pub kind: String,
+    pub recipient: String,
+    /// `RUNNING`, `COMPLETED` or `FAILED`.
+    pub state: String,
+    /// Why a broadcast was given up.
+    pub failure: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    pub completed_at: Option<u64>,
+    pub counts: ReportCounts,
+    pub by_provider: std::collections::BTreeMap<String, DeliveryCounts>,
+    pub by_app: std::collections::BTreeMap<String, AppCounts>,
+    pub clients: Vec<ClientDelivery>,
+    pub page: PageInfo,
+}

@@ -3,7 +3,7 @@ use crate::error::{ApiError, ApiResult};
 use serde::Deserialize;
 
 /// `POST /v1/tenants`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateTenant {
     pub tenant_id: String,

@@ -1,0 +1,126 @@
+//! Sending, and reading what became of a notification.
+
+use crate::auth::{Access, Caller, ADMIN, ADMIN_OR_READ};
+use crate::engine::Engine;
+use crate::error::{ApiError, ApiResult};
+use crate::models::push::{
+    AppCounts, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo, PushNotificationEvent,
+    ReportCounts,
+};
+use crate::models::validate;
+use herald_storage::deliveries::{Counts, State};
+
+/// Access of each operation, shared with its HTTP route.
+pub(crate) mod access {
+    use super::*;
+    pub const SEND: Access = Access::Tenant(ADMIN);
+    pub const REPORT: Access = Access::Tenant(ADMIN_OR_READ);
+}
+
+/// See [`Engine::push`].
+pub struct PushApi<'a>(pub(crate) &'a Engine);
+
+impl PushApi<'_> {
+    /// Sends one event (spec 000) to a client, a user's clients, or every
+    /// client of the tenant (a broadcast, answered once durably accepted),
+    /// validated and answered like the HTTP body. The send rate limit of the
+    /// HTTP API does not apply.
+    pub async fn send(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        event: PushNotificationEvent,
+    ) -> ApiResult<Vec<NotificationResponse>> {
+        caller.authorize(Some(tenant), access::SEND)?;
+        crate::ops::push::send(self.0, tenant, event).await
+    }
+
+    /// The delivery report of a notification, with page `page` (from 1) of
+    /// `page_size` of its clients' outcomes.
+    pub async fn report(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        id: &str,
+        page: usize,
+        page_size: usize,
+    ) -> ApiResult<DeliveryReport> {
+        caller.authorize(Some(tenant), access::REPORT)?;
+        validate::ulid("notificationId", id)?;
+        if page == 0 {
+            return Err(ApiError::field("page", "starts at 1"));
+        }
+        if !(1..=1000).contains(&page_size) {
+            return Err(ApiError::field("page_size", "must be from 1 to 1000"));
+        }
+        let store = &self.0.store;
+        let report = store
+            .deliveries()
+            .report(tenant, id)?
+            .ok_or_else(|| ApiError::not_found(format!("notification {id} not found")))?;
+        let offset = page.saturating_sub(1).saturating_mul(page_size);
+        let clients = store
+            .deliveries()
+            .outcomes(tenant, id, offset, page_size)?
+            .into_iter()
+            .map(|(client, o)| ClientDelivery {
+                ast_client_id: client,
+                app_name: o.app,
+                provider: o.provider,
+                state: match o.state {
+                    State::Sent => "SENT",
+                    State::Invalid => "INVALID",
+                    State::Failed => "FAILED",
+                }
+                .to_string(),
+                code: o.code,
+                message: o.message,
+            })
+            .collect();
+        let targeted: u64 = report.targeted.values().sum();
+        let total = report.by_app.values().fold(Counts::default(), |mut t, c| {
+            t.sent += c.sent;
+            t.invalid += c.invalid;
+            t.failed += c.failed;
+            t
+        });
+        let counts = |c: &Counts| DeliveryCounts { sent: c.sent, invalid: c.invalid, failed: c.failed };
+        let by_app = report
+            .targeted
+            .keys()
+            .chain(report.by_app.keys())
+            .map(|app| {
+                let c = report.by_app.get(app).copied().unwrap_or_default();
+                let targeted = report.targeted.get(app).copied().unwrap_or(0);
+                (app.clone(), AppCounts { targeted, sent: c.sent, invalid: c.invalid, failed: c.failed })
+            })
+            .collect();
+        Ok(DeliveryReport {
+            notification_id: report.id.clone(),
+            tenant_id: tenant.to_string(),
+            state: match (&report.failure, report.completed_ms) {
+                (Some(_), _) => "FAILED",
+                (None, Some(_)) => "COMPLETED",
+                (None, None) => "RUNNING",
+            }
+            .to_string(),
+            counts: ReportCounts {
+                targeted,
+                sent: total.sent,
+                invalid: total.invalid,
+                failed: total.failed,
+                pending: targeted.saturating_sub(total.total()),
+                resent: report.resent,
+            },
+            by_provider: report.by_provider.iter().map(|(p, c)| (p.clone(), counts(c))).collect(),
+            by_app,
+            clients,
+            page: PageInfo { page, page_size },
+            kind: report.kind,
+            recipient: report.recipient,
+            failure: report.failure,
+            created_at: report.created_ms,
+            completed_at: report.completed_ms,
+        })
+    }
+}
