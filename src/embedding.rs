@@ -2,7 +2,7 @@
 //! the embedding program's own server, or call its main operations directly.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), String> {
+//! # async fn run() -> Result<(), herald::Error> {
 //! use herald::Engine;
 //! let engine = Engine::builder()
 //!     .data_dir("/var/lib/my-app/herald")
@@ -16,8 +16,9 @@
 //! # Ok(()) }
 //! ```
 
-use crate::config::Config;
+use crate::config::{Config, Settings};
 use crate::engine::Engine;
+use crate::error::ApiError as Error;
 use crate::error::ApiResult;
 use crate::http::Response;
 use crate::models::app::{AppBody, AppView};
@@ -38,16 +39,40 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// Collects an engine's configuration; [`EngineBuilder::build`] opens it.
 pub struct EngineBuilder {
     config: Config,
+    install_recorder: bool,
 }
 
 impl Engine {
     /// Starts from the defaults of `herald serve` with data in `./data`.
     pub fn builder() -> EngineBuilder {
-        EngineBuilder { config: Config::for_data_dir("./data") }
+        EngineBuilder { config: Config::for_data_dir("./data"), install_recorder: true }
     }
 }
 
 impl EngineBuilder {
+    /// Starts from everything `herald serve` takes: its flags and
+    /// environment (embed [`Settings`] in the program's own clap command
+    /// with `#[command(flatten)]`), or its config file
+    /// ([`Settings::from_toml_file`]), resolved exactly as `serve` does.
+    ///
+    /// ```
+    /// # fn run() -> Result<(), herald::Error> {
+    /// let file = herald::config::Settings { data_dir: Some("/var/lib/app/herald".into()), ..Default::default() };
+    /// let builder = herald::EngineBuilder::from_settings(file)?.public_url("https://push.example.com");
+    /// # drop(builder); Ok(()) }
+    /// ```
+    pub fn from_settings(settings: Settings) -> Result<EngineBuilder, Error> {
+        let config = Config::resolve(settings).map_err(Error::bad_request)?;
+        Ok(EngineBuilder { config, install_recorder: true })
+    }
+
+    /// Whether Herald installs its Prometheus recorder as the process's
+    /// (the default). A program with its own recorder says `false`: Herald's
+    /// series then go to that recorder, and Herald's `/metrics` is empty.
+    pub fn metrics_recorder(mut self, install: bool) -> Self {
+        self.install_recorder = install;
+        self
+    }
     /// Replaces the whole configuration (e.g. one resolved from a TOML file).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
@@ -90,9 +115,12 @@ impl EngineBuilder {
         self
     }
 
-    /// Opens storage and starts the actors; unfinished work resumes.
-    pub async fn build(self) -> Result<Arc<Engine>, String> {
-        Engine::open(self.config).await
+    /// Opens storage and starts the actors; unfinished work resumes. An
+    /// engine that cannot start is [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable).
+    pub async fn build(self) -> Result<Arc<Engine>, Error> {
+        Engine::open_with(self.config, self.install_recorder)
+            .await
+            .map_err(|e| Error::new(http::StatusCode::SERVICE_UNAVAILABLE, e))
     }
 }
 

@@ -29,9 +29,15 @@ pub struct Engine {
 impl Engine {
     /// Opens storage and starts the actors; no listener is started.
     pub async fn open(config: Config) -> Result<Arc<Engine>, String> {
+        Engine::open_with(config, true).await
+    }
+
+    /// [`Engine::open`], installing Herald's Prometheus recorder as the
+    /// process's or not (`install_recorder`: see [`crate::EngineBuilder::metrics_recorder`]).
+    pub async fn open_with(config: Config, install_recorder: bool) -> Result<Arc<Engine>, String> {
         install_crypto_providers();
         // Before anything counts: what is recorded without a recorder is lost.
-        let metrics = crate::metrics::handle();
+        let metrics = if install_recorder { crate::metrics::handle() } else { crate::metrics::detached() };
         let store = Store::open(&StoreOptions {
             master_key_file: config.master_key_file.clone(),
             cache_bytes: config.cache_bytes,

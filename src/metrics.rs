@@ -38,6 +38,13 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
+/// A handle of a recorder that is not installed: for an embedding program
+/// that keeps its own recorder (Herald's series then go to it, and Herald's
+/// `/metrics` shows nothing).
+pub fn detached() -> PrometheusHandle {
+    PrometheusBuilder::new().build_recorder().handle()
+}
+
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     for s in SERIES {

@@ -24,7 +24,7 @@ impl PushApi<'_> {
     /// Sends one event (spec 000) to a client, a user's clients, or every
     /// client of the tenant (a broadcast, answered once durably accepted),
     /// validated and answered like the HTTP body. The send rate limit of the
-    /// HTTP API does not apply.
+    /// HTTP API does not apply. [`Engine::shutdown`] waits for sends in flight.
     pub async fn send(
         &self,
         caller: &Caller,
@@ -32,7 +32,8 @@ impl PushApi<'_> {
         event: PushNotificationEvent,
     ) -> ApiResult<Vec<NotificationResponse>> {
         caller.authorize(Some(tenant), access::SEND)?;
-        crate::ops::push::send(self.0, tenant, event).await
+        // Counted with the HTTP requests in flight, which shutdown drains.
+        self.0.in_flight.track_future(crate::ops::push::send(self.0, tenant, event)).await
     }
 
     /// The delivery report of a notification, with page `page` (from 1) of
