@@ -67,6 +67,12 @@ pub struct Settings {
     /// PEM file of CA certificates trusted for provider connections besides the web PKI.
     #[arg(long, env = "HERALD_EXTRA_CA_FILE")]
     pub extra_ca_file: Option<PathBuf>,
+    /// Longest wait in seconds a provider's or webhook receiver's Retry-After can impose before a retry (at most a day).
+    #[arg(long, env = "HERALD_MAX_RETRY_AFTER_S")]
+    pub max_retry_after_s: Option<u64>,
+    /// Let a service account's token_uri be plain http or a private address (tests, private deployments).
+    #[arg(long, env = "HERALD_ALLOW_PRIVATE_PROVIDER_ENDPOINTS", num_args = 0..=1, default_missing_value = "true")]
+    pub allow_private_provider_endpoints: Option<bool>,
     /// Broadcast notifications in flight at once, all broadcasts together.
     #[arg(long, env = "HERALD_BULK_IN_FLIGHT")]
     pub bulk_in_flight: Option<usize>,
@@ -169,6 +175,10 @@ impl Settings {
             hms_url: self.hms_url.or(other.hms_url),
             hms_token_url: self.hms_token_url.or(other.hms_token_url),
             extra_ca_file: self.extra_ca_file.or(other.extra_ca_file),
+            max_retry_after_s: self.max_retry_after_s.or(other.max_retry_after_s),
+            allow_private_provider_endpoints: self
+                .allow_private_provider_endpoints
+                .or(other.allow_private_provider_endpoints),
             bulk_in_flight: self.bulk_in_flight.or(other.bulk_in_flight),
             tenant_idle_stop_s: self.tenant_idle_stop_s.or(other.tenant_idle_stop_s),
             send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
@@ -338,6 +348,7 @@ impl Config {
             Some(p) => std::fs::read(p).map_err(|e| format!("extra_ca_file {}: {e}", p.display()))?,
             None => Vec::new(),
         };
+        let max_retry_after = Duration::from_secs(s.max_retry_after_s.unwrap_or(3600).min(DAY_S));
         let defaults = WebhookSettings::default();
         let webhooks = WebhookSettings {
             retry_schedule: match &s.webhook_retry_schedule {
@@ -347,6 +358,7 @@ impl Config {
             timeout: s.webhook_timeout_ms.map(Duration::from_millis).unwrap_or(defaults.timeout),
             allow_private: s.webhook_allow_private.unwrap_or(false),
             concurrency: s.webhook_concurrency.unwrap_or(1).max(1),
+            max_retry_after,
         };
         let ca = match (s.ca_cert, s.ca_key) {
             (Some(c), Some(k)) => Some((c, k)),
@@ -375,6 +387,8 @@ impl Config {
                     Some(n) => n,
                     None => PushSettings::default().bulk_in_flight,
                 },
+                max_retry_after,
+                allow_private_endpoints: s.allow_private_provider_endpoints.unwrap_or(false),
                 tenant_idle_stop: match s.tenant_idle_stop_s {
                     Some(0) => None,
                     Some(secs) => Some(Duration::from_secs(secs.min(DAY_S * 365))),
@@ -436,5 +450,11 @@ mod tests {
         assert_eq!(c.push.bulk_in_flight, 64);
         let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();
         assert!(zero.contains("bulk_in_flight"), "{zero}");
+        let c = Config::resolve(Settings::default()).unwrap();
+        assert_eq!((c.push.max_retry_after, c.webhooks.max_retry_after), (Duration::from_secs(3600), Duration::from_secs(3600)));
+        assert!(!c.push.allow_private_endpoints);
+        let c = Config::resolve(toml::from_str("max_retry_after_s = 99999999999\nallow_private_provider_endpoints = true").unwrap()).unwrap();
+        assert_eq!(c.push.max_retry_after, Duration::from_secs(86_400), "at most a day");
+        assert!(c.push.allow_private_endpoints);
     }
 }

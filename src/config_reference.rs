@@ -107,6 +107,8 @@ impl Config {
             hms_token_url: Some(e.hms_token.clone()),
             // Only the certificates are kept, not the file they came from.
             extra_ca_file: None,
+            max_retry_after_s: Some(self.push.max_retry_after.as_secs()),
+            allow_private_provider_endpoints: Some(self.push.allow_private_endpoints),
             bulk_in_flight: Some(self.push.bulk_in_flight),
             tenant_idle_stop_s: Some(self.push.tenant_idle_stop.map_or(0, |d| d.as_secs())),
             send_deadline_ms: Some(self.send_deadline.as_millis() as u64),

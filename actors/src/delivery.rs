@@ -1,21 +1,24 @@
 //! Delivery of one notification to clients of one app: the provider channel of
-//! each app (pool and auth), the payload prepared once per app, retries, and
-//! what a provider's answer does to the stored token.
+//! each app (a [`Provider`] and its pool), the payload prepared once per app,
+//! the one attempt loop every provider goes through, and what a provider's
+//! answer does to the stored token.
 
-use crate::credentials::{ApnsAuth, AppCredentials};
+use crate::credentials::AppCredentials;
 use crate::pool::{Lane, Pool};
+use crate::providers::apns::Apns;
 use crate::providers::auth_http::AuthHttp;
-use crate::providers::{apns, fcm, hms, Backend, FormatError, Notification, Outcome, WireRequest};
+use crate::providers::fcm::Fcm;
+use crate::providers::hms::Hms;
+use crate::providers::{Backend, BuildEnv, FormatError, Notification, Outcome, Provider};
 use crate::settings::PushSettings;
-use crate::transport::{tls_config, Target, TransportError};
+use crate::transport::{tls_config, TransportError};
 use crate::webhooks::EventBus;
 use herald_storage::deliveries::{ClientOutcome, State};
-use herald_storage::provider_tokens::ProviderToken;
 use herald_storage::push_tokens::{PushProvider, TokenRef};
 use herald_storage::{now_ms, Store};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// The backend a stored provider value is delivered through; `None` for GCM.
 pub fn backend_of(p: PushProvider) -> Option<Backend> {
@@ -27,36 +30,33 @@ pub fn backend_of(p: PushProvider) -> Option<Backend> {
     }
 }
 
-struct ApnsChannel {
-    pool: Pool,
-    jwt: Option<apns::ApnsJwt>,
-    topic: String,
-    tenant: String,
-    /// `iat` of the provider token last saved, so a restart reuses it.
-    saved_iat: AtomicU64,
+/// How many tokens of `p` one request may carry (HMS: 1000; others: 1).
+pub fn batch_limit(p: PushProvider) -> usize {
+    match backend_of(p) {
+        Some(Backend::Apns) => Apns::MAX_TOKENS,
+        Some(Backend::Fcm) => Fcm::MAX_TOKENS,
+        Some(Backend::Hms) => Hms::MAX_TOKENS,
+        None => 1,
+    }
 }
 
-struct FcmChannel {
+/// One provider of one app: the provider and its connection pool.
+pub(crate) struct Channel<P> {
+    provider: P,
     pool: Pool,
-    auth: fcm::FcmAuth,
-    project_id: String,
 }
 
-struct HmsChannel {
-    pool: Pool,
-    auth: hms::HmsAuth,
-    app_id: String,
-}
+/// An app's channel of one provider, or why there is none (412 or 501, per client).
+type Slot<P> = Result<Channel<P>, FormatError>;
 
 /// Everything needed to send for one app, built from its stored configuration.
 pub struct AppChannels {
     pub app: String,
     pub(crate) modified_ms: u64,
     pub categories: Vec<String>,
-    legacy_fcm_only: bool,
-    apns: Result<Option<ApnsChannel>, String>,
-    fcm: Result<Option<FcmChannel>, String>,
-    hms: Result<Option<HmsChannel>, String>,
+    apns: Slot<Apns>,
+    fcm: Slot<Fcm>,
+    hms: Slot<Hms>,
 }
 
 /// One notification going to clients of one app.
@@ -66,15 +66,20 @@ pub struct Job<'a> {
     pub channels: &'a AppChannels,
     pub prepared: &'a Prepared,
     pub notification: &'a Notification,
+    /// When the caller stops waiting (interactive sends): a provider asking
+    /// for a longer wait fails the send at once instead.
+    pub deadline: Option<Instant>,
 }
 
 /// One notification's payloads for one app, each built on first use.
 #[derive(Default)]
 pub struct Prepared {
-    apns: OnceLock<Result<apns::ApnsPayload, FormatError>>,
-    fcm: OnceLock<Result<fcm::FcmPayload, FormatError>>,
-    hms: OnceLock<Result<hms::HmsPayload, FormatError>>,
+    apns: Payload<Apns>,
+    fcm: Payload<Fcm>,
+    hms: Payload<Hms>,
 }
+
+type Payload<P> = OnceLock<Result<<P as Provider>::Payload, FormatError>>;
 
 /// What the engine does when a tenant's actor stops (see [`Deliverer::on_tenant_stopped`]).
 type TenantStopped = Box<dyn Fn(&str) + Send + Sync>;
@@ -110,15 +115,17 @@ fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> C
 impl Deliverer {
     pub fn new(store: Store, settings: PushSettings, events: Arc<EventBus>) -> Result<Deliverer, String> {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
-        let auth_http = AuthHttp::new(auth_tls(&tls));
+        let auth_http = AuthHttp::new(tls.clone(), settings.endpoint_policy());
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
         Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits, tenant_stopped: OnceLock::new() })
     }
 
-    /// Waits for a bulk permit; a broadcast holds one per notification in flight.
-    pub(crate) async fn bulk_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+    /// Waits for `n` bulk permits (at most `bulk_in_flight`); a broadcast holds
+    /// one per notification in flight.
+    pub(crate) async fn bulk_permits(&self, n: usize) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let n = n.clamp(1, self.settings.bulk_in_flight.max(1));
         // The semaphore is never closed; without a permit a send simply goes ahead.
-        self.bulk_permits.acquire().await.ok()
+        self.bulk_permits.acquire_many(u32::try_from(n).unwrap_or(u32::MAX)).await.ok()
     }
 
     /// The event bus for what deliveries reveal (dead tokens, finished broadcasts).
@@ -149,86 +156,92 @@ impl Deliverer {
 
     /// Builds an app's channels (pools not connected yet) from its stored credentials.
     pub(crate) fn build(&self, tenant: &str, app: &str, modified_ms: u64, creds: AppCredentials) -> AppChannels {
-        let e = &self.settings.endpoints;
-        let limits = self.settings.limits.clone();
-        let apns = creds
-            .apns
-            .map(|a| -> Result<ApnsChannel, String> {
-                let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
-                let (tls, jwt) = match a.auth {
-                    ApnsAuth::Token { key, key_id, team_id } => {
-                        let jwt = apns::ApnsJwt::new(&key, &key_id, &team_id)?;
-                        if let Ok(Some(saved)) = self.store.provider_tokens().get(tenant, app, "apns") {
-                            if saved.key_id == key_id {
-                                jwt.adopt(&saved.token, saved.issued_at);
-                            }
-                        }
-                        (self.tls.clone(), Some(jwt))
-                    }
-                    ApnsAuth::Certificate { cert_pem, key_pem } => (
-                        tls_config(&self.settings.extra_ca_pem, Some((&cert_pem, &key_pem)))
-                            .map_err(|e| e.to_string())?,
-                        None,
-                    ),
-                };
-                let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
-                Ok(ApnsChannel {
-                    pool: Pool::new("apns", target, limits.clone()),
-                    jwt,
-                    topic: a.topic,
-                    tenant: tenant.to_string(),
-                    saved_iat: AtomicU64::new(0),
-                })
-            })
-            .transpose();
-        let fcm = creds
-            .fcm
-            .map(|sa| -> Result<FcmChannel, String> {
-                let target = Target::from_url(&e.fcm, self.tls.clone()).map_err(|e| e.to_string())?;
-                let project_id = sa.project_id.clone();
-                Ok(FcmChannel {
-                    pool: Pool::new("fcm", target, limits.clone()),
-                    auth: fcm::FcmAuth::new(sa, self.auth_http.clone())?,
-                    project_id,
-                })
-            })
-            .transpose();
-        let hms = creds
-            .hms
-            .map(|(id, secret)| -> Result<HmsChannel, String> {
-                let target = Target::from_url(&e.hms, self.tls.clone()).map_err(|e| e.to_string())?;
-                let auth = hms::HmsAuth::new(&id, &secret, &e.hms_token, self.auth_http.clone());
-                Ok(HmsChannel { pool: Pool::new("hms", target, limits.clone()), auth, app_id: id })
-            })
-            .transpose();
+        let env = BuildEnv {
+            settings: &self.settings,
+            tls: &self.tls,
+            auth_http: &self.auth_http,
+            store: &self.store,
+            tenant,
+            app,
+        };
+        let fcm = match creds.fcm {
+            None if creds.legacy_fcm_only => Err(FormatError { status: 501, message: "the app has only a legacy FCM server key (androidApiKey), which Google no longer accepts: configure fcmServiceAccountJSON".into() }),
+            sa => channel(sa, &env),
+        };
         AppChannels {
             app: app.to_string(),
             modified_ms,
             categories: creds.categories,
-            legacy_fcm_only: creds.legacy_fcm_only,
-            apns,
+            apns: channel(creds.apns, &env),
             fcm,
-            hms,
+            hms: channel(creds.hms, &env),
         }
     }
 
     /// Sends to one client's token and records what the answer means for it.
     pub async fn deliver(&self, job: &Job<'_>, client_id: &str, token: &TokenRef, lane: Lane) -> ClientOutcome {
-        let Job { tenant, channels: ch, prepared, notification: n } = *job;
-        let app = ch.app.as_str();
         let Some(backend) = backend_of(token.provider) else {
-            return failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON");
+            return legacy_gcm(&job.channels.app);
         };
-        let provider = backend.as_str();
-        let series = crate::telemetry::tenant(tenant);
-        let outcome = match self.attempts(ch, prepared, n, backend, &token.token, lane).await {
-            Ok(o) => o,
-            Err(e) => {
-                series.notification(provider, "failed");
-                return failed(app, provider, e.status, e.message);
+        let answer = self.send_through(job, backend, &[token.token.as_str()], lane).await.pop();
+        let answer = answer.unwrap_or_else(|| Outcome::Failed { status: 502, reason: "no answer".into() });
+        self.record(job, backend, client_id, token, answer)
+    }
+
+    /// Sends to clients' tokens, those of a provider that batches (HMS) in
+    /// requests of up to its batch size, and records what the answers mean
+    /// for each token; one outcome per client, in order.
+    pub async fn deliver_all(&self, job: &Job<'_>, clients: &[(&str, &TokenRef)], lane: Lane) -> Vec<ClientOutcome> {
+        let mut outcomes: Vec<Option<ClientOutcome>> = vec![None; clients.len()];
+        for backend in [Backend::Apns, Backend::Fcm, Backend::Hms] {
+            let of: Vec<usize> = (0..clients.len()).filter(|i| backend_of(clients[*i].1.provider) == Some(backend)).collect();
+            if of.is_empty() {
+                continue;
             }
+            let tokens: Vec<&str> = of.iter().map(|i| clients[*i].1.token.as_str()).collect();
+            let answers = self.send_through(job, backend, &tokens, lane).await;
+            for (i, answer) in of.into_iter().zip(answers) {
+                outcomes[i] = Some(self.record(job, backend, clients[i].0, clients[i].1, answer));
+            }
+        }
+        outcomes.into_iter().map(|o| o.unwrap_or_else(|| legacy_gcm(&job.channels.app))).collect()
+    }
+
+    /// The outcomes of sending `job` to `tokens` of `backend`.
+    async fn send_through(&self, job: &Job<'_>, backend: Backend, tokens: &[&str], lane: Lane) -> Vec<Outcome> {
+        let (ch, p) = (job.channels, job.prepared);
+        match backend {
+            Backend::Apns => self.send(&ch.apns, &p.apns, job, tokens, lane).await,
+            Backend::Fcm => self.send(&ch.fcm, &p.fcm, job, tokens, lane).await,
+            Backend::Hms => self.send(&ch.hms, &p.hms, job, tokens, lane).await,
+        }
+    }
+
+    /// The outcomes of sending `job` to `tokens` through the app's channel of `P`.
+    async fn send<P: Provider>(
+        &self,
+        slot: &Slot<P>,
+        prepared: &Payload<P>,
+        job: &Job<'_>,
+        tokens: &[&str],
+        lane: Lane,
+    ) -> Vec<Outcome> {
+        let all = |e: &FormatError| vec![Outcome::Failed { status: e.status, reason: e.message.clone() }; tokens.len()];
+        let ch = match slot {
+            Ok(ch) => ch,
+            Err(e) => return all(e),
         };
-        match outcome {
+        match prepared.get_or_init(|| ch.provider.prepare(job.notification)) {
+            Ok(payload) => ch.send(&self.settings, payload, tokens, lane, job.deadline).await,
+            Err(e) => all(e),
+        }
+    }
+
+    /// What an outcome means for the stored token, the metrics and the result.
+    fn record(&self, job: &Job<'_>, backend: Backend, client_id: &str, token: &TokenRef, o: Outcome) -> ClientOutcome {
+        let (tenant, app, provider) = (job.tenant, job.channels.app.as_str(), backend.as_str());
+        let series = crate::telemetry::tenant(tenant);
+        match o {
             Outcome::Sent { .. } => {
                 series.notification(provider, "sent");
                 ClientOutcome {
@@ -267,154 +280,157 @@ impl Deliverer {
             }
         }
     }
+}
 
-    /// Up to `max_attempts` tries (twice that on the bulk lane): transient answers
-    /// and lost connections wait and retry; a refused auth token is renewed once.
+fn legacy_gcm(app: &str) -> ClientOutcome {
+    failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON")
+}
+
+/// The channel of `P` for credentials `creds`, or why there is none.
+fn channel<P: Provider>(creds: Option<P::Credentials>, env: &BuildEnv<'_>) -> Slot<P> {
+    let unusable = |message: String| FormatError { status: 412, message };
+    let creds = creds.ok_or_else(|| unusable(format!("app {} has no {} credentials", env.app, P::BACKEND.name())))?;
+    let (provider, target) = P::build(creds, env).map_err(unusable)?;
+    Ok(Channel { provider, pool: Pool::new(P::BACKEND.as_str(), target, env.settings.limits.clone()) })
+}
+
+impl<P: Provider> Channel<P> {
+    /// Sends `payload` to `tokens`, [`Provider::MAX_TOKENS`] at a time.
+    async fn send(
+        &self,
+        s: &PushSettings,
+        payload: &P::Payload,
+        tokens: &[&str],
+        lane: Lane,
+        deadline: Option<Instant>,
+    ) -> Vec<Outcome> {
+        let mut outcomes = Vec::with_capacity(tokens.len());
+        for batch in tokens.chunks(P::MAX_TOKENS.max(1)) {
+            outcomes.extend(self.attempts(s, payload, batch, lane, deadline).await);
+        }
+        outcomes
+    }
+
+    /// The attempt loop every provider shares. Up to `max_attempts` tries
+    /// (twice that on the bulk lane) for the tokens whose answer is transient
+    /// (429, 5xx, a lost connection or GOAWAY): each waits what the provider
+    /// asked (`Retry-After`, at most `max_retry_after`) or an exponential
+    /// backoff. A refused auth token is renewed once, then tried again at once.
+    /// Tokens with a final answer (sent, dead, failed) are never sent again: of
+    /// an HMS batch with some illegal tokens, none is retried.
     async fn attempts(
         &self,
-        ch: &AppChannels,
-        p: &Prepared,
-        n: &Notification,
-        backend: Backend,
-        token: &str,
+        s: &PushSettings,
+        payload: &P::Payload,
+        tokens: &[&str],
         lane: Lane,
-    ) -> Result<Outcome, FormatError> {
-        let unconfigured =
-            |what: &str| FormatError { status: 412, message: format!("app {} has no {what} credentials", ch.app) };
-        let mut last = Outcome::Failed { status: 503, reason: "no attempt made".into() };
-        let mut auth_renewed = false;
+        deadline: Option<Instant>,
+    ) -> Vec<Outcome> {
         // A broadcast has time a waiting caller has not: twice the tries, so a fault
         // streak does not drop its token (the long soak, ~10 % faulty answers, lost
         // 4 of 200 000 tokens to five straight failures).
         let tries = match lane {
-            Lane::Interactive => self.settings.max_attempts.max(1),
-            Lane::Bulk => self.settings.max_attempts.max(1) * 2,
+            Lane::Interactive => s.max_attempts.max(1),
+            Lane::Bulk => s.max_attempts.max(1).saturating_mul(2),
         };
+        let mut done: Vec<Option<Outcome>> = vec![None; tokens.len()];
+        // The tokens to try again (indexes), with their latest outcome.
+        let mut pending: Vec<(usize, Outcome)> = Vec::new();
+        let mut again: Vec<&str> = Vec::new();
+        let mut renewed = false;
         for attempt in 0..tries {
-            let result = match backend {
-                Backend::Apns => {
-                    let c = ch
-                        .apns
-                        .as_ref()
-                        .map_err(|e| FormatError { status: 412, message: e.clone() })?
-                        .as_ref()
-                        .ok_or_else(|| unconfigured("APNs"))?;
-                    let payload = p.apns.get_or_init(|| apns::prepare(n, &c.topic)).as_ref().map_err(Clone::clone)?;
-                    let bearer = c.jwt.as_ref().map(|j| j.current());
-                    self.save_jwt(&ch.app, c);
-                    let req = payload.request(token, bearer.as_deref());
-                    self.post(&c.pool, lane, &req, apns::parse_response).await
+            let before = std::mem::take(&mut pending);
+            again.clear();
+            again.extend(before.iter().map(|(i, _)| tokens[*i]));
+            let (answers, bearer) = self.attempt(payload, if attempt == 0 { tokens } else { &again }, lane).await;
+            let mut refused = false;
+            for (k, answer) in answers.into_iter().enumerate() {
+                let i = if attempt == 0 { k } else { before[k].0 };
+                match answer {
+                    Outcome::Retry { .. } => pending.push((i, answer)),
+                    Outcome::AuthRefused { .. } if !renewed => {
+                        refused = true;
+                        pending.push((i, answer));
+                    }
+                    last => done[i] = Some(last),
                 }
-                Backend::Fcm => {
-                    let c = ch.fcm.as_ref().map_err(|e| FormatError { status: 412, message: e.clone() })?.as_ref().ok_or_else(|| {
-                        if ch.legacy_fcm_only {
-                            FormatError { status: 501, message: "the app has only a legacy FCM server key (androidApiKey), which Google no longer accepts: configure fcmServiceAccountJSON".into() }
-                        } else {
-                            unconfigured("FCM")
-                        }
-                    })?;
-                    let payload = p.fcm.get_or_init(|| fcm::prepare(n)).as_ref().map_err(Clone::clone)?;
-                    match c.auth.token().await {
-                        Ok(bearer) => {
-                            let req = payload.request(&c.project_id, token, &bearer)?;
-                            self.post(&c.pool, lane, &req, fcm::parse_response).await
-                        }
-                        Err(e) => Outcome::Retry { status: 503, reason: format!("FCM auth: {e}"), after: None },
+            }
+            if pending.is_empty() || attempt + 1 == tries {
+                break;
+            }
+            if refused {
+                renewed = true;
+                self.provider.refused(bearer.as_deref());
+                continue;
+            }
+            let wait = delay(s, attempt, &pending);
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now.checked_add(wait).is_none_or(|t| t >= d)) {
+                for (_, o) in &mut pending {
+                    if let Outcome::Retry { reason, .. } = o {
+                        reason.push_str(&format!(" (asked to retry in {} s, past the send deadline)", wait.as_secs()));
                     }
                 }
-                Backend::Hms => {
-                    let c = ch
-                        .hms
-                        .as_ref()
-                        .map_err(|e| FormatError { status: 412, message: e.clone() })?
-                        .as_ref()
-                        .ok_or_else(|| unconfigured("HMS"))?;
-                    let payload = p.hms.get_or_init(|| hms::prepare(n)).as_ref().map_err(Clone::clone)?;
-                    match c.auth.token().await {
-                        Ok(bearer) => {
-                            let req = payload.request(&c.app_id, &[token], &bearer)?;
-                            self.post(&c.pool, lane, &req, |s, h, b| {
-                                hms::parse_response(s, h, b, &[token])
-                                    .into_iter()
-                                    .next()
-                                    .unwrap_or(Outcome::Failed { status: 502, reason: "empty HMS answer".into() })
-                            })
-                            .await
-                        }
-                        Err(e) => Outcome::Retry { status: 503, reason: format!("HMS auth: {e}"), after: None },
-                    }
-                }
-            };
-            match result {
-                Outcome::Retry { after, .. } if attempt + 1 < tries => {
-                    metrics::counter!("herald_provider_retries_total", "provider" => backend.as_str()).increment(1);
-                    let backoff = self.settings.retry_base * 2u32.saturating_pow(attempt);
-                    tokio::time::sleep(after.unwrap_or(backoff).min(Duration::from_secs(60))).await;
-                    last = result;
-                }
-                Outcome::AuthRefused { .. } if !auth_renewed => {
-                    auth_renewed = true;
-                    self.renew_auth(ch, backend);
-                    last = result;
-                }
-                other => return Ok(other),
+                break;
             }
+            metrics::counter!("herald_provider_retries_total", "provider" => P::BACKEND.as_str()).increment(1);
+            tokio::time::sleep(wait).await;
         }
-        Ok(last)
+        for (i, last) in pending {
+            done[i] = Some(last);
+        }
+        done.into_iter()
+            .map(|o| o.unwrap_or_else(|| Outcome::Failed { status: 502, reason: "no answer for this token".into() }))
+            .collect()
     }
 
-    /// Saves the APNs provider token when it changed since last saved.
-    fn save_jwt(&self, app: &str, c: &ApnsChannel) {
-        let Some(jwt) = &c.jwt else { return };
-        let (token, iat) = jwt.snapshot();
-        if c.saved_iat.swap(iat, Ordering::AcqRel) != iat {
-            let saved = ProviderToken { key_id: jwt.key_id().to_string(), token: token.to_string(), issued_at: iat };
-            if let Err(e) = self.store.provider_tokens().put(&c.tenant, app, "apns", &saved) {
-                tracing::warn!(error = %e, "could not save the APNs provider token");
-            }
-        }
-    }
-
-    fn renew_auth(&self, ch: &AppChannels, backend: Backend) {
-        match backend {
-            Backend::Apns => {
-                if let Ok(Some(c)) = &ch.apns {
-                    if let Some(j) = &c.jwt {
-                        j.refused();
-                    }
-                }
-            }
-            Backend::Fcm => {
-                if let Ok(Some(c)) = &ch.fcm {
-                    c.auth.invalidate();
-                }
-            }
-            Backend::Hms => {
-                if let Ok(Some(c)) = &ch.hms {
-                    c.auth.invalidate();
-                }
-            }
-        }
-    }
-
-    async fn post(
-        &self,
-        pool: &Pool,
-        lane: Lane,
-        req: &WireRequest,
-        parse: impl Fn(u16, &http::HeaderMap, &[u8]) -> Outcome,
-    ) -> Outcome {
-        match pool.post(lane, req).await {
-            Ok(reply) => parse(reply.status, &reply.headers, &reply.body),
-            Err(TransportError::Config(e)) => Outcome::Failed { status: 500, reason: e },
-            Err(e) => Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) },
-        }
+    /// One request for `tokens`: one outcome per token, and the bearer it carried.
+    async fn attempt(&self, payload: &P::Payload, tokens: &[&str], lane: Lane) -> (Vec<Outcome>, Option<Arc<str>>) {
+        let all = |o: Outcome| vec![o; tokens.len()];
+        let bearer = match self.provider.authorize().await {
+            Ok(bearer) => bearer,
+            Err(e) => return (all(e.outcome(P::BACKEND)), None),
+        };
+        let request = match self.provider.request(payload, tokens, bearer.as_deref()) {
+            Ok(r) => r,
+            Err(e) => return (all(Outcome::Failed { status: e.status, reason: e.message }), bearer),
+        };
+        let mut answers = match self.pool.post(lane, &request).await {
+            Ok(reply) => P::read(reply.status, &reply.headers, &reply.body, tokens),
+            Err(TransportError::Config(e)) => all(Outcome::Failed { status: 500, reason: e }),
+            // Lost connections and GOAWAY: at once, on another connection.
+            Err(e) => all(Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) }),
+        };
+        answers.resize(tokens.len(), Outcome::Failed { status: 502, reason: "no answer for this token".into() });
+        (answers, bearer)
     }
 }
 
-/// The OAuth endpoints speak HTTP/1.1 or HTTP/2: the same roots, both ALPNs.
-fn auth_tls(tls: &Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
-    let mut c = (**tls).clone();
-    c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Arc::new(c)
+/// How long to wait before trying `pending` again: the longest wait a
+/// provider asked for, else `retry_base` doubled per attempt; never more than
+/// `max_retry_after`.
+fn delay(s: &PushSettings, attempt: u32, pending: &[(usize, Outcome)]) -> Duration {
+    let asked = pending.iter().filter_map(|(_, o)| match o {
+        Outcome::Retry { after, .. } => *after,
+        _ => None,
+    });
+    let backoff = || s.retry_base.checked_mul(2u32.saturating_pow(attempt)).unwrap_or(Duration::MAX);
+    asked.max().unwrap_or_else(backoff).min(s.max_retry_after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_are_bounded() {
+        let s = PushSettings { max_retry_after: Duration::from_secs(30), ..PushSettings::default() };
+        let retry = |after: Option<Duration>| (0, Outcome::Retry { status: 429, reason: String::new(), after });
+        assert_eq!(delay(&s, 0, &[retry(None)]), Duration::from_millis(200));
+        assert_eq!(delay(&s, 3, &[retry(None)]), Duration::from_millis(1600));
+        assert_eq!(delay(&s, 40, &[retry(None)]), Duration::from_secs(30), "the backoff never overflows");
+        assert_eq!(delay(&s, 0, &[retry(Some(Duration::from_secs(2))), retry(None)]), Duration::from_secs(2));
+        assert_eq!(delay(&s, 0, &[retry(Some(Duration::MAX))]), Duration::from_secs(30), "capped");
+        assert_eq!(delay(&s, 2, &[retry(Some(Duration::ZERO))]), Duration::ZERO);
+    }
 }

@@ -14,7 +14,7 @@
 //! `resent` (durably, before sending them again).
 
 use crate::channels::TenantChannels;
-use crate::delivery::{AppChannels, Deliverer, Job, Prepared};
+use crate::delivery::{backend_of, batch_limit, AppChannels, Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
 use futures::future::BoxFuture;
@@ -297,15 +297,81 @@ impl Window {
         Ok(())
     }
 
-    /// The next client to send to, if its batch's mark is durable and fewer
-    /// than `cap` + one batch clients were sent to but not committed.
-    fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64) -> Option<(usize, String, TokenRef)> {
-        let (seq, _, _) = self.pending.front()?;
-        let sent_uncommitted = self.unsettled - self.pending.len();
-        if self.open[seq - self.first_seq].reserved_by > durable || sent_uncommitted >= ctx.cap + ctx.batch {
+    /// The next clients to send to, in one request: a client whose batch's
+    /// mark is durable, while fewer than `cap` + one batch clients were sent to
+    /// but not committed; or, for a provider taking many tokens per request
+    /// (HMS), up to that many of its clients. Such a batch fills from the
+    /// stream: it goes when full, or when no more can come for now (the
+    /// stream is exhausted, or nothing is in flight, `idle`, so nothing
+    /// settles to make room for more reads) and none of its provider's
+    /// clients read so far waits for its mark to be durable. Meanwhile the
+    /// clients of other providers go on one by one.
+    fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64, idle: bool) -> Option<Vec<(usize, String, TokenRef)>> {
+        let room = (ctx.cap + ctx.batch).saturating_sub(self.unsettled - self.pending.len());
+        if room == 0 {
             return None;
         }
-        self.pending.pop_front()
+        let picked = self.pick(room.min(ctx.cap), durable, idle)?;
+        match picked.as_slice() {
+            [0] => self.pending.pop_front().map(|e| vec![e]),
+            _ => Some(self.take(&picked)),
+        }
+    }
+
+    /// The indexes in `pending` of the next request's clients (see [`Window::next_send`]).
+    fn pick(&self, most: usize, durable: u64, idle: bool) -> Option<Vec<usize>> {
+        let durable_at = |seq: usize| self.open[seq - self.first_seq].reserved_by <= durable;
+        let mut deferred: Vec<Option<crate::providers::Backend>> = Vec::new();
+        for (i, (seq, _, token)) in self.pending.iter().enumerate() {
+            if !durable_at(*seq) {
+                return None; // nor is any later one
+            }
+            let limit = batch_limit(token.provider).min(most);
+            if limit <= 1 {
+                return Some(vec![i]);
+            }
+            let backend = backend_of(token.provider);
+            if deferred.contains(&backend) {
+                continue;
+            }
+            let mut picked = Vec::with_capacity(limit);
+            let mut awaits_flush = false;
+            for (j, (seq, _, t)) in self.pending.iter().enumerate().skip(i) {
+                if backend_of(t.provider) != backend {
+                    continue;
+                }
+                if !durable_at(*seq) {
+                    awaits_flush = true;
+                    break;
+                }
+                picked.push(j);
+                if picked.len() == limit {
+                    break;
+                }
+            }
+            if picked.len() == limit || (!awaits_flush && (self.exhausted || idle)) {
+                return Some(picked);
+            }
+            deferred.push(backend);
+        }
+        None
+    }
+
+    /// Removes the pending clients at `indexes` (ascending), in order.
+    fn take(&mut self, indexes: &[usize]) -> Vec<(usize, String, TokenRef)> {
+        let mut taken = Vec::with_capacity(indexes.len());
+        let mut next = indexes.iter().peekable();
+        let mut kept = VecDeque::with_capacity(self.pending.len() - indexes.len());
+        for (i, entry) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            if next.peek() == Some(&&i) {
+                next.next();
+                taken.push(entry);
+            } else {
+                kept.push_back(entry);
+            }
+        }
+        self.pending = kept;
+        taken
     }
 
     /// Whether the next send waits for a read mark to be durable.
@@ -372,8 +438,9 @@ struct Ctx<'a> {
 }
 
 /// Streams one app's tokens from its cursor with at most `bulk_in_flight`
-/// sends in flight (each holding one of the deliverer's bulk permits, which
-/// all broadcasts share), committing each batch (cursor, counts, undelivered
+/// notifications in flight (each holding one of the deliverer's bulk permits,
+/// which all broadcasts share; an HMS request of many tokens holds one per
+/// token), committing each batch (cursor, counts, undelivered
 /// clients) once all of its sends are done; see the module doc for how that
 /// bounds resends.
 async fn send_app(
@@ -393,7 +460,7 @@ async fn send_app(
     };
     let prepared = Prepared::default();
     let tenant = job.tenant.clone(); // `job` itself changes as the sends settle
-    let send = Job { tenant: &tenant, channels, prepared: &prepared, notification: n };
+    let send = Job { tenant: &tenant, channels, prepared: &prepared, notification: n, deadline: None };
     let mut w = Window::new(job, i);
     let mut commits = GroupCommit::new(ctx.store.clone());
     let mut in_flight = FuturesUnordered::new();
@@ -406,12 +473,18 @@ async fn send_app(
             w.write(&ctx, job, report, &mut commits)?;
         }
         while in_flight.len() < ctx.cap {
-            let Some((seq, client, token)) = w.next_send(&ctx, commits.durable) else { break };
+            let Some(group) = w.next_send(&ctx, commits.durable, in_flight.is_empty()) else { break };
             let send = &send;
             in_flight.push(async move {
-                let _permit = d.bulk_permit().await;
-                let outcome = d.deliver(send, &client, &token, Lane::Bulk).await;
-                (seq, client, outcome)
+                let _permits = d.bulk_permits(group.len()).await;
+                let outcomes = match group.as_slice() {
+                    [(_, client, token)] => vec![d.deliver(send, client, token, Lane::Bulk).await],
+                    _ => {
+                        let clients: Vec<(&str, &TokenRef)> = group.iter().map(|(_, c, t)| (c.as_str(), t)).collect();
+                        d.deliver_all(send, &clients, Lane::Bulk).await
+                    }
+                };
+                (group, outcomes)
             });
         }
         if w.exhausted && w.open.is_empty() && !w.dirty {
@@ -419,8 +492,10 @@ async fn send_app(
         }
         commits.maybe_start(w.waits_for(commits.durable));
         tokio::select! {
-            Some((seq, client, outcome)) = in_flight.next(), if !in_flight.is_empty() => {
-                w.settle(job, i, report, seq, client, outcome);
+            Some((group, outcomes)) = in_flight.next(), if !in_flight.is_empty() => {
+                for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
+                    w.settle(job, i, report, seq, client, outcome);
+                }
             }
             flushed = commits.progress() => flushed?,
             _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}

@@ -6,6 +6,7 @@ pub mod credentials;
 pub mod delivery;
 pub mod fanout;
 pub mod filter;
+pub mod guard;
 pub mod pool;
 pub mod providers;
 pub mod push;

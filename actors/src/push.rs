@@ -53,9 +53,10 @@ impl Push {
     /// send: it goes to the actor started in its place.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
         let mut req = req;
+        let until = tokio::time::Instant::now().checked_add(deadline);
         for _ in 0..3 {
             let (tenant, _) = self.tenant(&req.tenant).await?;
-            match tenant.call(|reply| TenantMsg::Send(Box::new(req), reply), Some(deadline)).await {
+            match tenant.call(|reply| TenantMsg::Send(Box::new(req), until, reply), Some(deadline)).await {
                 Ok(ractor::rpc::CallResult::Success(answer)) => return answer,
                 Ok(ractor::rpc::CallResult::Timeout) => {
                     return Err(SendError::Internal("the providers did not answer within the deadline".into()))
@@ -63,7 +64,7 @@ impl Push {
                 Ok(ractor::rpc::CallResult::SenderError) => {
                     return Err(SendError::Internal("the tenant actor stopped during the send".into()))
                 }
-                Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _))) => {
+                Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _, _))) => {
                     self.registry.remove_if(&undelivered.tenant, |_, a| a.0.get_id() == tenant.get_id());
                     req = *undelivered;
                 }

@@ -70,8 +70,13 @@ fn failed(app: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
     }
 }
 
-/// Answers a send: the clients' outcomes, or the queued broadcast.
-pub async fn execute(channels: &TenantChannels, req: SendRequest) -> Result<SendAnswer, SendError> {
+/// Answers a send: the clients' outcomes, or the queued broadcast. `deadline`:
+/// when the caller stops waiting for the clients' outcomes.
+pub async fn execute(
+    channels: &TenantChannels,
+    req: SendRequest,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<SendAnswer, SendError> {
     let d = channels.deliverer();
     match &req.recipient {
         Recipient::Topic { .. } => {
@@ -79,11 +84,15 @@ pub async fn execute(channels: &TenantChannels, req: SendRequest) -> Result<Send
             d.store().durable().await?;
             Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
         }
-        _ => interactive(channels, &req).await.map(SendAnswer::Clients),
+        _ => interactive(channels, &req, deadline).await.map(SendAnswer::Clients),
     }
 }
 
-async fn interactive(channels: &TenantChannels, req: &SendRequest) -> Result<Vec<ClientResult>, SendError> {
+async fn interactive(
+    channels: &TenantChannels,
+    req: &SendRequest,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Vec<ClientResult>, SendError> {
     let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
     let (clients, kind, who) = match &req.recipient {
@@ -110,7 +119,7 @@ async fn interactive(channels: &TenantChannels, req: &SendRequest) -> Result<Vec
     let sends = clients.iter().map(|client_id| {
         let prepared = &prepared;
         async move {
-            let outcome = one_client(channels, tenant, &req.notification, client_id, prepared).await;
+            let outcome = one_client(channels, tenant, &req.notification, client_id, prepared, deadline).await;
             ClientResult { client_id: client_id.clone(), outcome }
         }
     });
@@ -142,6 +151,7 @@ async fn one_client(
     n: &Notification,
     client_id: &str,
     prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
+    deadline: Option<tokio::time::Instant>,
 ) -> ClientOutcome {
     let d = channels.deliverer();
     let store = d.store();
@@ -175,7 +185,7 @@ async fn one_client(
     };
     let tref = herald_storage::push_tokens::TokenRef { provider: token.provider, token: token.token };
     d.deliver(
-        &Job { tenant, channels: &channels, prepared: &payloads, notification: n },
+        &Job { tenant, channels: &channels, prepared: &payloads, notification: n, deadline },
         client_id,
         &tref,
         Lane::Interactive,

@@ -1,5 +1,6 @@
 //! Where the providers are and how hard to push them.
 
+use crate::guard::EndpointPolicy;
 use crate::pool::PoolLimits;
 use std::time::Duration;
 
@@ -37,6 +38,12 @@ pub struct PushSettings {
     pub max_attempts: u32,
     /// First retry delay; doubled per attempt unless the provider says when.
     pub retry_base: Duration,
+    /// The longest wait a provider's `Retry-After` (or the backoff) imposes
+    /// before a retry (`--max-retry-after-s`).
+    pub max_retry_after: Duration,
+    /// Let tenants name provider endpoints (a service account's `token_uri`)
+    /// at plain http or private addresses (`--allow-private-provider-endpoints`).
+    pub allow_private_endpoints: bool,
     /// Tokens a broadcast reads and checkpoints at a time: small, because a
     /// kill -9 resends up to `bulk_in_flight` plus about two batches.
     pub batch_size: usize,
@@ -59,9 +66,22 @@ impl Default for PushSettings {
             limits: PoolLimits::default(),
             max_attempts: 5,
             retry_base: Duration::from_millis(200),
+            max_retry_after: Duration::from_secs(3600),
+            allow_private_endpoints: false,
             batch_size: 256,
             bulk_in_flight: 1000,
             tenant_idle_stop: Some(Duration::from_secs(300)),
         }
+    }
+}
+
+impl PushSettings {
+    /// The provider endpoints a tenant may name (a service account's
+    /// `token_uri`): https at public addresses, or the origin of an endpoint
+    /// configured here (see [`EndpointPolicy`]).
+    pub fn endpoint_policy(&self) -> EndpointPolicy {
+        let e = &self.endpoints;
+        let configured = [&e.apns, &e.apns_sandbox, &e.fcm, &e.hms, &e.hms_token];
+        EndpointPolicy::new(configured.map(String::as_str), self.allow_private_endpoints)
     }
 }

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Tenant;
 
 pub enum TenantMsg {
-    Send(Box<SendRequest>, RpcReplyPort<Result<SendAnswer, SendError>>),
+    /// A send, and when its caller stops waiting.
+    Send(Box<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Result<SendAnswer, SendError>>),
     /// Start (or restart) the fan-out of a broadcast job.
     Broadcast(Job),
     /// Restart broadcast `id` from its checkpoint (scheduled after a failure).
@@ -121,14 +122,14 @@ impl Actor for Tenant {
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TenantMsg::Send(req, reply) => {
+            TenantMsg::Send(req, deadline, reply) => {
                 // Sends wait on providers: run them beside the mailbox, not in it.
                 let channels = state.channels.clone();
                 state.activity.touch();
                 let sends = state.sends.clone();
                 sends.fetch_add(1, Ordering::AcqRel);
                 tokio::spawn(async move {
-                    let answer = send::execute(&channels, *req).await;
+                    let answer = send::execute(&channels, *req, deadline).await;
                     sends.fetch_sub(1, Ordering::AcqRel);
                     if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
                         let targeted: u64 = apps.iter().map(|a| a.targeted).sum();

@@ -36,7 +36,11 @@ impl Target {
     }
 }
 
-/// A provider's answer.
+/// The most of an answer's body read: providers answer in a few hundred
+/// bytes, and one that never stops must not make us buffer without bound.
+pub const MAX_ANSWER: usize = 64 * 1024;
+
+/// A provider's answer (its body cut at [`MAX_ANSWER`]).
 #[derive(Debug)]
 pub struct Reply {
     pub status: u16,
@@ -158,7 +162,11 @@ impl Connection {
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(|e| self.classify(e))?;
             let _ = body.flow_control().release_capacity(chunk.len());
-            buf.extend_from_slice(&chunk);
+            buf.extend_from_slice(&chunk[..chunk.len().min(MAX_ANSWER - buf.len())]);
+            if buf.len() == MAX_ANSWER {
+                // The rest is never read: dropping the stream resets it.
+                break;
+            }
         }
         Ok(Reply { status: parts.status.as_u16(), headers: parts.headers, body: buf.freeze() })
     }

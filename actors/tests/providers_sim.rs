@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use herald_actors::providers::auth_http::AuthHttp;
-use herald_actors::providers::fcm::{FcmAuth, ServiceAccount};
-use herald_actors::providers::hms::HmsAuth;
+use herald_actors::guard::EndpointPolicy;
+use herald_actors::providers::fcm::{Assertion, FcmAuth, ServiceAccount};
+use herald_actors::providers::hms::{ClientCredentials, HmsAuth};
 use herald_actors::providers::{apns, fcm, hms, Notification, Outcome, Priority, WireRequest, MAX_PAYLOAD};
 use herald_sim::{generate_credentials, Credentials, Faults, SimConfig, SimUrls, Simulators};
 use http_body_util::{BodyExt, Full};
@@ -60,6 +61,11 @@ fn tls(ca_pem: &str) -> rustls::ClientConfig {
         roots.add(cert.unwrap()).unwrap();
     }
     rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth()
+}
+
+/// The OAuth client, trusting the simulators' CA and their loopback addresses.
+fn auth_http(sims: &Simulators) -> AuthHttp {
+    AuthHttp::new(Arc::new(tls(&sims.ca_pem())), EndpointPolicy::new([], true))
 }
 
 /// An HTTP/2-only client trusting the simulators' CA.
@@ -198,7 +204,7 @@ async fn fcm_accepts_what_we_send() {
     let h2 = H2::new(&sims.ca_pem());
     let sa = service_account(&sims);
     let project = sa.project_id.clone();
-    let auth = FcmAuth::new(sa, AuthHttp::new(Arc::new(tls(&sims.ca_pem())))).unwrap();
+    let auth = FcmAuth::new(Assertion::new(sa).unwrap(), auth_http(&sims));
     let bearer = auth.token().await.unwrap();
     assert!(bearer.starts_with("ya29."), "{bearer}");
     assert_eq!(auth.token().await.unwrap(), bearer, "cached");
@@ -256,7 +262,7 @@ async fn fcm_payload_limit_matches_the_simulator() {
     let h2 = H2::new(&sims.ca_pem());
     let sa = service_account(&sims);
     let project = sa.project_id.clone();
-    let auth = FcmAuth::new(sa, AuthHttp::new(Arc::new(tls(&sims.ca_pem())))).unwrap();
+    let auth = FcmAuth::new(Assertion::new(sa).unwrap(), auth_http(&sims));
     let bearer = auth.token().await.unwrap();
 
     // Grow the data until one more byte is refused, and check the simulator
@@ -285,10 +291,8 @@ async fn hms_accepts_what_we_send() {
     let sims = start().await;
     let h2 = H2::new(&sims.ca_pem());
     let auth = HmsAuth::new(
-        &fx.creds.hms_client_id,
-        &fx.creds.hms_client_secret,
-        &sims.hms_token_url(),
-        AuthHttp::new(Arc::new(tls(&sims.ca_pem()))),
+        ClientCredentials::new(&fx.creds.hms_client_id, &fx.creds.hms_client_secret, &sims.hms_token_url()),
+        auth_http(&sims),
     );
     let bearer = auth.token().await.unwrap();
     let app = &fx.creds.hms_client_id;
@@ -333,10 +337,8 @@ async fn hms_payload_limit_matches_the_simulator() {
     let sims = start().await;
     let h2 = H2::new(&sims.ca_pem());
     let auth = HmsAuth::new(
-        &fx.creds.hms_client_id,
-        &fx.creds.hms_client_secret,
-        &sims.hms_token_url(),
-        AuthHttp::new(Arc::new(tls(&sims.ca_pem()))),
+        ClientCredentials::new(&fx.creds.hms_client_id, &fx.creds.hms_client_secret, &sims.hms_token_url()),
+        auth_http(&sims),
     );
     let bearer = auth.token().await.unwrap();
 

@@ -3,6 +3,7 @@
 use super::validate;
 use crate::error::{ApiError, ApiResult};
 use herald_actors::credentials::{self, IdentityError};
+use herald_actors::guard::EndpointPolicy;
 use herald_actors::providers::apns;
 use herald_actors::providers::fcm::ServiceAccount;
 use herald_storage::apps::App;
@@ -84,6 +85,21 @@ impl AppBody {
             service_account(sa)?;
         }
         self.validate_apns()
+    }
+
+    /// The provider endpoint the body names, a service account's `token_uri`,
+    /// is one `policy` allows: https at a public address, or the origin of a
+    /// provider endpoint the operator configured (400 naming
+    /// `fcmServiceAccountJSON` otherwise). A name is checked again, on the
+    /// addresses it resolves to, whenever a send connects to it. Call after
+    /// [`AppBody::validate`].
+    pub fn check_endpoints(&self, policy: &EndpointPolicy) -> ApiResult<()> {
+        const F: &str = "fcmServiceAccountJSON";
+        if let Some(sa) = self.fcm_service_account_json.as_deref().filter(|v| *v != MASK) {
+            let sa = ServiceAccount::from_json(&decode_base64_field(F, sa)?).map_err(|e| ApiError::field(F, e))?;
+            policy.check(&sa.token_uri).map_err(|e| ApiError::field(F, format!("token_uri: {e}")))?;
+        }
+        Ok(())
     }
 
     fn validate_categories(&self) -> ApiResult<()> {
@@ -478,6 +494,20 @@ mod tests {
             field_of(AppBody { android_api_key: Some("k".repeat(256)), ..base.clone() }.validate("a")),
             "androidApiKey"
         );
+    }
+
+    #[test]
+    fn the_token_uri_must_be_an_allowed_endpoint() {
+        let policy = EndpointPolicy::new(["https://127.0.0.1:8443"], false);
+        let with = |uri: &str| fcm_app(service_account_json(serde_json::json!({ "token_uri": uri })));
+        assert!(with("https://oauth2.googleapis.com/token").check_endpoints(&policy).is_ok());
+        assert!(with("https://127.0.0.1:8443/token").check_endpoints(&policy).is_ok(), "a configured origin");
+        for bad in ["http://127.0.0.1:9/token", "https://10.0.0.1/token", "http://oauth2.googleapis.com/token"] {
+            let e = with(bad).check_endpoints(&policy).unwrap_err().message;
+            assert!(e.starts_with("fcmServiceAccountJSON: token_uri: "), "{bad}: {e}");
+            assert!(with(bad).check_endpoints(&EndpointPolicy::new([], true)).is_ok(), "{bad} when allowed");
+        }
+        assert!(fcm_app(MASK.into()).check_endpoints(&policy).is_ok(), "the stored one was checked when saved");
     }
 
     #[test]

@@ -32,10 +32,12 @@ fn app_write<T>(engine: &Engine, write: impl FnOnce() -> ApiResult<T>) -> ApiRes
     written
 }
 
-/// Validates (credentials are parsed as the send path reads them) and
+/// Validates (credentials are parsed as the send path reads them, a service
+/// account's `token_uri` is checked against the provider endpoint guard) and
 /// creates an app; 409 when the name is taken.
 pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
+    body.check_endpoints(&engine.config.push.endpoint_policy())?;
     let sealed = seal(engine, tenant, name, body)?;
     let app = record(name, body, &sealed, None, now_ms())?;
     app_write(engine, || {
@@ -55,6 +57,7 @@ pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -
 /// concurrent update is built on.
 pub async fn update(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
+    body.check_endpoints(&engine.config.push.endpoint_policy())?;
     let sealed = seal(engine, tenant, name, body)?;
     let now = now_ms();
     let app = app_write(engine, || {

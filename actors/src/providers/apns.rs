@@ -4,6 +4,7 @@
 //! A notification is formatted once ([`prepare`]) and the same body and headers
 //! go to every device token; only the path (and the bearer) differ per request.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -15,7 +16,11 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Map, Value};
 
-use super::{excerpt, header_value, retry_after, unix_now, FormatError, Notification, Outcome, Priority, WireRequest};
+use super::{excerpt, header_value, retry_after, unix_now, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::{Outcome, Priority, Provider, WireRequest};
+use crate::credentials::{ApnsAuth, ApnsCredentials};
+use crate::transport::{tls_config, Target};
+use herald_storage::provider_tokens::ProviderToken;
 
 /// The longest `apns-expiration` we ask for. Apple keeps undelivered
 /// notifications for a limited time anyway; 30 days bounds what we promise.
@@ -118,12 +123,7 @@ fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, Fo
 
     let body = serde_json::to_vec(&body_json(n))
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the APNs payload: {e}") })?;
-    if body.len() > super::MAX_PAYLOAD {
-        return Err(FormatError {
-            status: 413,
-            message: format!("payload of {} bytes exceeds APNs' {}-byte limit", body.len(), super::MAX_PAYLOAD),
-        });
-    }
+    super::check_size(body.len(), "APNs'")?;
     Ok(ApnsPayload { body: Bytes::from(body), headers })
 }
 
@@ -400,6 +400,92 @@ impl ApnsJwt {
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
         *guard = Signed { token: Arc::from(token), iat };
         true
+    }
+}
+
+/// APNs for one app: its topic (the bundle id), and under token auth its
+/// provider token (under certificate auth the connection authenticates).
+pub struct Apns {
+    topic: String,
+    jwt: Option<SavedJwt>,
+}
+
+/// The provider token of an app, saved whenever it changes, so that a
+/// restarted process takes it up again rather than sign a new one (Apple
+/// refuses more than one new token per 20 minutes).
+struct SavedJwt {
+    jwt: ApnsJwt,
+    store: herald_storage::Store,
+    tenant: String,
+    app: String,
+    /// `iat` of the token last saved.
+    saved_iat: AtomicU64,
+}
+
+impl SavedJwt {
+    fn current(&self) -> Arc<str> {
+        let token = self.jwt.current();
+        let (saved, iat) = self.jwt.snapshot();
+        if self.saved_iat.swap(iat, Ordering::AcqRel) != iat {
+            let record = ProviderToken { key_id: self.jwt.key_id().to_string(), token: saved.to_string(), issued_at: iat };
+            if let Err(e) = self.store.provider_tokens().put(&self.tenant, &self.app, "apns", &record) {
+                tracing::warn!(error = %e, "could not save the APNs provider token");
+            }
+        }
+        token
+    }
+}
+
+impl Provider for Apns {
+    const BACKEND: Backend = Backend::Apns;
+    type Credentials = ApnsCredentials;
+    type Payload = ApnsPayload;
+
+    fn build(a: ApnsCredentials, env: &BuildEnv<'_>) -> Result<(Apns, Target), String> {
+        let e = &env.settings.endpoints;
+        let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
+        let (tls, jwt) = match a.auth {
+            ApnsAuth::Token { key, key_id, team_id } => {
+                let jwt = ApnsJwt::new(&key, &key_id, &team_id)?;
+                if let Ok(Some(saved)) = env.store.provider_tokens().get(env.tenant, env.app, "apns") {
+                    if saved.key_id == key_id {
+                        jwt.adopt(&saved.token, saved.issued_at);
+                    }
+                }
+                let (tenant, app) = (env.tenant.to_string(), env.app.to_string());
+                let saved = SavedJwt { jwt, store: env.store.clone(), tenant, app, saved_iat: AtomicU64::new(0) };
+                (env.tls.clone(), Some(saved))
+            }
+            ApnsAuth::Certificate { cert_pem, key_pem } => {
+                let tls = tls_config(&env.settings.extra_ca_pem, Some((&cert_pem, &key_pem)));
+                (tls.map_err(|e| e.to_string())?, None)
+            }
+        };
+        let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
+        Ok((Apns { topic: a.topic, jwt }, target))
+    }
+
+    fn prepare(&self, n: &Notification) -> Result<ApnsPayload, FormatError> {
+        prepare(n, &self.topic)
+    }
+
+    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+        Ok(self.jwt.as_ref().map(SavedJwt::current))
+    }
+
+    fn request(&self, p: &ApnsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
+        Ok(p.request(super::only(tokens)?, bearer))
+    }
+
+    fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
+        vec![parse_response(status, headers, body); tokens.len()]
+    }
+
+    /// Apple refused the token: replaced if it is old enough ([`ApnsJwt::refused`]).
+    fn refused(&self, _: Option<&str>) {
+        if let Some(saved) = &self.jwt {
+            saved.jwt.refused();
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! A small HTTPS client for the OAuth token endpoints of FCM (Google) and HMS
-//! (Huawei), and the access-token cache both use.
+//! The OAuth side of FCM (Google) and HMS (Huawei): a small HTTPS client for
+//! their token endpoints, behind the endpoint guard, and the access-token
+//! cache both use ([`OAuth`], over each provider's [`Grant`]).
 //!
 //! Token requests are rare (one an hour per credential set), so this is a plain
 //! hyper-util client rather than the pool's multiplexed HTTP/2 transport: it
@@ -16,18 +17,34 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use super::{AuthError, Backend};
+use crate::guard::{EndpointPolicy, GuardedResolver, Reach};
+
 /// How long one token request may take, connection included.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest token-endpoint answer read: a token answer is a few hundred
 /// bytes, and a misbehaving endpoint must not make us buffer without bound.
-const MAX_ANSWER: usize = 64 * 1024;
+pub const MAX_ANSWER: usize = 64 * 1024;
+
+/// The shortest and longest life an access token is given, whatever
+/// `expires_in` the endpoint answers (0 would mean a token request per send;
+/// 2^63 seconds does not fit a clock).
+pub const MIN_EXPIRES_IN: u64 = 60;
+pub const MAX_EXPIRES_IN: u64 = 24 * 3600;
+
+type Open = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Guarded = Client<HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>;
 
 /// An HTTPS client for OAuth token endpoints, trusting the roots of the TLS
-/// configuration it was built from. Cheap to clone (connections are shared).
+/// configuration it was built from. A URL the [`EndpointPolicy`] trusts (an
+/// endpoint the operator configured) is used as it is; any other is https
+/// only and connected to only at public addresses. Cheap to clone.
 #[derive(Clone)]
 pub struct AuthHttp {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    open: Open,
+    guarded: Guarded,
+    policy: Arc<EndpointPolicy>,
     timeout: Duration,
 }
 
@@ -37,50 +54,75 @@ impl std::fmt::Debug for AuthHttp {
     }
 }
 
+fn transient(reason: String) -> AuthError {
+    AuthError { status: 503, reason, transient: true }
+}
+
 impl AuthHttp {
     /// Uses `tls` for its roots and client settings; its ALPN list is replaced by
     /// `h2, http/1.1` (the provider pools' configuration offers only `h2`, and
-    /// some token endpoints or proxies speak only HTTP/1.1). Plain `http://` URLs
-    /// are allowed too, for local test endpoints.
-    pub fn new(tls: Arc<rustls::ClientConfig>) -> AuthHttp {
+    /// some token endpoints or proxies speak only HTTP/1.1).
+    pub fn new(tls: Arc<rustls::ClientConfig>, policy: EndpointPolicy) -> AuthHttp {
         let mut config = (*tls).clone();
         // hyper-rustls insists on an empty list and fills it from the enabled versions.
         config.alpn_protocols.clear();
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(config)
+        let open = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config.clone())
             .https_or_http()
             .enable_http1()
             .enable_http2()
             .build();
-        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).build(https);
-        AuthHttp { client, timeout: TIMEOUT }
+        let mut http = HttpConnector::new_with_resolver(GuardedResolver { allow_private: false });
+        http.enforce_http(false);
+        let guarded = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = || Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(90)).clone();
+        AuthHttp {
+            open: client().build(open),
+            guarded: client().build(guarded),
+            policy: Arc::new(policy),
+            timeout: TIMEOUT,
+        }
     }
 
     /// POSTs `form` (`application/x-www-form-urlencoded`) to `url` and returns the
-    /// status and body, whatever the status; an error only when no answer came
-    /// (bad URL, connection or TLS failure, timeout after 10 s).
-    pub async fn post_form(&self, url: &str, form: &[(&str, &str)]) -> Result<(u16, Bytes), String> {
-        let uri: http::Uri = url.parse().map_err(|e| format!("bad token URL {url:?}: {e}"))?;
+    /// status and (up to 64 KiB of the) body, whatever the status; an error
+    /// when no answer came (bad or refused URL, connection or TLS failure,
+    /// timeout after 10 s).
+    pub async fn post_form(&self, url: &str, form: &[(&str, &str)]) -> Result<(u16, Bytes), AuthError> {
+        let refused = |reason: String| AuthError { status: 412, reason, transient: false };
+        let reach = self.policy.check(url).map_err(|e| refused(format!("token endpoint refused: {e}")))?;
+        let uri: http::Uri = url.parse().map_err(|e| refused(format!("bad token URL {url:?}: {e}")))?;
         let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
         let request = http::Request::post(uri)
             .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(http::header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| format!("token request to {url}: {e}"))?;
+            .map_err(|e| refused(format!("token request to {url}: {e}")))?;
         let exchange = async {
-            let response =
-                self.client.request(request).await.map_err(|e| format!("POST {url}: {}", error_chain(&e)))?;
+            let response = match reach {
+                Reach::Trusted => self.open.request(request).await,
+                Reach::Public => self.guarded.request(request).await,
+            };
+            let response = response.map_err(|e| match guard_refusal(&e) {
+                Some(why) => refused(format!("token endpoint refused: {why}")),
+                None => transient(format!("POST {url}: {}", error_chain(&e))),
+            })?;
             let status = response.status().as_u16();
             let body = Limited::new(response.into_body(), MAX_ANSWER)
                 .collect()
                 .await
-                .map_err(|e| format!("reading the answer of {url}: {e}"))?
+                .map_err(|e| transient(format!("reading the answer of {url}: {e}")))?
                 .to_bytes();
             Ok((status, body))
         };
         match tokio::time::timeout(self.timeout, exchange).await {
             Ok(result) => result,
-            Err(_) => Err(format!("POST {url}: no answer within {} s", self.timeout.as_secs())),
+            Err(_) => Err(transient(format!("POST {url}: no answer within {} s", self.timeout.as_secs()))),
         }
     }
 }
@@ -95,6 +137,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The guard's refusal ([`GuardedResolver`]) below a connection error.
+fn guard_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::PermissionDenied {
+                return Some(io.to_string());
+            }
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// Refresh this long before the provider says a token expires, so a token is
@@ -116,7 +172,7 @@ struct Cached {
 
 struct Failure {
     at: Instant,
-    error: String,
+    error: AuthError,
 }
 
 /// An OAuth access token shared by every send of one credential set.
@@ -149,11 +205,11 @@ impl TokenCache {
     }
 
     /// The cached token, or a new one from `fetch` (which returns the token and
-    /// its `expires_in` seconds).
-    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<Arc<str>, String>
+    /// its `expires_in` seconds, at most [`MAX_EXPIRES_IN`]).
+    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<Arc<str>, AuthError>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(String, u64), String>>,
+        Fut: Future<Output = Result<(String, u64), AuthError>>,
     {
         if let Some(token) = self.fresh() {
             return Ok(token);
@@ -172,15 +228,16 @@ impl TokenCache {
         match fetch().await {
             Ok((token, expires_in)) => {
                 let token: Arc<str> = token.into();
-                let cached = Cached { token: token.clone(), refresh_at: Instant::now() + usable_for(expires_in) };
-                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(cached);
+                let now = Instant::now();
+                let refresh_at = now.checked_add(usable_for(expires_in)).unwrap_or(now);
+                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(Cached { token: token.clone(), refresh_at });
                 metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "ok")
                     .increment(1);
                 tracing::debug!(provider = self.provider, expires_in, "provider access token refreshed");
                 Ok(token)
             }
             Err(error) => {
-                tracing::warn!(provider = self.provider, %error, "provider access token refresh failed");
+                tracing::warn!(provider = self.provider, error = %error.reason, "provider access token refresh failed");
                 metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "error")
                     .increment(1);
                 *self.last_failure.write().unwrap_or_else(|e| e.into_inner()) =
@@ -190,14 +247,10 @@ impl TokenCache {
         }
     }
 
-    /// Forgets the token, so the next caller fetches a new one.
-    pub(crate) fn invalidate(&self) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
     /// Forgets the token only if it is still `refused`: when many sends with the
     /// same token are refused at once, the first invalidation and refresh must
-    /// not be undone by the stragglers reporting the old token.
+    /// not be undone by the stragglers reporting the old token. (There is no
+    /// unconditional invalidation: under load it would discard fresh tokens.)
     pub(crate) fn invalidate_token(&self, refused: &str) {
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_some_and(|c| &*c.token == refused) {
@@ -206,26 +259,132 @@ impl TokenCache {
     }
 }
 
-/// The fields of an OAuth token answer (RFC 6749 §5.1) both providers use.
-#[derive(serde::Deserialize)]
-struct TokenAnswer {
-    access_token: String,
-    #[serde(default)]
-    expires_in: Option<u64>,
+/// How one provider asks its token endpoint for an access token.
+pub trait Grant: Send + Sync + 'static {
+    /// The provider the token is for (messages and metrics).
+    const PROVIDER: Backend;
+    /// The token endpoint.
+    fn url(&self) -> &str;
+    /// The form of one token request.
+    fn form(&self) -> Result<Vec<(&'static str, String)>, String>;
 }
 
-/// Reads a token endpoint's answer into (access token, expires_in seconds);
-/// without `expires_in`, an hour (what Google and Huawei grant).
-pub(crate) fn read_token_answer(provider: &str, status: u16, body: &[u8]) -> Result<(String, u64), String> {
+/// The OAuth2 access token of one credential set: fetched from the grant's
+/// endpoint, cached until 5 minutes before it expires, renewed after a refusal.
+pub struct OAuth<G> {
+    grant: G,
+    http: AuthHttp,
+    cache: TokenCache,
+}
+
+impl<G: Grant> OAuth<G> {
+    pub fn new(grant: G, http: AuthHttp) -> OAuth<G> {
+        OAuth { grant, http, cache: TokenCache::new(G::PROVIDER.as_str()) }
+    }
+
+    pub fn grant(&self) -> &G {
+        &self.grant
+    }
+
+    /// A valid access token: the cached one, or a new one (one fetch shared by
+    /// all concurrent callers).
+    pub async fn token(&self) -> Result<Arc<str>, AuthError> {
+        self.cache.get(|| self.fetch()).await
+    }
+
+    /// The provider refused `token`: the next [`OAuth::token`] fetches a new
+    /// one, unless another send did already (the call that is safe under load).
+    pub fn refused(&self, token: &str) {
+        self.cache.invalidate_token(token);
+    }
+
+    /// [`OAuth::token`] as a [`super::Provider::authorize`] answers it.
+    pub async fn bearer(&self) -> Result<Option<Arc<str>>, AuthError> {
+        self.token().await.map(Some)
+    }
+
+    /// [`OAuth::refused`] of the bearer a request carried, if any.
+    pub fn refused_bearer(&self, bearer: Option<&str>) {
+        if let Some(token) = bearer {
+            self.refused(token);
+        }
+    }
+
+    async fn fetch(&self) -> Result<(String, u64), AuthError> {
+        let form =
+            self.grant.form().map_err(|reason| AuthError { status: 500, reason, transient: false })?;
+        let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = self.http.post_form(self.grant.url(), &form).await?;
+        read_token_answer(status, &body)
+    }
+}
+
+impl<G: Grant + std::fmt::Debug> std::fmt::Debug for OAuth<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth").field("grant", &self.grant).finish_non_exhaustive()
+    }
+}
+
+/// Reads a token endpoint's answer (RFC 6749 §5.1) into (access token,
+/// expires_in seconds). `expires_in` is clamped to [`MIN_EXPIRES_IN`] ..=
+/// [`MAX_EXPIRES_IN`], whatever number (or text) the endpoint wrote; without
+/// one, an hour (what Google and Huawei grant).
+///
+/// The error says the status and the endpoint's error code, never the
+/// answer's text: a tenant's `token_uri` must not turn sends into a way to
+/// read what another host answers.
+pub fn read_token_answer(status: u16, body: &[u8]) -> Result<(String, u64), AuthError> {
+    let answer: Option<serde_json::Map<String, serde_json::Value>> = serde_json::from_slice(body).ok();
+    let field = |name: &str| answer.as_ref().and_then(|a| a.get(name));
     if status != 200 {
-        return Err(format!("{provider} token endpoint answered {status}: {}", super::excerpt(body)));
+        let codes: Vec<String> = ["error", "sub_error"].iter().filter_map(|k| field(k).and_then(short_code)).collect();
+        let codes = if codes.is_empty() { String::new() } else { format!(" ({})", codes.join(", ")) };
+        let reason = format!("the token endpoint answered {status}{codes}");
+        return Err(match status {
+            429 | 500..=599 => transient(reason),
+            _ => AuthError { status: if (400..500).contains(&status) { status } else { 502 }, reason, transient: false },
+        });
     }
-    let answer: TokenAnswer = serde_json::from_slice(body)
-        .map_err(|e| format!("{provider} token endpoint answered 200 without a usable token ({e})"))?;
-    if answer.access_token.is_empty() {
-        return Err(format!("{provider} token endpoint answered an empty access token"));
+    let token = match field("access_token") {
+        Some(serde_json::Value::String(t)) if !t.is_empty() => t.clone(),
+        _ => return Err(transient("the token endpoint answered 200 without an access token".into())),
+    };
+    let expires_in = match field("expires_in") {
+        None | Some(serde_json::Value::Null) => 3600,
+        Some(v) => clamp_expires_in(v),
+    };
+    Ok((token, expires_in))
+}
+
+/// A number of seconds (or its text), clamped; anything else, the minimum.
+fn clamp_expires_in(v: &serde_json::Value) -> u64 {
+    let secs = match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match secs {
+        // `as` saturates; NaN fails both comparisons and takes the minimum.
+        Some(s) if s >= MAX_EXPIRES_IN as f64 => MAX_EXPIRES_IN,
+        Some(s) if s >= MIN_EXPIRES_IN as f64 => s as u64,
+        _ => MIN_EXPIRES_IN,
     }
-    Ok((answer.access_token, answer.expires_in.unwrap_or(3600)))
+}
+
+/// An OAuth error code fit to repeat: a number, or a short word of
+/// `[A-Za-z0-9_.-]` (RFC 6749 codes, Huawei's numbers).
+fn short_code(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        serde_json::Value::String(s)
+            if !s.is_empty()
+                && s.len() <= 40
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) =>
+        {
+            Some(s.clone())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -304,7 +463,7 @@ pub(crate) mod test_server {
         let config = rustls::ClientConfig::builder()
             .with_root_certificates(rustls::RootCertStore::empty())
             .with_no_client_auth();
-        super::AuthHttp::new(Arc::new(config))
+        super::AuthHttp::new(Arc::new(config), crate::guard::EndpointPolicy::new([], true))
     }
 }
 
@@ -321,16 +480,42 @@ mod tests {
     }
 
     #[test]
-    fn token_answers_are_read() {
+    fn token_answers_are_read_and_bounded() {
+        let read = |status, body: &str| read_token_answer(status, body.as_bytes());
         assert_eq!(
-            read_token_answer("fcm", 200, br#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#),
+            read(200, r#"{"access_token":"ya29.x","expires_in":3599,"token_type":"Bearer"}"#),
             Ok(("ya29.x".to_owned(), 3599))
         );
-        assert_eq!(read_token_answer("hms", 200, br#"{"access_token":"abc"}"#), Ok(("abc".to_owned(), 3600)));
-        let e = read_token_answer("hms", 401, br#"{"error":1102,"sub_error":20152}"#).unwrap_err();
-        assert!(e.contains("401") && e.contains("20152"), "{e}");
-        assert!(read_token_answer("fcm", 200, b"not json").is_err());
-        assert!(read_token_answer("fcm", 200, br#"{"access_token":""}"#).is_err());
+        assert_eq!(read(200, r#"{"access_token":"abc"}"#), Ok(("abc".to_owned(), 3600)));
+        for (expires_in, clamped) in [
+            ("0", 60),
+            ("-5", 60),
+            ("9223372036854775808", 86_400),
+            ("18446744073709551616", 86_400),
+            ("1e300", 86_400),
+            ("120.9", 120),
+            ("\"7200\"", 7200),
+            ("\"soon\"", 60),
+            ("[1]", 60),
+            ("null", 3600),
+        ] {
+            let body = format!(r#"{{"access_token":"t","expires_in":{expires_in}}}"#);
+            assert_eq!(read(200, &body), Ok(("t".to_owned(), clamped)), "{expires_in}");
+        }
+        let e = read(401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#).unwrap_err();
+        assert_eq!(e, AuthError { status: 401, reason: "the token endpoint answered 401 (1102, 20152)".into(), transient: false });
+        let e = read(400, r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#).unwrap_err();
+        assert_eq!(e.reason, "the token endpoint answered 400 (invalid_grant)");
+        // What the endpoint wrote never comes back, beyond a short code.
+        let e = read(403, r#"{"error":"<html>secret internal page</html>"}"#).unwrap_err();
+        assert_eq!(e.reason, "the token endpoint answered 403");
+        let e = read(200, "root:x:0:0:root:/root:/bin/bash").unwrap_err();
+        assert!(!e.reason.contains("root"), "{e:?}");
+        assert!(read(503, "").unwrap_err().transient);
+        assert!(read(429, "").unwrap_err().transient);
+        assert_eq!(read(302, "").unwrap_err().status, 502);
+        assert!(read(200, r#"{"access_token":""}"#).is_err());
+        assert!(read(200, r#"{"access_token":5}"#).is_err());
     }
 
     #[tokio::test]
@@ -351,9 +536,24 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         drop(listener);
         let e = test_server::client().post_form(&format!("http://127.0.0.1:{port}/token"), &[]).await.unwrap_err();
-        assert!(e.contains("POST http://127.0.0.1"), "{e}");
+        assert!(e.reason.contains("POST http://127.0.0.1") && e.transient, "{e:?}");
         let e = test_server::client().post_form("not a url", &[]).await.unwrap_err();
-        assert!(e.contains("bad token URL"), "{e}");
+        assert!(e.reason.contains("not a URL") && !e.transient, "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn the_guard_holds_on_literals_and_resolved_names() {
+        let server = test_server::start(vec![(200, r#"{"access_token":"t"}"#.into())], Duration::ZERO).await;
+        let port = server.url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/token").to_owned();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let tls = rustls::ClientConfig::builder().with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth();
+        let guarded = AuthHttp::new(Arc::new(tls), EndpointPolicy::new(["https://push.example"], false));
+        for url in [server.url.clone(), format!("https://127.0.0.1:{port}/token"), format!("https://localhost:{port}/token")] {
+            let e = guarded.post_form(&url, &[]).await.unwrap_err();
+            assert!(!e.transient && e.status == 412, "{url}: {e:?}");
+            assert!(e.reason.contains("private or loopback") || e.reason.contains("https"), "{url}: {e:?}");
+        }
+        assert_eq!(server.requests(), 0, "nothing reached the private endpoint");
     }
 
     #[tokio::test]
@@ -386,8 +586,6 @@ mod tests {
         assert_eq!(cache.fresh(), None);
         let t = cache.get(|| async { Ok(("t2".to_owned(), 3600)) }).await.unwrap();
         assert_eq!(&*t, "t2");
-        cache.invalidate();
-        assert_eq!(cache.fresh(), None);
     }
 
     #[tokio::test]
@@ -403,13 +601,13 @@ mod tests {
                     .get(|| async {
                         fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(50)).await;
-                        Err::<(String, u64), _>("down".to_owned())
+                        Err::<(String, u64), _>(transient("down".to_owned()))
                     })
                     .await
             }));
         }
         for t in tasks {
-            assert_eq!(t.await.unwrap().unwrap_err(), "down");
+            assert_eq!(t.await.unwrap().unwrap_err().reason, "down");
         }
         assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1);
         // A later caller tries again.

@@ -2,20 +2,21 @@
 //! (`POST /v1/projects/{project}/messages:send`, one token per request), the
 //! meaning of Google's answers, and the OAuth2 access token of a service account.
 //!
-//! A notification is formatted once ([`prepare`]) into the JSON before and after
-//! the token, so a request per token is two copies and the token's escaping.
-
-use std::sync::Arc;
+//! A notification is formatted once ([`prepare`]) into the JSON after the
+//! token, so a request per token is two copies and the token's escaping.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use ring::rand::SystemRandom;
 use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::sync::Arc;
 
-use super::auth_http::{read_token_answer, AuthHttp, TokenCache};
-use super::{excerpt, retry_after, unix_now, FormatError, Notification, Outcome, Priority, WireRequest};
+use super::auth_http::{Grant, OAuth};
+use super::{android, excerpt, retry_after, unix_now, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::{Outcome, Provider, WireRequest};
+use crate::transport::Target;
 
 /// FCM keeps undelivered messages at most 28 days; a longer ttl is refused.
 pub const MAX_TTL_SECS: i64 = 2_419_200;
@@ -40,21 +41,9 @@ pub struct FcmPayload {
 }
 
 impl FcmPayload {
-    /// The request for one registration token, authorised with an OAuth access
-    /// token from [`FcmAuth::token`].
+    /// The request for one registration token, authorised with an OAuth access token.
     pub fn request(&self, project_id: &str, token: &str, bearer: &str) -> Result<WireRequest, FormatError> {
-        let mut path = String::with_capacity(32 + project_id.len());
-        path.push_str("/v1/projects/");
-        super::push_path_segment(&mut path, project_id);
-        path.push_str("/messages:send");
-        let mut body = BytesMut::with_capacity(PREFIX.len() + token.len() + 2 + self.suffix.len());
-        body.put_slice(PREFIX);
-        let mut writer = body.writer();
-        serde_json::to_writer(&mut writer, token)
-            .map_err(|e| FormatError { status: 400, message: format!("cannot encode the FCM token: {e}") })?;
-        let mut body = writer.into_inner();
-        body.put_slice(&self.suffix);
-        Ok(WireRequest { path, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
+        android::request(["/v1/projects/", project_id, "/messages:send"], PREFIX, &token, &self.suffix, bearer)
     }
 }
 
@@ -73,84 +62,26 @@ impl FcmPayload {
 /// must fit in 4096 bytes (413 otherwise). The token and the rest of the
 /// envelope do not count, as on FCM, so the check is made here, once.
 pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
-    let mut data = Map::new();
-    for (k, v) in &n.custom_data {
-        if RESERVED_DATA_KEYS.contains(&k.as_str()) || k.starts_with("google") || k.starts_with("gcm") {
-            return Err(FormatError { status: 400, message: format!("customData key {k:?} is reserved by FCM") });
-        }
-        let s = match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        data.insert(k.clone(), Value::String(s));
+    if let Some(k) = n.custom_data.keys().find(|k| {
+        RESERVED_DATA_KEYS.contains(&k.as_str()) || k.starts_with("google") || k.starts_with("gcm")
+    }) {
+        return Err(FormatError { status: 400, message: format!("customData key {k:?} is reserved by FCM") });
     }
-    if let Some((tenant, user)) = &n.sender {
-        data.insert("sender".into(), Value::String(json!({ "tenantId": tenant, "userId": user }).to_string()));
-    }
-    data.insert("notificationId".into(), Value::String(n.id.clone()));
-    data.insert("category".into(), Value::String(n.category.clone()));
-
-    let mut android = Map::new();
-    let priority = match n.priority {
-        Priority::High => "high",
-        Priority::Normal | Priority::Low => "normal",
-    };
-    android.insert("priority".into(), json!(priority));
-    if let Some(ttl) = n.time_to_live {
-        android.insert("ttl".into(), json!(format!("{}s", ttl.clamp(0, MAX_TTL_SECS))));
-    }
-    if let Some(key) = &n.collapse_key {
-        android.insert("collapse_key".into(), json!(key));
-    }
+    let data = android::data(n, |v| match v {
+        Value::String(s) => Value::String(s),
+        other => Value::String(other.to_string()),
+    });
+    let dialect = android::Dialect { priority: ("priority", "high", "normal"), max_ttl: MAX_TTL_SECS };
+    let mut block = android::android(n, &dialect, n.collapse_key.as_ref().map(|k| json!(k)));
     let mut size: usize = data.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
     if !n.silent {
-        let notification = android_notification(n);
+        let notification = Value::Object(android::notification(n, n.title.as_ref(), n.body.as_ref()));
         size += notification.to_string().len();
-        android.insert("notification".into(), notification);
+        block.insert("notification".into(), notification);
     }
-    if size > super::MAX_PAYLOAD {
-        return Err(FormatError {
-            status: 413,
-            message: format!("payload of {size} bytes exceeds FCM's {}-byte limit", super::MAX_PAYLOAD),
-        });
-    }
-
-    let mut rest = Map::new();
-    rest.insert("android".into(), Value::Object(android));
-    rest.insert("data".into(), Value::Object(data));
-    let rest = serde_json::to_vec(&Value::Object(rest))
-        .map_err(|e| FormatError { status: 400, message: format!("cannot encode the FCM message: {e}") })?;
-    // `{"android":..,"data":..}` becomes `,"android":..,"data":..}}`: the rest of
-    // the message object after the token, and the end of the envelope.
-    let mut suffix = Vec::with_capacity(rest.len() + 1);
-    suffix.push(b',');
-    suffix.extend_from_slice(&rest[1..]);
-    suffix.push(b'}');
-    Ok(FcmPayload { suffix: Bytes::from(suffix) })
-}
-
-fn android_notification(n: &Notification) -> Value {
-    let mut o = Map::new();
-    let fields = [
-        ("title", &n.title),
-        ("body", &n.body),
-        ("title_loc_key", &n.title_loc_key),
-        ("body_loc_key", &n.body_loc_key),
-        ("sound", &n.sound),
-        ("icon", &n.icon),
-    ];
-    for (k, v) in fields {
-        if let Some(v) = v {
-            o.insert(k.into(), Value::String(v.clone()));
-        }
-    }
-    if !n.title_loc_args.is_empty() {
-        o.insert("title_loc_args".into(), json!(n.title_loc_args));
-    }
-    if !n.body_loc_args.is_empty() {
-        o.insert("body_loc_args".into(), json!(n.body_loc_args));
-    }
-    Value::Object(o)
+    super::check_size(size, "FCM's")?;
+    let (suffix, _) = android::suffix(block, Value::Object(data), "FCM")?;
+    Ok(FcmPayload { suffix })
 }
 
 /// What an FCM answer means for the token.
@@ -292,65 +223,28 @@ impl ServiceAccount {
     }
 }
 
-/// The OAuth2 access token of a service account for FCM (Google's "two-legged"
-/// flow): an RS256 JWT assertion signed with the account's key is exchanged at
-/// `token_uri` for an access token, cached until 5 minutes before it expires.
-///
-/// Signed with ring, never the `rsa` crate (RUSTSEC-2023-0071).
-pub struct FcmAuth {
+/// Google's OAuth for a service account (the "two-legged" flow): an RS256
+/// JWT assertion signed with the account's key is exchanged at `token_uri`
+/// for an access token. Signed with ring, never the `rsa` crate
+/// (RUSTSEC-2023-0071).
+pub struct Assertion {
     sa: ServiceAccount,
     key: RsaKeyPair,
     rng: SystemRandom,
-    http: AuthHttp,
-    cache: TokenCache,
 }
 
-impl std::fmt::Debug for FcmAuth {
+impl std::fmt::Debug for Assertion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FcmAuth").field("account", &self.sa).finish_non_exhaustive()
+        f.debug_struct("Assertion").field("account", &self.sa).finish_non_exhaustive()
     }
 }
 
-impl FcmAuth {
+impl Assertion {
     /// Checks the key at once, so a bad service account is reported when the
     /// app is configured.
-    pub fn new(sa: ServiceAccount, http: AuthHttp) -> Result<FcmAuth, String> {
+    pub fn new(sa: ServiceAccount) -> Result<Assertion, String> {
         let key = sa.signing_key()?;
-        Ok(FcmAuth { sa, key, rng: SystemRandom::new(), http, cache: TokenCache::new("fcm") })
-    }
-
-    /// The project messages are sent for.
-    pub fn project_id(&self) -> &str {
-        &self.sa.project_id
-    }
-
-    /// A valid access token: the cached one, or a new one (one fetch shared by
-    /// all concurrent callers).
-    pub async fn token(&self) -> Result<Arc<str>, String> {
-        self.cache.get(|| self.fetch()).await
-    }
-
-    /// Drops the cached token after FCM refused it (`AuthRefused`).
-    pub fn invalidate(&self) {
-        self.cache.invalidate();
-    }
-
-    /// Drops the cached token only if it is still `refused`: with many sends in
-    /// flight, each refusal of the old token must not discard the new one.
-    pub fn invalidate_token(&self, refused: &str) {
-        self.cache.invalidate_token(refused);
-    }
-
-    async fn fetch(&self) -> Result<(String, u64), String> {
-        let assertion = self.assertion(unix_now())?;
-        let (status, body) = self
-            .http
-            .post_form(
-                &self.sa.token_uri,
-                &[("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", &assertion)],
-            )
-            .await?;
-        read_token_answer("FCM (Google OAuth)", status, &body)
+        Ok(Assertion { sa, key, rng: SystemRandom::new() })
     }
 
     /// The signed JWT assertion of the account, valid for an hour from `iat`.
@@ -364,7 +258,7 @@ impl FcmAuth {
             "scope": SCOPE,
             "aud": self.sa.token_uri,
             "iat": iat,
-            "exp": iat + 3600,
+            "exp": iat.saturating_add(3600),
         });
         let mut jwt = String::new();
         URL_SAFE_NO_PAD.encode_string(header.to_string(), &mut jwt);
@@ -380,9 +274,63 @@ impl FcmAuth {
     }
 }
 
+impl Grant for Assertion {
+    const PROVIDER: Backend = Backend::Fcm;
+
+    fn url(&self) -> &str {
+        &self.sa.token_uri
+    }
+
+    fn form(&self) -> Result<Vec<(&'static str, String)>, String> {
+        Ok(vec![("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer".into()), ("assertion", self.assertion(unix_now())?)])
+    }
+}
+
+/// The OAuth2 access token of a service account for FCM.
+pub type FcmAuth = OAuth<Assertion>;
+
+/// FCM for one app: its project and its service account's access token.
+pub struct Fcm {
+    auth: FcmAuth,
+    project_id: String,
+}
+
+impl Provider for Fcm {
+    const BACKEND: Backend = Backend::Fcm;
+    type Credentials = ServiceAccount;
+    type Payload = FcmPayload;
+
+    fn build(sa: ServiceAccount, env: &BuildEnv<'_>) -> Result<(Fcm, Target), String> {
+        let target = Target::from_url(&env.settings.endpoints.fcm, env.tls.clone()).map_err(|e| e.to_string())?;
+        let project_id = sa.project_id.clone();
+        Ok((Fcm { auth: OAuth::new(Assertion::new(sa)?, env.auth_http.clone()), project_id }, target))
+    }
+
+    fn prepare(&self, n: &Notification) -> Result<FcmPayload, FormatError> {
+        prepare(n)
+    }
+
+    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+        self.auth.bearer().await
+    }
+
+    fn request(&self, p: &FcmPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
+        p.request(&self.project_id, super::only(tokens)?, bearer.unwrap_or_default())
+    }
+
+    fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
+        vec![parse_response(status, headers, body); tokens.len()]
+    }
+
+    fn refused(&self, bearer: Option<&str>) {
+        self.auth.refused_bearer(bearer);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::Priority;
     use std::time::Duration;
 
     fn notification() -> Notification {
@@ -630,14 +578,12 @@ mod tests {
     async fn bad_keys_are_refused() {
         let mut sa = account("http://127.0.0.1:1/token");
         sa.private_key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".into();
-        assert!(FcmAuth::new(sa, super::super::auth_http::test_server::client()).is_err());
+        assert!(Assertion::new(sa).is_err());
     }
 
     #[tokio::test]
     async fn the_assertion_is_an_rs256_jwt() {
-        let auth =
-            FcmAuth::new(account("https://oauth2.example/token"), super::super::auth_http::test_server::client())
-                .unwrap();
+        let auth = Assertion::new(account("https://oauth2.example/token")).unwrap();
         let jwt = auth.assertion(1_700_000_000).unwrap();
         let parts: Vec<&str> = jwt.split('.').collect();
         assert_eq!(parts.len(), 3);
@@ -673,7 +619,7 @@ mod tests {
             Duration::from_millis(50),
         )
         .await;
-        let auth = Arc::new(FcmAuth::new(account(&server.url), test_server::client()).unwrap());
+        let auth = Arc::new(OAuth::new(Assertion::new(account(&server.url)).unwrap(), test_server::client()));
         let mut tasks = Vec::new();
         for _ in 0..10 {
             let auth = auth.clone();
@@ -691,9 +637,9 @@ mod tests {
         assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
         assert_eq!(form["assertion"].split('.').count(), 3);
 
-        auth.invalidate_token("ya29.zero");
+        auth.refused("ya29.zero");
         assert_eq!(&*auth.token().await.unwrap(), "ya29.one");
-        auth.invalidate();
+        auth.refused("ya29.one");
         assert_eq!(&*auth.token().await.unwrap(), "ya29.two");
         assert_eq!(server.requests(), 2);
     }
@@ -706,8 +652,9 @@ mod tests {
             Duration::ZERO,
         )
         .await;
-        let auth = FcmAuth::new(account(&server.url), test_server::client()).unwrap();
+        let auth = OAuth::new(Assertion::new(account(&server.url)).unwrap(), test_server::client());
         let e = auth.token().await.unwrap_err();
-        assert!(e.contains("400") && e.contains("invalid_grant"), "{e}");
+        assert_eq!(e.reason, "the token endpoint answered 400 (invalid_grant)");
+        assert!(!e.transient && e.status == 400, "{e:?}");
     }
 }

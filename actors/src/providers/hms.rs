@@ -5,13 +5,14 @@
 //! A notification is formatted once ([`prepare`]) into the JSON after the token
 //! list; a request is the envelope, the token list and that suffix.
 
+use bytes::Bytes;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use serde_json::{json, Map, Value};
-
-use super::auth_http::{read_token_answer, AuthHttp, TokenCache};
-use super::{excerpt, retry_after, FormatError, Notification, Outcome, Priority, WireRequest};
+use super::auth_http::{Grant, OAuth};
+use super::{android, excerpt, retry_after, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::{Outcome, Provider, WireRequest};
+use crate::transport::Target;
 
 /// The most tokens Push Kit accepts in one request.
 pub const MAX_TOKENS: usize = 1000;
@@ -48,7 +49,7 @@ pub struct HmsPayload {
 
 impl HmsPayload {
     /// The request for up to [`MAX_TOKENS`] tokens of the app `app_id` (the
-    /// OAuth client id), authorised with an access token from [`HmsAuth::token`].
+    /// OAuth client id), authorised with an OAuth access token.
     pub fn request(&self, app_id: &str, tokens: &[&str], bearer: &str) -> Result<WireRequest, FormatError> {
         if tokens.is_empty() || tokens.len() > MAX_TOKENS {
             return Err(FormatError {
@@ -56,18 +57,7 @@ impl HmsPayload {
                 message: format!("an HMS request carries 1 to {MAX_TOKENS} tokens, not {}", tokens.len()),
             });
         }
-        let mut path = String::with_capacity(24 + app_id.len());
-        path.push_str("/v1/");
-        super::push_path_segment(&mut path, app_id);
-        path.push_str("/messages:send");
-        let token_bytes: usize = tokens.iter().map(|t| t.len() + 3).sum();
-        let mut writer = BytesMut::with_capacity(PREFIX.len() + token_bytes + 2 + self.suffix.len()).writer();
-        writer.get_mut().put_slice(PREFIX);
-        serde_json::to_writer(&mut writer, tokens)
-            .map_err(|e| FormatError { status: 400, message: format!("cannot encode the HMS tokens: {e}") })?;
-        let mut body = writer.into_inner();
-        body.put_slice(&self.suffix);
-        Ok(WireRequest { path, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
+        android::request(["/v1/", app_id, "/messages:send"], PREFIX, &tokens, &self.suffix, bearer)
     }
 }
 
@@ -98,50 +88,20 @@ impl HmsPayload {
 /// The size limit is Push Kit's: the message without its token list must fit in
 /// 4096 bytes (413 otherwise), so it is checked here, once.
 pub fn prepare(n: &Notification) -> Result<HmsPayload, FormatError> {
-    let mut data = Map::new();
-    for (k, v) in &n.custom_data {
-        data.insert(k.clone(), v.clone());
-    }
-    if let Some((tenant, user)) = &n.sender {
-        data.insert("sender".into(), json!({ "tenantId": tenant, "userId": user }));
-    }
-    data.insert("notificationId".into(), Value::String(n.id.clone()));
-    data.insert("category".into(), Value::String(n.category.clone()));
-
-    let mut android = Map::new();
-    let urgency = match n.priority {
-        Priority::High => "HIGH",
-        Priority::Normal | Priority::Low => "NORMAL",
-    };
-    android.insert("urgency".into(), json!(urgency));
-    if let Some(ttl) = n.time_to_live {
-        android.insert("ttl".into(), json!(format!("{}s", ttl.clamp(0, MAX_TTL_SECS))));
-    }
-    if let Some(key) = &n.collapse_key {
-        android.insert("collapse_key".into(), json!(collapse_group(key)));
-    }
+    let data = Value::Object(android::data(n, |v| v));
+    let dialect = android::Dialect { priority: ("urgency", "HIGH", "NORMAL"), max_ttl: MAX_TTL_SECS };
+    let mut block = android::android(n, &dialect, n.collapse_key.as_deref().map(|k| json!(collapse_group(k))));
     if !n.silent {
-        android.insert("notification".into(), android_notification(n));
+        let title = n.title.as_ref().or(n.title_loc_key.as_ref());
+        let mut notification = android::notification(n, title, n.body.as_ref().or(n.body_loc_key.as_ref()));
+        notification.insert("click_action".into(), json!({ "type": 3 }));
+        block.insert("notification".into(), Value::Object(notification));
     }
-
-    let mut rest = Map::new();
-    rest.insert("android".into(), Value::Object(android));
-    rest.insert("data".into(), Value::String(Value::Object(data).to_string()));
-    let rest = serde_json::to_vec(&Value::Object(rest))
-        .map_err(|e| FormatError { status: 400, message: format!("cannot encode the HMS message: {e}") })?;
     // `{"android":..,"data":".."}` is the message without its token list, which
     // is what Push Kit weighs.
-    if rest.len() > super::MAX_PAYLOAD {
-        return Err(FormatError {
-            status: 413,
-            message: format!("payload of {} bytes exceeds HMS' {}-byte limit", rest.len(), super::MAX_PAYLOAD),
-        });
-    }
-    let mut suffix = Vec::with_capacity(rest.len() + 1);
-    suffix.push(b',');
-    suffix.extend_from_slice(&rest[1..]);
-    suffix.push(b'}');
-    Ok(HmsPayload { suffix: Bytes::from(suffix) })
+    let (suffix, weighed) = android::suffix(block, Value::String(data.to_string()), "HMS")?;
+    super::check_size(weighed, "HMS'")?;
+    Ok(HmsPayload { suffix })
 }
 
 /// The Push Kit cache group of a collapse key: the key itself when it is a
@@ -158,31 +118,6 @@ pub fn collapse_group(key: &str) -> i64 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     (hash % 100) as i64
-}
-
-fn android_notification(n: &Notification) -> Value {
-    let mut o = Map::new();
-    let fields = [
-        ("title", n.title.as_ref().or(n.title_loc_key.as_ref())),
-        ("body", n.body.as_ref().or(n.body_loc_key.as_ref())),
-        ("title_loc_key", n.title_loc_key.as_ref()),
-        ("body_loc_key", n.body_loc_key.as_ref()),
-        ("sound", n.sound.as_ref()),
-        ("icon", n.icon.as_ref()),
-    ];
-    for (k, v) in fields {
-        if let Some(v) = v {
-            o.insert(k.into(), Value::String(v.clone()));
-        }
-    }
-    if !n.title_loc_args.is_empty() {
-        o.insert("title_loc_args".into(), json!(n.title_loc_args));
-    }
-    if !n.body_loc_args.is_empty() {
-        o.insert("body_loc_args".into(), json!(n.body_loc_args));
-    }
-    o.insert("click_action".into(), json!({ "type": 3 }));
-    Value::Object(o)
 }
 
 /// Push Kit's answer body: `{"code", "msg", "requestId"}` (the code is a
@@ -288,80 +223,100 @@ fn illegal_tokens(msg: &str) -> Option<Vec<String>> {
     serde_json::from_str::<Partial>(msg).ok().map(|p| p.illegal_tokens)
 }
 
-/// The OAuth2 access token of a Push Kit app (client credentials: app id and
-/// secret), cached until 5 minutes before it expires.
-pub struct HmsAuth {
+/// Huawei's OAuth token endpoint.
+pub const DEFAULT_TOKEN_URL: &str = "https://oauth-login.cloud.huawei.com/oauth2/v3/token";
+
+/// Push Kit's OAuth grant: client credentials (the app id and secret) at the
+/// operator's configured token URL.
+pub struct ClientCredentials {
     client_id: String,
     client_secret: String,
     token_url: String,
-    http: AuthHttp,
-    cache: TokenCache,
 }
 
-impl std::fmt::Debug for HmsAuth {
+impl std::fmt::Debug for ClientCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HmsAuth")
+        f.debug_struct("ClientCredentials")
             .field("client_id", &self.client_id)
             .field("token_url", &self.token_url)
             .finish_non_exhaustive()
     }
 }
 
-/// Huawei's OAuth token endpoint.
-pub const DEFAULT_TOKEN_URL: &str = "https://oauth-login.cloud.huawei.com/oauth2/v3/token";
-
-impl HmsAuth {
-    pub fn new(client_id: &str, client_secret: &str, token_url: &str, http: AuthHttp) -> HmsAuth {
-        HmsAuth {
+impl ClientCredentials {
+    pub fn new(client_id: &str, client_secret: &str, token_url: &str) -> ClientCredentials {
+        ClientCredentials {
             client_id: client_id.to_owned(),
             client_secret: client_secret.to_owned(),
             token_url: token_url.to_owned(),
-            http,
-            cache: TokenCache::new("hms"),
         }
     }
+}
 
-    /// The app id (the client id), which send URLs name.
-    pub fn app_id(&self) -> &str {
-        &self.client_id
+impl Grant for ClientCredentials {
+    const PROVIDER: Backend = Backend::Hms;
+
+    fn url(&self) -> &str {
+        &self.token_url
     }
 
-    /// A valid access token: the cached one, or a new one (one fetch shared by
-    /// all concurrent callers).
-    pub async fn token(&self) -> Result<Arc<str>, String> {
-        self.cache.get(|| self.fetch()).await
+    fn form(&self) -> Result<Vec<(&'static str, String)>, String> {
+        Ok(vec![
+            ("grant_type", "client_credentials".into()),
+            ("client_id", self.client_id.clone()),
+            ("client_secret", self.client_secret.clone()),
+        ])
+    }
+}
+
+/// The OAuth2 access token of a Push Kit app.
+pub type HmsAuth = OAuth<ClientCredentials>;
+
+/// Push Kit for one app: its id (the OAuth client id) and access token.
+pub struct Hms {
+    auth: HmsAuth,
+    app_id: String,
+}
+
+impl Provider for Hms {
+    const BACKEND: Backend = Backend::Hms;
+    const MAX_TOKENS: usize = MAX_TOKENS;
+    /// The app id and its secret.
+    type Credentials = (String, String);
+    type Payload = HmsPayload;
+
+    fn build((id, secret): (String, String), env: &BuildEnv<'_>) -> Result<(Hms, Target), String> {
+        let e = &env.settings.endpoints;
+        let target = Target::from_url(&e.hms, env.tls.clone()).map_err(|e| e.to_string())?;
+        let auth = OAuth::new(ClientCredentials::new(&id, &secret, &e.hms_token), env.auth_http.clone());
+        Ok((Hms { auth, app_id: id }, target))
     }
 
-    /// Drops the cached token after Push Kit refused it (`AuthRefused`).
-    pub fn invalidate(&self) {
-        self.cache.invalidate();
+    fn prepare(&self, n: &Notification) -> Result<HmsPayload, FormatError> {
+        prepare(n)
     }
 
-    /// Drops the cached token only if it is still `refused` (see
-    /// [`super::fcm::FcmAuth::invalidate_token`]).
-    pub fn invalidate_token(&self, refused: &str) {
-        self.cache.invalidate_token(refused);
+    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+        self.auth.bearer().await
     }
 
-    async fn fetch(&self) -> Result<(String, u64), String> {
-        let (status, body) = self
-            .http
-            .post_form(
-                &self.token_url,
-                &[
-                    ("grant_type", "client_credentials"),
-                    ("client_id", &self.client_id),
-                    ("client_secret", &self.client_secret),
-                ],
-            )
-            .await?;
-        read_token_answer("HMS (Huawei OAuth)", status, &body)
+    fn request(&self, p: &HmsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
+        p.request(&self.app_id, tokens, bearer.unwrap_or_default())
+    }
+
+    fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
+        parse_response(status, headers, body, tokens)
+    }
+
+    fn refused(&self, bearer: Option<&str>) {
+        self.auth.refused_bearer(bearer);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::Priority;
     use std::time::Duration;
 
     fn notification() -> Notification {
@@ -583,7 +538,7 @@ mod tests {
             Duration::from_millis(30),
         )
         .await;
-        let auth = Arc::new(HmsAuth::new("123", "s&cret", &server.url, test_server::client()));
+        let auth = Arc::new(OAuth::new(ClientCredentials::new("123", "s&cret", &server.url), test_server::client()));
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let auth = auth.clone();
@@ -597,9 +552,9 @@ mod tests {
             server.bodies.lock().unwrap()[0],
             "grant_type=client_credentials&client_id=123&client_secret=s%26cret"
         );
-        auth.invalidate();
+        auth.refused("h1");
         let e = auth.token().await.unwrap_err();
-        assert!(e.contains("401") && e.contains("20152"), "{e}");
+        assert!(e.reason.contains("401") && e.reason.contains("20152"), "{e:?}");
         assert!(!format!("{auth:?}").contains("s&cret"));
     }
 }

@@ -1,13 +1,19 @@
 //! Provider-neutral notifications and the per-provider wire formats.
 //!
-//! A send builds one [`Notification`]; each provider module turns it into the
-//! provider's request once per payload ([`apns`], [`fcm`], [`hms`]), reads the
-//! provider's answer into an [`Outcome`], and keeps the provider's auth token
-//! fresh. The transport (connections, streams, retries) lives in `pool`.
+//! A send builds one [`Notification`]; each provider is one [`Provider`]
+//! implementation ([`apns`], [`fcm`], [`hms`]): it turns the notification into
+//! its payload once per app, authorizes requests, builds the request for one
+//! or many tokens, and reads the answer into one [`Outcome`] per token. The one
+//! channel and attempt loop all providers share (pool, retries, `Retry-After`,
+//! auth renewal, dead tokens) is [`crate::delivery`]'s; the transport
+//! (connections, streams) lives in `pool`.
 
 use bytes::Bytes;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+mod android;
 pub mod apns;
 pub mod auth_http;
 pub mod fcm;
@@ -22,6 +28,7 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The metrics label and the `provider` of per-client results.
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Apns => "apns",
@@ -29,6 +36,87 @@ impl Backend {
             Backend::Hms => "hms",
         }
     }
+
+    /// The provider's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Apns => "APNs",
+            Backend::Fcm => "FCM",
+            Backend::Hms => "HMS",
+        }
+    }
+}
+
+/// What a provider's channel is built with besides the app's credentials.
+pub struct BuildEnv<'a> {
+    pub settings: &'a crate::settings::PushSettings,
+    /// TLS of provider connections (the web PKI and the configured extra CAs).
+    pub tls: &'a Arc<rustls::ClientConfig>,
+    /// The OAuth client, behind the endpoint guard.
+    pub auth_http: &'a auth_http::AuthHttp,
+    pub store: &'a herald_storage::Store,
+    pub tenant: &'a str,
+    pub app: &'a str,
+}
+
+/// A refused or failed authorization, as the send result reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthError {
+    pub status: u16,
+    pub reason: String,
+    /// Worth another attempt (no answer, 429, 5xx), or not (the endpoint
+    /// refused the credentials, or the guard refused the endpoint).
+    pub transient: bool,
+}
+
+impl AuthError {
+    /// The outcome of a request that could not be authorized.
+    pub fn outcome(self, provider: Backend) -> Outcome {
+        let reason = format!("{} auth: {}", provider.name(), self.reason);
+        match self.transient {
+            true => Outcome::Retry { status: self.status, reason, after: None },
+            false => Outcome::Failed { status: self.status, reason },
+        }
+    }
+}
+
+/// One push provider. A channel (its pool and this) sends each notification's
+/// payload, prepared once per app, in requests of up to [`Provider::MAX_TOKENS`]
+/// tokens; every attempt authorizes, builds the request and reads the answer
+/// through these methods. A new provider is one implementation of this trait.
+pub trait Provider: Sized + Send + Sync + 'static {
+    const BACKEND: Backend;
+    /// The most tokens one request carries (1: a request per token).
+    const MAX_TOKENS: usize = 1;
+    /// What the provider is built from (see [`crate::credentials::AppCredentials`]).
+    type Credentials;
+    /// A notification formatted for this provider, shared by all its tokens.
+    type Payload: Send + Sync + 'static;
+
+    /// The provider, and where its pool connects.
+    fn build(creds: Self::Credentials, env: &BuildEnv<'_>) -> Result<(Self, crate::transport::Target), String>;
+
+    /// Formats `n` once for every token of the app (size and field checks included).
+    fn prepare(&self, n: &Notification) -> Result<Self::Payload, FormatError>;
+
+    /// The credential of the next request: an access token or JWT, or `None`
+    /// when the connection itself authenticates (APNs certificates).
+    fn authorize(&self) -> impl Future<Output = Result<Option<Arc<str>>, AuthError>> + Send;
+
+    /// The request carrying `payload` to `tokens` (1 to [`Provider::MAX_TOKENS`]).
+    fn request(
+        &self,
+        payload: &Self::Payload,
+        tokens: &[&str],
+        bearer: Option<&str>,
+    ) -> Result<WireRequest, FormatError>;
+
+    /// What an answer means for each of `tokens`, in order (one outcome each).
+    fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome>;
+
+    /// The provider refused `bearer` ([`Outcome::AuthRefused`]): let the next
+    /// [`Provider::authorize`] renew it, unless another send already did.
+    fn refused(&self, bearer: Option<&str>);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -101,20 +189,52 @@ pub struct FormatError {
 /// The largest payload APNs, FCM and HMS accept.
 pub const MAX_PAYLOAD: usize = 4096;
 
+/// The 413 of a payload over [`MAX_PAYLOAD`] as `provider` (`"APNs'"`) weighs it.
+pub(crate) fn check_size(size: usize, provider: &str) -> Result<(), FormatError> {
+    if size > MAX_PAYLOAD {
+        return Err(FormatError {
+            status: 413,
+            message: format!("payload of {size} bytes exceeds {provider} {MAX_PAYLOAD}-byte limit"),
+        });
+    }
+    Ok(())
+}
+
 /// Seconds since the Unix epoch, for JWT `iat` and APNs' absolute expirations.
 pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// The delay a `retry-after` header asks for. Only the delta-seconds form is
-/// read: APNs, FCM and HMS send seconds, and a date we cannot read is no worse
-/// than none (the caller backs off on its own).
-pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
-    let value = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?.trim();
+/// The delay a `retry-after` header asks for: delta-seconds (fractions
+/// allowed) or an HTTP date (IMF-fixdate, what RFC 9110 has senders write).
+/// Bounded whatever the peer writes: a negative number or a past date is no
+/// delay, and a number too large for a `Duration` (`1e20`) saturates; the
+/// channel then caps it at `--max-retry-after-s`. `None` when absent or
+/// unreadable (the caller backs off on its own).
+pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    let value = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?;
+    retry_after_value(value, unix_now())
+}
+
+/// [`retry_after`] of a header value at `now` (Unix seconds).
+pub fn retry_after_value(value: &str, now: u64) -> Option<Duration> {
+    let value = value.trim();
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+    if let Ok(secs) = value.parse::<f64>() {
+        return match secs {
+            s if s.is_nan() => None,
+            s if s <= 0.0 => Some(Duration::ZERO),
+            s => Some(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)),
+        };
+    }
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    let at = time::PrimitiveDateTime::parse(value, format).ok()?.assume_utc().unix_timestamp();
+    let now = i64::try_from(now).unwrap_or(i64::MAX);
+    Some(Duration::from_secs(u64::try_from(at.saturating_sub(now)).unwrap_or(0)))
 }
 
 /// Appends `segment` to a URL path, percent-encoding everything but unreserved
@@ -156,6 +276,14 @@ pub(crate) fn json_bearer_headers(bearer: &str) -> Result<Vec<(http::HeaderName,
     ])
 }
 
+/// The one token of a provider that takes one per request.
+pub(crate) fn only<'a>(tokens: &[&'a str]) -> Result<&'a str, FormatError> {
+    match tokens {
+        [token] => Ok(token),
+        _ => Err(FormatError { status: 500, message: format!("one token per request, not {}", tokens.len()) }),
+    }
+}
+
 /// A short, printable excerpt of a provider's answer body for error reasons.
 pub(crate) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -171,15 +299,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retry_after_reads_seconds() {
+    fn retry_after_reads_seconds_and_dates_and_stays_bounded() {
         let mut h = http::HeaderMap::new();
         assert_eq!(retry_after(&h), None);
         h.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("7"));
         assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
-        h.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1.5"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
-        h.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
-        assert_eq!(retry_after(&h), None);
+        let at = |v: &str| retry_after_value(v, 1_445_412_400); // 2015-10-21 07:26:40 UTC
+        assert_eq!(at("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(at(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(at("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::from_secs(80)));
+        assert_eq!(at("Tue, 20 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO), "a past date");
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(Duration::from_secs(253_402_300_799 - 1_445_412_400)));
+        // What a hostile peer may write: never a panic, never negative.
+        assert_eq!(at("1e20"), Some(Duration::MAX));
+        assert_eq!(at("1e15"), Some(Duration::from_secs(1_000_000_000_000_000)));
+        assert_eq!(at("18446744073709551616"), Some(Duration::MAX));
+        assert_eq!(at("1e400"), Some(Duration::MAX));
+        assert_eq!(at("inf"), Some(Duration::MAX));
+        assert_eq!(at("-5"), Some(Duration::ZERO));
+        assert_eq!(at("-inf"), Some(Duration::ZERO));
+        assert_eq!(at("NaN"), None);
+        assert_eq!(at("soon"), None);
+        assert_eq!(at(""), None);
+        assert_eq!(retry_after_value("Wed, 21 Oct 2015 07:28:00 GMT", u64::MAX), Some(Duration::ZERO));
     }
 
     #[test]

@@ -1,74 +1,13 @@
-//! The HTTP client of webhook deliveries, with the private-address guard.
-//!
-//! The guard is applied to the addresses a name resolves to (inside the
-//! connector's resolver, so the checked address is the one connected to: a DNS
-//! name cannot be re-pointed at an internal host between check and connect),
-//! and to IP literals in the URL, which the connector does not resolve.
+//! The HTTP client of webhook deliveries, behind the private-address guard
+//! ([`crate::guard`]).
 
+use crate::guard::{refuse_literal, GuardedResolver};
 use bytes::Bytes;
-use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use std::net::{IpAddr, SocketAddr};
-use std::task::{Context, Poll};
 use std::time::Duration;
-
-/// Loopback, private, link-local, unique-local, unspecified, broadcast and
-/// documentation addresses: never a webhook receiver unless allowed.
-pub fn is_forbidden_ip(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.octets()[0] == 0
-                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_forbidden_ip(IpAddr::V4(v4));
-            }
-            let seg = v6.segments();
-            v6.is_loopback() || v6.is_unspecified() || (seg[0] & 0xfe00) == 0xfc00 || (seg[0] & 0xffc0) == 0xfe80
-        }
-    }
-}
-
-/// Resolves names and refuses forbidden addresses.
-#[derive(Clone)]
-pub struct GuardedResolver {
-    allow_private: bool,
-}
-
-impl tower_service::Service<Name> for GuardedResolver {
-    type Response = std::vec::IntoIter<SocketAddr>;
-    type Error = std::io::Error;
-    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let allow = self.allow_private;
-        Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
-            if !allow && addrs.iter().any(|a| is_forbidden_ip(a.ip())) {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!("{name} resolves to a private or loopback address"),
-                ));
-            }
-            Ok(addrs.into_iter())
-        })
-    }
-}
 
 /// The answer to one delivery.
 pub struct Answer {
@@ -83,10 +22,12 @@ pub struct WebhookClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>,
     allow_private: bool,
     timeout: Duration,
+    max_retry_after: Duration,
 }
 
 impl WebhookClient {
-    pub fn new(allow_private: bool, timeout: Duration) -> WebhookClient {
+    /// A receiver's `Retry-After` is honoured up to `max_retry_after`.
+    pub fn new(allow_private: bool, timeout: Duration, max_retry_after: Duration) -> WebhookClient {
         let mut http = HttpConnector::new_with_resolver(GuardedResolver { allow_private });
         http.enforce_http(false);
         http.set_connect_timeout(Some(timeout));
@@ -99,19 +40,15 @@ impl WebhookClient {
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(https);
-        WebhookClient { client, allow_private, timeout }
+        WebhookClient { client, allow_private, timeout, max_retry_after }
     }
 
     /// POSTs `body` to `url` with `headers`; an error is a refusal, a connection
     /// failure or a timeout, described for the attempt log.
     pub async fn post(&self, url: &str, headers: Vec<(&'static str, String)>, body: Bytes) -> Result<Answer, String> {
         let uri: http::Uri = url.parse().map_err(|_| format!("invalid callback URL {url}"))?;
-        if let Some(host) = uri.host() {
-            if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
-                if !self.allow_private && is_forbidden_ip(ip) {
-                    return Err(format!("refused: {ip} is a private or loopback address"));
-                }
-            }
+        if !self.allow_private {
+            refuse_literal(&uri)?;
         }
         let mut req = http::Request::builder()
             .method(http::Method::POST)
@@ -132,12 +69,8 @@ impl WebhookClient {
                 msg
             })?;
             let status = resp.status().as_u16();
-            let retry_after = resp
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            // Bounded like a provider's: seconds or a date, never negative, at most `max_retry_after`.
+            let retry_after = crate::providers::retry_after(resp.headers()).map(|d| d.min(self.max_retry_after));
             let mut body = resp.into_body();
             let mut excerpt = Vec::new();
             while let Some(frame) = body.frame().await {
@@ -153,33 +86,6 @@ impl WebhookClient {
         match tokio::time::timeout(self.timeout, send).await {
             Ok(r) => r,
             Err(_) => Err(format!("timed out after {:?}", self.timeout)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn private_ranges_are_forbidden() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-            "100.64.0.1",
-        ] {
-            assert!(is_forbidden_ip(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "2606:4700::1111"] {
-            assert!(!is_forbidden_ip(ip.parse().unwrap()), "{ip}");
         }
     }
 }

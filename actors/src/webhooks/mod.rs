@@ -10,7 +10,8 @@ mod signature;
 mod target;
 
 pub use bus::{Event, EventBus};
-pub use client::{is_forbidden_ip, WebhookClient};
+pub use crate::guard::is_forbidden_ip;
+pub use client::WebhookClient;
 pub use dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 pub use signature::{generate_secret, sign};
 
@@ -27,6 +28,8 @@ pub struct WebhookSettings {
     pub allow_private: bool,
     /// Attempts in flight per webhook; 1 keeps events in order.
     pub concurrency: usize,
+    /// The longest wait a receiver's `Retry-After` can impose.
+    pub max_retry_after: Duration,
 }
 
 impl Default for WebhookSettings {
@@ -37,6 +40,7 @@ impl Default for WebhookSettings {
             timeout: Duration::from_secs(15),
             allow_private: false,
             concurrency: 1,
+            max_retry_after: Duration::from_secs(3600),
         }
     }
 }
@@ -48,10 +52,10 @@ impl WebhookSettings {
             .map(|s| s.trim().parse::<f64>().map_err(|_| format!("retry schedule: {s:?} is not a number of seconds")))
             .map(|r| {
                 r.and_then(|s| {
-                    if s >= 0.0 && s.is_finite() {
-                        Ok(Duration::from_secs_f64(s))
+                    if s >= 0.0 {
+                        Duration::try_from_secs_f64(s).map_err(|_| "retry schedule: delay too long".into())
                     } else {
-                        Err("retry schedule: negative delay".into())
+                        Err("retry schedule: a delay must be a number of seconds, 0 or more".into())
                     }
                 })
             })

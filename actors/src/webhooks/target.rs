@@ -197,7 +197,7 @@ async fn attempt(
     } else if (entry.attempts as usize) < a.settings.retry_schedule.len() && status != 410 {
         let planned = a.settings.retry_schedule[entry.attempts as usize];
         let delay = jitter(planned).max(retry_after.unwrap_or_default());
-        entry.next_attempt_ms = now_ms() + delay.as_millis() as u64;
+        entry.next_attempt_ms = now_ms().saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
         Settle::Retry(entry)
     } else {
         Settle::Failed(entry)
@@ -214,5 +214,5 @@ fn jitter(d: Duration) -> Duration {
     let mut b = [0u8; 2];
     let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
     let unit = u16::from_le_bytes(b) as f64 / u16::MAX as f64; // 0..1
-    d.mul_f64(0.8 + 0.4 * unit)
+    Duration::try_from_secs_f64(d.as_secs_f64() * (0.8 + 0.4 * unit)).unwrap_or(d)
 }

@@ -22,7 +22,7 @@ use crate::faults::{ActiveFaults, FaultEndpoint, FiredFault};
 use crate::jwt::Jwt;
 use crate::server::{ConnCtx, Reply};
 use crate::state::SimState;
-use crate::util::{bearer_token, is_uuid, json_response, now_ms, now_secs, uuid_v4, with_retry_after, Body};
+use crate::util::{bearer_token, is_uuid, json_response, now_ms, now_secs, uuid_v4, Body};
 use crate::Provider;
 
 static APNS_ID: HeaderName = HeaderName::from_static("apns-id");
@@ -132,14 +132,14 @@ pub(crate) fn handle(
         }
         Err(Rejection::Fault(f)) => {
             let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let reason: Cow<'static, str> = match f.reason {
+            let reason: Cow<'static, str> = match f.reason.clone() {
                 Some(r) => Cow::Owned(r),
                 None => Cow::Borrowed(fault_reason(status)),
             };
             counters.reject(&reason);
             let timestamp = (status == StatusCode::GONE).then(now_ms);
             let resp = error_response(status, &reason, apns_id, timestamp);
-            let resp = with_retry_after(resp, f.retry_after);
+            let resp = f.apply(resp);
             Reply { response: resp, reason: Some(reason) }
         }
     }

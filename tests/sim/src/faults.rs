@@ -10,8 +10,11 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use http::header::RETRY_AFTER;
+use http::{HeaderValue, Response};
 use serde::{Deserialize, Serialize};
 
+use crate::util::Body;
 use crate::Provider;
 
 /// The faults of all three simulators.
@@ -82,6 +85,11 @@ pub struct ProviderFaults {
     /// Seed of the connection-reset and latency-jitter draws; random when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// FCM and HMS: the `expires_in` of OAuth token answers, any JSON value (`0`,
+    /// `9223372036854775808`, `-5`, `"soon"`), instead of the real lifetime. Only the
+    /// answer says it: the tokens stay valid for the real lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<serde_json::Value>,
 }
 
 impl ProviderFaults {
@@ -131,12 +139,34 @@ pub struct StatusFault {
     /// `retry-after` header, in seconds. Defaults to 1 for 429 and to none otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
+    /// `retry-after` header written as given, any text (`"1e20"`, `"-5"`, an HTTP date);
+    /// replaces `retry_after`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_header: Option<String>,
+    /// What the answer's body does after the provider's error body: grow by N bytes
+    /// (`{"oversized": N}`), never end (`"endless"`), or trickle one byte every N ms,
+    /// never ending (`{"drip_ms": N}`). The filler is spaces, so the body still
+    /// parses as the provider's JSON once a client stops reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<BodyFault>,
     /// Replaces the provider's reason (APNs `reason`, FCM `errorCode`, HMS `code`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Send requests (default), token requests, or any.
     #[serde(default, skip_serializing_if = "is_default_endpoint")]
     pub endpoint: FaultEndpoint,
+}
+
+/// A hostile answer body (see [`StatusFault::body`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyFault {
+    /// The body grows by this many bytes.
+    Oversized(u64),
+    /// The body never ends: filler as fast as the client reads it.
+    Endless,
+    /// One byte every this many milliseconds, never ending.
+    DripMs(u64),
 }
 
 fn is_default_endpoint(e: &FaultEndpoint) -> bool {
@@ -148,7 +178,28 @@ fn is_default_endpoint(e: &FaultEndpoint) -> bool {
 pub(crate) struct FiredFault {
     pub(crate) status: u16,
     pub(crate) retry_after: Option<u64>,
+    pub(crate) retry_after_header: Option<String>,
     pub(crate) reason: Option<String>,
+    pub(crate) body: Option<BodyFault>,
+}
+
+impl FiredFault {
+    /// Adds the fault's `retry-after` (`retry_after_header` as written, else
+    /// `retry_after` seconds) to the provider's error answer, and marks its body
+    /// for the body fault (the listener applies it, see `crate::body`).
+    pub(crate) fn apply(&self, mut resp: Response<Body>) -> Response<Body> {
+        let value = match &self.retry_after_header {
+            Some(raw) => HeaderValue::from_str(raw).ok(),
+            None => self.retry_after.map(HeaderValue::from),
+        };
+        if let Some(v) = value {
+            resp.headers_mut().insert(RETRY_AFTER, v);
+        }
+        if let Some(b) = self.body {
+            resp.extensions_mut().insert(b);
+        }
+        resp
+    }
 }
 
 /// A status rule with its run-time state.
@@ -211,7 +262,9 @@ impl ActiveRule {
         Some(FiredFault {
             status: self.spec.status,
             retry_after: self.spec.retry_after.or((self.spec.status == 429).then_some(1)),
+            retry_after_header: self.spec.retry_after_header.clone(),
             reason: self.spec.reason.clone(),
+            body: self.spec.body,
         })
     }
 }
@@ -228,6 +281,7 @@ pub(crate) struct ActiveFaults {
     reset_seed: u64,
     jitter_ms: Option<u64>,
     jitter_draws: AtomicU64,
+    pub(crate) expires_in: Option<serde_json::Value>,
 }
 
 impl ActiveFaults {
@@ -243,6 +297,7 @@ impl ActiveFaults {
             reset_seed: spec.seed.unwrap_or_else(rand::random),
             jitter_ms: spec.latency_jitter_ms.filter(|ms| *ms > 0),
             jitter_draws: AtomicU64::new(0),
+            expires_in: spec.expires_in.clone(),
         }
     }
 
@@ -368,6 +423,26 @@ mod tests {
         assert_eq!(hits(7), hits(7));
         let h = hits(7);
         assert!((800..1200).contains(&h), "{h}");
+    }
+
+    #[test]
+    fn hostile_answers_are_configured_as_written() {
+        let faults: Faults = serde_json::from_str(
+            r#"{"apns": {"status": [{"status": 429, "retry_after_header": "1e20", "body": "endless"},
+                                     {"status": 503, "body": {"oversized": 100000}},
+                                     {"status": 500, "body": {"drip_ms": 250}}]},
+                "fcm": {"expires_in": 9223372036854775808}}"#,
+        )
+        .unwrap();
+        let rules = &faults.apns.status;
+        assert_eq!(rules[0].body, Some(BodyFault::Endless));
+        assert_eq!(rules[1].body, Some(BodyFault::Oversized(100_000)));
+        assert_eq!(rules[2].body, Some(BodyFault::DripMs(250)));
+        assert_eq!(faults.fcm.expires_in, Some(serde_json::json!(9_223_372_036_854_775_808u64)));
+        let fired = ActiveRule::new(rules[0].clone()).fire().unwrap();
+        let resp = fired.apply(crate::util::json_response(http::StatusCode::TOO_MANY_REQUESTS, "{}"));
+        assert_eq!(resp.headers()[RETRY_AFTER], "1e20", "written as given, instead of the 429 default");
+        assert_eq!(resp.extensions().get::<BodyFault>(), Some(&BodyFault::Endless));
     }
 
     #[test]

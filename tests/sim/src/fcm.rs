@@ -19,7 +19,7 @@ use crate::jwt::Jwt;
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
 use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex, with_retry_after,
+    bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex,
 };
 use crate::Provider;
 
@@ -110,7 +110,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
             _ => "invalid_grant",
         };
         let mut reply = oauth_error(status, error, "Injected fault.");
-        reply.response = with_retry_after(reply.response, fired.retry_after);
+        reply.response = fired.apply(reply.response);
         return reply;
     }
     let Some(body) = body else {
@@ -171,9 +171,10 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
         );
     }
     let token = state.grant_token(Provider::Fcm, account.project_id.clone(), "ya29.sim.", TOKEN_LIFETIME_SECS);
+    let expires_in = faults.and_then(|f| f.expires_in.clone()).unwrap_or(json!(TOKEN_LIFETIME_SECS - 1));
     Reply::ok(json_response(
         StatusCode::OK,
-        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS - 1, "token_type": "Bearer" }).to_string(),
+        json!({ "access_token": token, "expires_in": expires_in, "token_type": "Bearer" }).to_string(),
     ))
 }
 
@@ -317,13 +318,13 @@ fn fault(state: &SimState, fired: FiredFault) -> Reply {
         503 => ("UNAVAILABLE", "UNAVAILABLE", "The service is currently unavailable."),
         _ => ("INTERNAL", "INTERNAL", "Internal error encountered."),
     };
-    let code: Cow<'static, str> = match fired.reason {
+    let code: Cow<'static, str> = match fired.reason.clone() {
         Some(r) => Cow::Owned(r),
         None => Cow::Borrowed(code),
     };
     state.counters(Provider::Fcm).reject(&code);
     let mut reply = google_error(status, google_status, message, Some(&code), None);
-    reply.response = with_retry_after(reply.response, fired.retry_after);
+    reply.response = fired.apply(reply.response);
     reply
 }
 

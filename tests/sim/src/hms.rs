@@ -16,7 +16,7 @@ use crate::faults::{ActiveFaults, FaultEndpoint};
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
 use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits, with_retry_after,
+    bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits,
 };
 use crate::Provider;
 
@@ -72,7 +72,7 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     if let Some(fired) = faults.and_then(|f| f.status_for(FaultEndpoint::Token, std::iter::empty())) {
         let status = StatusCode::from_u16(fired.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut reply = oauth_error(status, 1203, 0, "injected fault");
-        reply.response = with_retry_after(reply.response, fired.retry_after);
+        reply.response = fired.apply(reply.response);
         return reply;
     }
     let Some(body) = body else {
@@ -92,9 +92,10 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
         return oauth_error(StatusCode::UNAUTHORIZED, 1102, 20152, "invalid client_secret");
     }
     let token = state.grant_token(Provider::Hms, client.client_id.as_str().into(), "CgB6e3x9", TOKEN_LIFETIME_SECS);
+    let expires_in = faults.and_then(|f| f.expires_in.clone()).unwrap_or(json!(TOKEN_LIFETIME_SECS));
     Reply::ok(json_response(
         StatusCode::OK,
-        json!({ "access_token": token, "expires_in": TOKEN_LIFETIME_SECS, "token_type": "Bearer" }).to_string(),
+        json!({ "access_token": token, "expires_in": expires_in, "token_type": "Bearer" }).to_string(),
     ))
 }
 
@@ -200,7 +201,7 @@ fn send(
         };
         let code = fired.reason.as_deref().unwrap_or(code);
         let mut reply = refuse(state, n_tokens, status, code, msg);
-        reply.response = with_retry_after(reply.response, fired.retry_after);
+        reply.response = fired.apply(reply.response);
         return reply;
     }
 

@@ -46,7 +46,8 @@
 //!     "reset_connection_rate": 0.001
 //!   },
 //!   "fcm": { "status": [{ "status": 503, "count": 1, "endpoint": "token" }], "expire_access_tokens": true },
-//!   "hms": { "dead_tokens": ["<token>"] }
+//!   "hms": { "dead_tokens": ["<token>"], "expires_in": 0,
+//!            "status": [{ "status": 429, "retry_after_header": "1e20", "body": "endless" }] }
 //! }
 //! ```
 //!
@@ -65,6 +66,12 @@
 //! * `max_concurrent_streams`: SETTINGS_MAX_CONCURRENT_STREAMS for new connections.
 //! * `reset_connection_rate`: share of requests whose connection is dropped unanswered.
 //! * `expire_access_tokens` (FCM, HMS): tokens granted before now answer as expired.
+//! * Hostile answers, for clients that must survive them: `retry_after_header` writes
+//!   `retry-after` as given (`"1e20"`, `"-5"`, an HTTP date); `body` makes the answer's
+//!   body (the provider's error body, then spaces) `{"oversized": N}` bytes longer,
+//!   `"endless"`, or a never-ending `{"drip_ms": N}` trickle; `expires_in` (FCM, HMS)
+//!   replaces the lifetime OAuth answers announce (any JSON value: `0`,
+//!   `9223372036854775808`), while the tokens stay valid for the real one.
 //!
 //! ## Stats (`GET /stats`, [`Simulators::stats`])
 //!
@@ -84,6 +91,7 @@
 #![warn(missing_docs)]
 
 mod apns;
+mod body;
 mod control;
 mod credentials;
 mod error;
@@ -115,7 +123,7 @@ pub use credentials::{
     Registration, SimUrls, DEMO_BUNDLE_ID,
 };
 pub use error::SimError;
-pub use faults::{FaultEndpoint, Faults, ProviderFaults, StatusFault};
+pub use faults::{BodyFault, FaultEndpoint, Faults, ProviderFaults, StatusFault};
 pub use provider::Provider;
 pub use record::{RecordedRequest, RECORDED_REQUESTS};
 pub use stats::{ProviderStats, Stats};

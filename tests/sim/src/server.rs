@@ -21,6 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use crate::body::AnswerBody;
 use crate::faults::ActiveFaults;
 use crate::record::RawRequest;
 use crate::state::SimState;
@@ -218,7 +219,7 @@ async fn serve_connection(
 }
 
 /// The steps every request goes through.
-async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>) -> Response<Body> {
+async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>) -> Response<AnswerBody> {
     let provider = ctx.provider;
     let counters = state.counters(provider);
     counters.request();
@@ -231,7 +232,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
             ctx.goaway.notify_one();
         }
         if f.should_reset() {
-            return reset_connection(state, ctx, req, received_ms).await;
+            return reset_connection(state, ctx, req, received_ms).await.map(AnswerBody::Full);
         }
         if let Some(ms) = f.delay_ms() {
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -253,7 +254,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
         status,
         reason: reply.reason,
     });
-    reply.response
+    AnswerBody::answer(reply.response)
 }
 
 fn dispatch(

@@ -96,14 +96,6 @@ pub(crate) fn text_response(status: StatusCode, body: impl Into<Bytes>) -> Respo
     resp
 }
 
-/// Adds `retry-after: secs` to a response.
-pub(crate) fn with_retry_after(mut resp: Response<Body>, secs: Option<u64>) -> Response<Body> {
-    if let Some(secs) = secs {
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    resp
-}
-
 /// Parses `application/x-www-form-urlencoded` bytes into (key, value) pairs.
 pub(crate) fn parse_form(body: &[u8]) -> Vec<(String, String)> {
     url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()

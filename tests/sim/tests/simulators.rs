@@ -439,6 +439,62 @@ async fn hms_oauth_and_send() {
 // ---- Faults -------------------------------------------------------------------------------
 
 #[tokio::test]
+async fn hostile_answers() {
+    let fx = fixture();
+    let sims = start().await;
+    let app = &fx.creds.hms_client_id;
+    let mut c = h2_connect(sims.hms_addr(), &sims.ca_pem(), None).await;
+    let token = hms_access_token(&mut c).await;
+    let msg = json!({"message": {"token": ["tok-h"], "data": "{}"}}).to_string();
+    let set = |v: Value| sims.set_faults(serde_json::from_value(v).unwrap());
+    let second = std::time::Duration::from_secs(1);
+
+    // retry-after as written, and a body 100 000 bytes longer that still parses.
+    set(json!({"hms": {"status": [{"status": 429, "count": 1, "retry_after_header": "1e20", "body": {"oversized": 100000}}]}}));
+    let (a, ended) = c.send_reading(hms_send(app, &token), msg.clone(), usize::MAX, 10 * second).await;
+    assert!(ended);
+    assert_eq!((a.status.as_u16(), a.header("retry-after")), (429, Some("1e20")));
+    assert_eq!(a.json()["code"], "80300013");
+    assert!(a.body.len() > 100_000 && a.body.len() < 100_200, "{}", a.body.len());
+
+    // A body that never ends: the client stops reading, the simulator goes on serving.
+    set(json!({"hms": {"status": [{"status": 503, "count": 1, "retry_after_header": "-5", "body": "endless"}]}}));
+    let (a, ended) = c.send_reading(hms_send(app, &token), msg.clone(), 1 << 20, 10 * second).await;
+    assert!(!ended && a.body.len() >= 1 << 20);
+    assert_eq!((a.status.as_u16(), a.header("retry-after")), (503, Some("-5")));
+    assert!(a.body.starts_with(br#"{"code":"81000001""#) || a.body.starts_with(b"{"), "{:?}", &a.body[..40]);
+
+    // A slow drip: a byte every 50 ms.
+    set(json!({"hms": {"status": [{"status": 500, "count": 1, "body": {"drip_ms": 50}}]}}));
+    let (a, ended) = c.send_reading(hms_send(app, &token), msg.clone(), usize::MAX, std::time::Duration::from_millis(500)).await;
+    assert!(!ended && a.status == 500);
+    assert!((3..=12).contains(&a.body.len()), "{} bytes in 500 ms", a.body.len());
+    assert_eq!(a.body[0], b'{');
+
+    // The same connection still serves.
+    set(json!({}));
+    let a = c.send(hms_send(app, &token), msg.clone()).await;
+    assert_eq!(a.json()["code"], "80000000");
+
+    // OAuth answers announce whatever lifetime the fault says; the tokens stay valid.
+    for expires_in in [json!(0), json!(9_223_372_036_854_775_808u64), json!("soon")] {
+        set(json!({"hms": {"expires_in": expires_in}}));
+        let form = url_encode(&[
+            ("grant_type", "client_credentials"),
+            ("client_id", &fx.creds.hms_client_id),
+            ("client_secret", &fx.creds.hms_client_secret),
+        ]);
+        let a = c
+            .send(post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(), form)
+            .await;
+        assert_eq!(a.json()["expires_in"], expires_in);
+        let fresh = a.json()["access_token"].as_str().unwrap().to_owned();
+        set(json!({}));
+        assert_eq!(c.send(hms_send(app, &fresh), msg.clone()).await.json()["code"], "80000000");
+    }
+}
+
+#[tokio::test]
 async fn fault_429_with_retry_after_then_success() {
     let fx = fixture();
     let sims = start().await;

@@ -138,6 +138,38 @@ impl H2 {
     pub async fn send(&mut self, req: Request<()>, body: impl Into<Bytes>) -> Answer {
         self.try_send(req, body).await.unwrap()
     }
+
+    /// Sends `req` and reads at most `most` bytes of the answer's body, for at
+    /// most `time`; answers also whether the body ended.
+    pub async fn send_reading(
+        &mut self,
+        req: Request<()>,
+        body: impl Into<Bytes>,
+        most: usize,
+        time: std::time::Duration,
+    ) -> (Answer, bool) {
+        let body = body.into();
+        let mut send = self.send.clone().ready().await.unwrap();
+        let (resp, mut stream) = send.send_request(req, body.is_empty()).unwrap();
+        if !body.is_empty() {
+            stream.send_data(body, true).unwrap();
+        }
+        let (parts, mut recv) = resp.await.unwrap().into_parts();
+        let mut body = Vec::new();
+        let read = async {
+            while let Some(chunk) = recv.data().await {
+                let chunk = chunk.unwrap();
+                let _ = recv.flow_control().release_capacity(chunk.len());
+                body.extend_from_slice(&chunk);
+                if body.len() >= most {
+                    return false;
+                }
+            }
+            true
+        };
+        let ended = tokio::time::timeout(time, read).await.unwrap_or(false);
+        (Answer { status: parts.status, headers: parts.headers, body: body.into() }, ended)
+    }
 }
 
 /// One HTTP/1.1 request over TLS (ALPN http/1.1).
