@@ -451,9 +451,15 @@ mod tests {
         let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();
         assert!(zero.contains("bulk_in_flight"), "{zero}");
         let c = Config::resolve(Settings::default()).unwrap();
-        assert_eq!((c.push.max_retry_after, c.webhooks.max_retry_after), (Duration::from_secs(3600), Duration::from_secs(3600)));
+        assert_eq!(
+            (c.push.max_retry_after, c.webhooks.max_retry_after),
+            (Duration::from_secs(3600), Duration::from_secs(3600))
+        );
         assert!(!c.push.allow_private_endpoints);
-        let c = Config::resolve(toml::from_str("max_retry_after_s = 99999999999\nallow_private_provider_endpoints = true").unwrap()).unwrap();
+        let c = Config::resolve(
+            toml::from_str("max_retry_after_s = 99999999999\nallow_private_provider_endpoints = true").unwrap(),
+        )
+        .unwrap();
         assert_eq!(c.push.max_retry_after, Duration::from_secs(86_400), "at most a day");
         assert!(c.push.allow_private_endpoints);
     }

@@ -442,3 +442,69 @@ async fn a_tenants_caches_live_no_longer_than_its_actor() {
     }
     s.shutdown().await;
 }
+
+/// HMS takes up to 1000 tokens per request: a broadcast to 10 000 HMS tokens,
+/// 1 % of them dead, is ten requests (and one for the access token); the
+/// partial answers mark exactly the dead tokens invalid, retry nothing, and
+/// the report counts every other token sent.
+#[tokio::test]
+async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
+    const N: u64 = 10_000;
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let env = sim_env(&sims, dir.path());
+    let data = dir.path().join("data");
+    let http = reqwest::Client::new();
+    let h = Herald::start(&data, &env);
+    let token = h.create_tenant(&http, "acme").await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&token).json(&creds.app_json);
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
+    h.kill9();
+    let dead = |i: u64| i % 100 == 37;
+    let seeded = seed_clients(&data, N, |i| {
+        (PushProvider::Hpk, if dead(i) { format!("dead-hms-{i}") } else { format!("hms-{i}") })
+    });
+
+    let h = Herald::start(&data, &env);
+    let token = h.admin_token(&http).await;
+    sims.reset();
+    let r = http
+        .post(format!("{}/v1/tenants/acme/push_notification/send", h.base))
+        .bearer_auth(&token)
+        .json(&topic("chat"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let answer: Value = r.json().await.unwrap();
+    let id = answer[0]["notificationId"].as_str().unwrap().to_string();
+    let done = report_when_done(&http, &h, &token, &id).await;
+    assert_eq!(done["state"], "COMPLETED", "{done}");
+    let stats = sims.stats().hms;
+    println!(
+        "HMS broadcast of {N} tokens: {} requests to the simulator ({} token grants), {} accepted, {} rejected",
+        stats.requests, stats.token_grants, stats.accepted, stats.rejected
+    );
+    let sizes: Vec<usize> = sims
+        .requests(Provider::Hms, 100)
+        .iter()
+        .filter_map(|q| q.body["message"]["token"].as_array().map(Vec::len))
+        .collect();
+    println!("HMS requests' token counts: {sizes:?}");
+    assert!(stats.requests <= 11, "{N} tokens in batches of 1000, plus the access token: {stats:?}");
+    assert_eq!((stats.accepted, stats.rejected), (N - N / 100, N / 100), "{stats:?}");
+    assert_eq!(done["counts"]["targeted"], N);
+    assert_eq!(done["counts"]["sent"], N - N / 100, "{done}");
+    assert_eq!(done["counts"]["invalid"], N / 100, "{done}");
+    assert_eq!(done["counts"]["failed"], 0, "{done}");
+    assert_eq!(done["byProvider"]["hms"]["sent"], N - N / 100, "{done}");
+    h.kill9();
+
+    // Exactly the dead tokens are invalid.
+    let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(&data)).unwrap();
+    for (i, (client, token)) in seeded.iter().enumerate() {
+        let stored = store.push_tokens().get("acme", client).unwrap().unwrap();
+        assert_eq!(stored.is_valid, !dead(i as u64), "{token}");
+    }
+}

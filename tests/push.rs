@@ -98,6 +98,25 @@ async fn a_user_with_clients_on_all_three_providers() {
     assert_eq!((stats.apns.accepted, stats.fcm.accepted, stats.hms.accepted), (1, 1, 1));
 }
 
+/// The interactive lane sends at once, one token per request, even on HMS,
+/// which would take a thousand (batches are for broadcasts).
+#[tokio::test]
+async fn interactive_hms_sends_are_not_batched() {
+    let w = PushWorld::start().await;
+    for i in 0..3 {
+        w.client("demo", "dora", &format!("HPK:hms-dora-{i}")).await;
+    }
+    let (st, r) = w
+        .send(json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": "dora"}, "payload": {"message": {"body": "hi"}}}))
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    assert!(r.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{r}");
+    let sends: Vec<_> =
+        w.sims.requests(Provider::Hms, 10).into_iter().filter(|q| q.path.ends_with("/messages:send")).collect();
+    assert_eq!(sends.len(), 3);
+    assert!(sends.iter().all(|q| q.body["message"]["token"].as_array().unwrap().len() == 1));
+}
+
 #[tokio::test]
 async fn silent_pushes_are_background_and_data_only() {
     let w = PushWorld::start().await;

@@ -188,3 +188,226 @@ async fn certificate_auth_and_stream_limits() {
     let req = w.sims.requests(herald_sim::Provider::Apns, 1).pop().unwrap();
     assert!(!req.headers.contains_key("authorization"), "certificate auth sends no bearer");
 }
+
+/// A client of `app` linked to `user` with `token`, through a child Herald's API.
+async fn child_client(http: &reqwest::Client, h: &Herald, admin: &str, user: &str, token: &str) -> String {
+    let base = &h.base;
+    let r = http.post(format!("{base}/v1/tenants/acme/clients")).bearer_auth(admin);
+    let b: serde_json::Value =
+        r.json(&json!({"appName": "demo", "platform": "android"})).send().await.unwrap().json().await.unwrap();
+    let id = b["astClientId"].as_str().unwrap().to_string();
+    for (path, body) in [
+        (format!("/v1/tenants/acme/users/{user}/clients/{id}"), json!({})),
+        (format!("/v1/tenants/acme/clients/{id}/pushtoken"), json!({"appName": "demo", "pushToken": token})),
+    ] {
+        let r = http.put(format!("{base}{path}")).bearer_auth(admin).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+    id
+}
+
+/// `herald_actor_restarts_total`, all actors together.
+async fn actor_restarts(http: &reqwest::Client, h: &Herald) -> f64 {
+    let text = http.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("herald_actor_restarts_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn rule(status: u16, retry_after: Option<&str>, body: Option<herald_sim::BodyFault>) -> StatusFault {
+    StatusFault { status, retry_after_header: retry_after.map(str::to_owned), body, ..Default::default() }
+}
+
+/// What a hostile provider can answer (`retry-after: 1e20` or `-5`, a body that
+/// never ends, an OAuth `expires_in` of 0 or 2^63) neither hangs a send nor
+/// hurts the engine: one-client sends and a 2 000-token broadcast finish, sent
+/// or failed with the provider's reason, no actor restarts, and `/healthz`
+/// answers throughout. (`--max-retry-after-s 1`, so that 1e20 seconds is one.)
+#[tokio::test]
+async fn hostile_answers_cannot_hurt_the_engine() {
+    use herald_sim::BodyFault::Endless;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let mut env = sim_env(&sims, dir.path());
+    env.push(("HERALD_MAX_RETRY_AFTER_S", "1".into()));
+    let data = dir.path().join("data");
+    acme_with_apns_clients(&data, &env, &creds, 2000, 70_000).await;
+    let h = Herald::start(&data, &env);
+    let http = reqwest::Client::new();
+    let admin = h.admin_token(&http).await;
+    let olga = [
+        child_client(&http, &h, &admin, "olga", &format!("APNS:{}", apns_token(1))).await,
+        child_client(&http, &h, &admin, "olga", "FCM:fcm-olga").await,
+        child_client(&http, &h, &admin, "olga", "HPK:hms-olga").await,
+    ];
+    let send = |body: serde_json::Value| {
+        let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&admin).json(&body);
+        async move {
+            let r = r.send().await.unwrap();
+            assert_eq!(r.status(), StatusCode::ACCEPTED);
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let to_olga = || send(to_user("olga", "hostile"));
+    let sent = |r: &serde_json::Value| r.as_array().unwrap().iter().filter(|e| e["isSuccessful"] == true).count();
+    let restarts = actor_restarts(&http, &h).await;
+
+    // /healthz, probed every 50 ms until the end.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let probe = {
+        let (stop, url, http) = (stop.clone(), format!("{}/healthz", h.base), http.clone());
+        tokio::spawn(async move {
+            let (mut ok, mut failed) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = tokio::time::timeout(Duration::from_secs(2), http.get(&url).send()).await;
+                match r {
+                    Ok(Ok(r)) if r.status() == StatusCode::OK => ok += 1,
+                    other => failed.push(format!("{other:?}")),
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            (ok, failed)
+        })
+    };
+    let each = |f: &dyn Fn() -> ProviderFaults| Faults { apns: f(), fcm: f(), hms: f() };
+    let once = |status, retry_after, body| {
+        move || ProviderFaults {
+            status: vec![StatusFault { count: Some(1), ..rule(status, retry_after, body) }],
+            ..Default::default()
+        }
+    };
+
+    // retry-after: 1e20 (capped at 1 s), then -5 (no wait), then a body that
+    // never ends (cut at 64 KiB): each once per provider, then sent.
+    sims.set_faults(each(&once(429, Some("1e20"), None)));
+    let started = Instant::now();
+    assert_eq!(sent(&to_olga().await), 3);
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(8), "{waited:?}");
+    sims.set_faults(each(&once(503, Some("-5"), None)));
+    assert_eq!(sent(&to_olga().await), 3);
+    sims.set_faults(each(&once(503, None, Some(Endless))));
+    assert_eq!(sent(&to_olga().await), 3);
+    assert_eq!(sims.stats().apns.rejected, 3, "each provider answered each fault once");
+    // A never-ending body for ever: failed, with the provider's reason.
+    sims.set_faults(Faults {
+        apns: ProviderFaults { status: vec![rule(503, Some("1e20"), Some(Endless))], ..Default::default() },
+        ..Default::default()
+    });
+    let r = send(to_client("olga", &olga[0], json!({"body": "x"}))).await;
+    assert_eq!(r[0]["isSuccessful"], false, "{r}");
+    assert_eq!(r[0]["results"][0]["result"]["code"], 503, "{r}");
+    assert_eq!(r[0]["results"][0]["result"]["message"], "ServiceUnavailable", "{r}");
+
+    // OAuth answers with an expires_in of 0, then 2^63: the access tokens are
+    // renewed after the 401 and then reused, not fetched for every send.
+    for expires_in in [json!(0), json!(9_223_372_036_854_775_808u64)] {
+        sims.set_faults(Faults::default());
+        let oauth = || ProviderFaults {
+            expire_access_tokens: true,
+            expires_in: Some(expires_in.clone()),
+            ..Default::default()
+        };
+        sims.set_faults(Faults { fcm: oauth(), hms: oauth(), ..Default::default() });
+        let grants = |s: herald_sim::Stats| (s.fcm.token_grants, s.hms.token_grants);
+        let before = grants(sims.stats());
+        assert_eq!(sent(&to_olga().await), 3, "expires_in {expires_in}");
+        assert_eq!(sent(&to_olga().await), 3, "expires_in {expires_in}");
+        let after = grants(sims.stats());
+        assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1), "one new token each, reused: {expires_in}");
+    }
+
+    // A 2 000-token broadcast through all of it at seeded rates.
+    let rate = |status, retry_after, body, rate: f64, seed| StatusFault {
+        rate: Some(rate),
+        seed: Some(seed),
+        ..rule(status, retry_after, body)
+    };
+    sims.set_faults(Faults {
+        apns: ProviderFaults {
+            status: vec![
+                rate(429, Some("1e20"), None, 0.05, 1),
+                rate(503, Some("-5"), None, 0.05, 2),
+                rate(503, None, Some(Endless), 0.02, 3),
+            ],
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let r = send(json!({"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"body": "all"}}})).await;
+    let id = r[0]["notificationId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let report = loop {
+        let r: serde_json::Value = http
+            .get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if r["state"] != "RUNNING" || Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(report["state"], "COMPLETED", "{report}");
+    let counts = &report["counts"];
+    assert_eq!(counts["targeted"], 2003, "{report}");
+    assert_eq!(counts["sent"].as_u64().unwrap() + counts["failed"].as_u64().unwrap(), 2003, "{report}");
+    assert_eq!(counts["invalid"], 0, "{report}");
+    println!("hostile broadcast: {counts}, simulator: {:?}", sims.stats().apns.by_reason);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = probe.await.unwrap();
+    assert!(failed.is_empty() && ok > 10, "/healthz answered {ok} times, failed: {failed:?}");
+    assert_eq!(actor_restarts(&http, &h).await, restarts, "no actor restarted");
+}
+
+/// An interactive send does not wait past its deadline for a provider asking
+/// for more time (`retry-after: 1e20` is capped at the default hour, longer
+/// than the 10 s deadline): it fails at once with the provider's reason. A
+/// dated `retry-after` is read; an answer that drips in slower than the
+/// request timeout is given up and tried again.
+#[tokio::test]
+async fn a_provider_asking_for_more_than_the_deadline_fails_the_send_at_once() {
+    use std::time::{Duration, Instant};
+    let w = PushWorld::start_with(|c| c.push.limits.request_timeout = Duration::from_millis(500)).await;
+    let a = w.client("demo", "paul", &format!("APNS:{}", apns_token(77))).await;
+    let apns = |rules: Vec<StatusFault>| Faults {
+        apns: ProviderFaults { status: rules, ..Default::default() },
+        ..Default::default()
+    };
+    w.sims.set_faults(apns(vec![rule(429, Some("1e20"), None)]));
+    let started = Instant::now();
+    let (_, r) = w.send(to_client("paul", &a, json!({"body": "x"}))).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    let result = &r[0]["results"][0]["result"];
+    assert_eq!(result["code"], 429, "{r}");
+    let message = result["message"].as_str().unwrap();
+    assert!(message.starts_with("TooManyRequests") && message.contains("3600 s, past the send deadline"), "{message}");
+    assert_eq!(w.sims.stats().apns.requests, 1, "not tried again");
+
+    // An HTTP date two seconds ahead: waited for, then sent.
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    let date = (time::OffsetDateTime::now_utc() + Duration::from_secs(2)).format(&format).unwrap();
+    w.sims.set_faults(apns(vec![StatusFault { count: Some(1), ..rule(503, Some(&date), None) }]));
+    let started = Instant::now();
+    let (_, r) = w.send(to_client("paul", &a, json!({"body": "x"}))).await;
+    assert_eq!(r[0]["isSuccessful"], true, "{r}");
+    assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
+
+    // A slow drip: cut at the request timeout, then sent on the next try.
+    w.sims.set_faults(apns(vec![StatusFault {
+        count: Some(1),
+        ..rule(503, None, Some(herald_sim::BodyFault::DripMs(100)))
+    }]));
+    let (_, r) = w.send(to_client("paul", &a, json!({"body": "x"}))).await;
+    assert_eq!(r[0]["isSuccessful"], true, "{r}");
+}

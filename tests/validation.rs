@@ -156,6 +156,70 @@ async fn credentials_that_do_not_parse_are_refused_at_save() {
     s.shutdown().await;
 }
 
+/// A service account's `token_uri` is an address the engine will connect to on
+/// a tenant's word: https at a public address only (or an endpoint the
+/// operator configured), unless the operator allows private endpoints.
+#[tokio::test]
+async fn a_token_uri_must_be_https_at_a_public_address() {
+    let fcm = |uri: &str| json!({"categories": ["chat"], "fcmServiceAccountJSON": service_account(json!({"token_uri": uri}))});
+    let refused = [
+        "http://127.0.0.1:9/token",
+        "https://10.0.0.1/token",
+        "https://[::1]:8443/token",
+        "http://oauth2.googleapis.com/token",
+    ];
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let t = s.admin_token("acme").await;
+    for uri in refused {
+        let (st, b) = s.call(Method::POST, "/v1/tenants/acme/apps/guarded", Some(&t), Some(fcm(uri))).await;
+        assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, "fcmServiceAccountJSON".into()), "{uri}: {b}");
+        assert!(b["message"].as_str().unwrap().contains("token_uri"), "{b}");
+    }
+    // A public name is saved (its addresses are checked when a send connects).
+    assert_eq!(save(&s, &t, "public", fcm("https://oauth2.googleapis.com/token")).await.0, StatusCode::CREATED);
+    // An update is checked the same way.
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/apps/public", Some(&t), Some(fcm(refused[1]))).await;
+    assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, "fcmServiceAccountJSON".into()), "{b}");
+    s.shutdown().await;
+
+    let s = TestServer::start_with(|c| c.push.allow_private_endpoints = true).await;
+    s.create_tenant("acme").await;
+    let t = s.admin_token("acme").await;
+    for (i, uri) in refused.iter().enumerate() {
+        assert_eq!(save(&s, &t, &format!("private{i}"), fcm(uri)).await.0, StatusCode::CREATED, "{uri}");
+    }
+    s.shutdown().await;
+}
+
+/// The guard holds on the address a name resolves to: `localhost` passes the
+/// save, and a send never reaches it. The simulators' own endpoints, which
+/// the operator configured, still serve.
+#[tokio::test]
+async fn a_token_uri_resolving_to_loopback_is_refused_when_connecting() {
+    use base64::Engine as _;
+    let w = PushWorld::start().await;
+    let port = w.sims.fcm_addr().port();
+    let mut sa: Value = serde_json::from_str(&w.creds.fcm_service_account_json).unwrap();
+    sa["token_uri"] = json!(format!("https://localhost:{port}/token"));
+    let app = json!({"categories": ["chat"], "fcmServiceAccountJSON": base64::engine::general_purpose::STANDARD.encode(sa.to_string())});
+    let (st, b) = w.server.call(Method::POST, "/v1/tenants/acme/apps/local", Some(&w.admin), Some(app)).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    let local = w.client("local", "nina", "FCM:fcm-nina-local").await;
+    let configured = w.client("demo", "nina", "FCM:fcm-nina-demo").await;
+    let (st, r) = w.send(json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": "nina"}, "payload": {"message": {"body": "hi"}}})).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let result = |id: &str| r.as_array().unwrap().iter().find(|e| e["astClientId"] == id).unwrap().clone();
+    assert_eq!(result(&configured)["isSuccessful"], true, "{r}");
+    let refused = result(&local);
+    assert_eq!(refused["isSuccessful"], false, "{r}");
+    assert_eq!(refused["results"][0]["result"]["code"], 412, "{refused}");
+    let message = refused["results"][0]["result"]["message"].as_str().unwrap();
+    assert!(message.contains("FCM auth") && message.contains("private or loopback"), "{message}");
+    let s = w.sims.stats().fcm;
+    assert_eq!((s.token_grants, s.accepted), (1, 1), "only the configured endpoint was asked for a token: {s:?}");
+}
+
 #[tokio::test]
 async fn unknown_fields_and_malformed_bodies_are_rejected_everywhere() {
     let s = TestServer::start().await;

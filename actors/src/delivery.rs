@@ -194,7 +194,8 @@ impl Deliverer {
     pub async fn deliver_all(&self, job: &Job<'_>, clients: &[(&str, &TokenRef)], lane: Lane) -> Vec<ClientOutcome> {
         let mut outcomes: Vec<Option<ClientOutcome>> = vec![None; clients.len()];
         for backend in [Backend::Apns, Backend::Fcm, Backend::Hms] {
-            let of: Vec<usize> = (0..clients.len()).filter(|i| backend_of(clients[*i].1.provider) == Some(backend)).collect();
+            let of: Vec<usize> =
+                (0..clients.len()).filter(|i| backend_of(clients[*i].1.provider) == Some(backend)).collect();
             if of.is_empty() {
                 continue;
             }

@@ -311,7 +311,7 @@ impl Window {
         if room == 0 {
             return None;
         }
-        let picked = self.pick(room.min(ctx.cap), durable, idle)?;
+        let picked = self.pick(ctx.cap, room, durable, idle)?;
         match picked.as_slice() {
             [0] => self.pending.pop_front().map(|e| vec![e]),
             _ => Some(self.take(&picked)),
@@ -319,17 +319,19 @@ impl Window {
     }
 
     /// The indexes in `pending` of the next request's clients (see [`Window::next_send`]).
-    fn pick(&self, most: usize, durable: u64, idle: bool) -> Option<Vec<usize>> {
+    fn pick(&self, cap: usize, room: usize, durable: u64, idle: bool) -> Option<Vec<usize>> {
         let durable_at = |seq: usize| self.open[seq - self.first_seq].reserved_by <= durable;
         let mut deferred: Vec<Option<crate::providers::Backend>> = Vec::new();
         for (i, (seq, _, token)) in self.pending.iter().enumerate() {
             if !durable_at(*seq) {
                 return None; // nor is any later one
             }
-            let limit = batch_limit(token.provider).min(most);
-            if limit <= 1 {
+            // A full batch, and what fits the room left (more once answers come).
+            let full = batch_limit(token.provider).min(cap);
+            if full <= 1 {
                 return Some(vec![i]);
             }
+            let limit = full.min(room);
             let backend = backend_of(token.provider);
             if deferred.contains(&backend) {
                 continue;
@@ -349,7 +351,7 @@ impl Window {
                     break;
                 }
             }
-            if picked.len() == limit || (!awaits_flush && (self.exhausted || idle)) {
+            if picked.len() == full || (!awaits_flush && (self.exhausted || idle)) {
                 return Some(picked);
             }
             deferred.push(backend);

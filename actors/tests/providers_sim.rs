@@ -10,8 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use herald_actors::providers::auth_http::AuthHttp;
 use herald_actors::guard::EndpointPolicy;
+use herald_actors::providers::auth_http::AuthHttp;
 use herald_actors::providers::fcm::{Assertion, FcmAuth, ServiceAccount};
 use herald_actors::providers::hms::{ClientCredentials, HmsAuth};
 use herald_actors::providers::{apns, fcm, hms, Notification, Outcome, Priority, WireRequest, MAX_PAYLOAD};

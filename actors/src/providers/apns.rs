@@ -427,7 +427,8 @@ impl SavedJwt {
         let token = self.jwt.current();
         let (saved, iat) = self.jwt.snapshot();
         if self.saved_iat.swap(iat, Ordering::AcqRel) != iat {
-            let record = ProviderToken { key_id: self.jwt.key_id().to_string(), token: saved.to_string(), issued_at: iat };
+            let record =
+                ProviderToken { key_id: self.jwt.key_id().to_string(), token: saved.to_string(), issued_at: iat };
             if let Err(e) = self.store.provider_tokens().put(&self.tenant, &self.app, "apns", &record) {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }

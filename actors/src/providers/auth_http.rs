@@ -230,7 +230,8 @@ impl TokenCache {
                 let token: Arc<str> = token.into();
                 let now = Instant::now();
                 let refresh_at = now.checked_add(usable_for(expires_in)).unwrap_or(now);
-                *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(Cached { token: token.clone(), refresh_at });
+                *self.current.write().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Cached { token: token.clone(), refresh_at });
                 metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "ok")
                     .increment(1);
                 tracing::debug!(provider = self.provider, expires_in, "provider access token refreshed");
@@ -311,8 +312,7 @@ impl<G: Grant> OAuth<G> {
     }
 
     async fn fetch(&self) -> Result<(String, u64), AuthError> {
-        let form =
-            self.grant.form().map_err(|reason| AuthError { status: 500, reason, transient: false })?;
+        let form = self.grant.form().map_err(|reason| AuthError { status: 500, reason, transient: false })?;
         let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let (status, body) = self.http.post_form(self.grant.url(), &form).await?;
         read_token_answer(status, &body)
@@ -342,7 +342,9 @@ pub fn read_token_answer(status: u16, body: &[u8]) -> Result<(String, u64), Auth
         let reason = format!("the token endpoint answered {status}{codes}");
         return Err(match status {
             429 | 500..=599 => transient(reason),
-            _ => AuthError { status: if (400..500).contains(&status) { status } else { 502 }, reason, transient: false },
+            _ => {
+                AuthError { status: if (400..500).contains(&status) { status } else { 502 }, reason, transient: false }
+            }
         });
     }
     let token = match field("access_token") {
@@ -502,8 +504,12 @@ mod tests {
             let body = format!(r#"{{"access_token":"t","expires_in":{expires_in}}}"#);
             assert_eq!(read(200, &body), Ok(("t".to_owned(), clamped)), "{expires_in}");
         }
-        let e = read(401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#).unwrap_err();
-        assert_eq!(e, AuthError { status: 401, reason: "the token endpoint answered 401 (1102, 20152)".into(), transient: false });
+        let e =
+            read(401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#).unwrap_err();
+        assert_eq!(
+            e,
+            AuthError { status: 401, reason: "the token endpoint answered 401 (1102, 20152)".into(), transient: false }
+        );
         let e = read(400, r#"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#).unwrap_err();
         assert_eq!(e.reason, "the token endpoint answered 400 (invalid_grant)");
         // What the endpoint wrote never comes back, beyond a short code.
@@ -546,9 +552,13 @@ mod tests {
         let server = test_server::start(vec![(200, r#"{"access_token":"t"}"#.into())], Duration::ZERO).await;
         let port = server.url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/token").to_owned();
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let tls = rustls::ClientConfig::builder().with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth();
+        let tls = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
         let guarded = AuthHttp::new(Arc::new(tls), EndpointPolicy::new(["https://push.example"], false));
-        for url in [server.url.clone(), format!("https://127.0.0.1:{port}/token"), format!("https://localhost:{port}/token")] {
+        for url in
+            [server.url.clone(), format!("https://127.0.0.1:{port}/token"), format!("https://localhost:{port}/token")]
+        {
             let e = guarded.post_form(&url, &[]).await.unwrap_err();
             assert!(!e.transient && e.status == 412, "{url}: {e:?}");
             assert!(e.reason.contains("private or loopback") || e.reason.contains("https"), "{url}: {e:?}");

@@ -62,9 +62,11 @@ impl FcmPayload {
 /// must fit in 4096 bytes (413 otherwise). The token and the rest of the
 /// envelope do not count, as on FCM, so the check is made here, once.
 pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
-    if let Some(k) = n.custom_data.keys().find(|k| {
-        RESERVED_DATA_KEYS.contains(&k.as_str()) || k.starts_with("google") || k.starts_with("gcm")
-    }) {
+    if let Some(k) = n
+        .custom_data
+        .keys()
+        .find(|k| RESERVED_DATA_KEYS.contains(&k.as_str()) || k.starts_with("google") || k.starts_with("gcm"))
+    {
         return Err(FormatError { status: 400, message: format!("customData key {k:?} is reserved by FCM") });
     }
     let data = android::data(n, |v| match v {
@@ -282,7 +284,10 @@ impl Grant for Assertion {
     }
 
     fn form(&self) -> Result<Vec<(&'static str, String)>, String> {
-        Ok(vec![("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer".into()), ("assertion", self.assertion(unix_now())?)])
+        Ok(vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer".into()),
+            ("assertion", self.assertion(unix_now())?),
+        ])
     }
 }
 

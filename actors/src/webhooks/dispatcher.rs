@@ -67,7 +67,8 @@ impl Actor for Dispatcher {
         myself: ActorRef<DispatcherMsg>,
         args: DispatcherArgs,
     ) -> Result<DispatcherState, ActorProcessingErr> {
-        let client = WebhookClient::new(args.settings.allow_private, args.settings.timeout, args.settings.max_retry_after);
+        let client =
+            WebhookClient::new(args.settings.allow_private, args.settings.timeout, args.settings.max_retry_after);
         // Outboxes left by the previous run are delivered now.
         for (tenant, w) in args.store.webhooks().all()? {
             if w.active && args.store.webhooks().outbox_depth(&tenant, &w.id) > 0 {

@@ -9,8 +9,8 @@ mod dispatcher;
 mod signature;
 mod target;
 
-pub use bus::{Event, EventBus};
 pub use crate::guard::is_forbidden_ip;
+pub use bus::{Event, EventBus};
 pub use client::WebhookClient;
 pub use dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 pub use signature::{generate_secret, sign};

@@ -18,9 +18,7 @@ use crate::faults::{ActiveFaults, FaultEndpoint, FiredFault};
 use crate::jwt::Jwt;
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
-use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex,
-};
+use crate::util::{bearer_token, form_field, is_duration, json_response, now_ms, now_secs, parse_form, random_hex};
 use crate::Provider;
 
 /// The scope an FCM access token needs (cloud-platform also grants it).

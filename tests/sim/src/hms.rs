@@ -15,9 +15,7 @@ use serde_json::{json, Value};
 use crate::faults::{ActiveFaults, FaultEndpoint};
 use crate::server::Reply;
 use crate::state::{SimState, TokenProblem};
-use crate::util::{
-    bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits,
-};
+use crate::util::{bearer_token, form_field, is_duration, json_response, now_ms, parse_form, random_digits};
 use crate::Provider;
 
 const TOKEN_LIFETIME_SECS: u64 = 3600;

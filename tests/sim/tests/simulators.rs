@@ -450,7 +450,9 @@ async fn hostile_answers() {
     let second = std::time::Duration::from_secs(1);
 
     // retry-after as written, and a body 100 000 bytes longer that still parses.
-    set(json!({"hms": {"status": [{"status": 429, "count": 1, "retry_after_header": "1e20", "body": {"oversized": 100000}}]}}));
+    set(
+        json!({"hms": {"status": [{"status": 429, "count": 1, "retry_after_header": "1e20", "body": {"oversized": 100000}}]}}),
+    );
     let (a, ended) = c.send_reading(hms_send(app, &token), msg.clone(), usize::MAX, 10 * second).await;
     assert!(ended);
     assert_eq!((a.status.as_u16(), a.header("retry-after")), (429, Some("1e20")));
@@ -466,7 +468,8 @@ async fn hostile_answers() {
 
     // A slow drip: a byte every 50 ms.
     set(json!({"hms": {"status": [{"status": 500, "count": 1, "body": {"drip_ms": 50}}]}}));
-    let (a, ended) = c.send_reading(hms_send(app, &token), msg.clone(), usize::MAX, std::time::Duration::from_millis(500)).await;
+    let (a, ended) =
+        c.send_reading(hms_send(app, &token), msg.clone(), usize::MAX, std::time::Duration::from_millis(500)).await;
     assert!(!ended && a.status == 500);
     assert!((3..=12).contains(&a.body.len()), "{} bytes in 500 ms", a.body.len());
     assert_eq!(a.body[0], b'{');
@@ -485,7 +488,10 @@ async fn hostile_answers() {
             ("client_secret", &fx.creds.hms_client_secret),
         ]);
         let a = c
-            .send(post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(), form)
+            .send(
+                post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(),
+                form,
+            )
             .await;
         assert_eq!(a.json()["expires_in"], expires_in);
         let fresh = a.json()["access_token"].as_str().unwrap().to_owned();
