@@ -113,15 +113,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     });
     let h = Herald::start(&data, &env);
     let token = h.admin_token(&http).await;
-    let r = http
-        .post(format!("{}/v1/tenants/acme/push_notification/send", h.base))
-        .bearer_auth(&token)
-        .json(&topic("chat"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::ACCEPTED);
-    let answer: Value = r.json().await.unwrap();
+    let answer = h.send(&http, &token, &topic("chat")).await;
     assert_eq!(answer[0]["metadata"]["targeted"], N);
     let id = answer[0]["notificationId"].as_str().unwrap().to_string();
     loop {
@@ -450,36 +442,19 @@ async fn a_tenants_caches_live_no_longer_than_its_actor() {
 #[tokio::test]
 async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
     const N: u64 = 10_000;
-    let dir = tempfile::tempdir().unwrap();
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
-    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let env = sim_env(&sims, dir.path());
-    let data = dir.path().join("data");
+    let ChildWorld { sims, creds, env, data, dir: _dir } = ChildWorld::start().await;
     let http = reqwest::Client::new();
-    let h = Herald::start(&data, &env);
-    let token = h.create_tenant(&http, "acme").await;
-    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&token).json(&creds.app_json);
-    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
-    h.kill9();
     let dead = |i: u64| i % 100 == 37;
-    let seeded = seed_clients(&data, N, |i| {
+    let seeded = acme_with_clients(&data, &env, &creds, N, |i| {
         (PushProvider::Hpk, if dead(i) { format!("dead-hms-{i}") } else { format!("hms-{i}") })
-    });
+    })
+    .await;
 
     let h = Herald::start(&data, &env);
     let token = h.admin_token(&http).await;
     sims.reset();
-    let r = http
-        .post(format!("{}/v1/tenants/acme/push_notification/send", h.base))
-        .bearer_auth(&token)
-        .json(&topic("chat"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::ACCEPTED);
-    let answer: Value = r.json().await.unwrap();
-    let id = answer[0]["notificationId"].as_str().unwrap().to_string();
-    let done = report_when_done(&http, &h, &token, &id).await;
+    let answer = h.send(&http, &token, &topic("chat")).await;
+    let done = h.wait_report(&http, &token, answer[0]["notificationId"].as_str().unwrap(), 60).await;
     assert_eq!(done["state"], "COMPLETED", "{done}");
     let stats = sims.stats().hms;
     println!(

@@ -228,14 +228,11 @@ fn rule(status: u16, retry_after: Option<&str>, body: Option<herald_sim::BodyFau
 async fn hostile_answers_cannot_hurt_the_engine() {
     use herald_sim::BodyFault::Endless;
     use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
-    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let mut env = sim_env(&sims, dir.path());
-    env.push(("HERALD_MAX_RETRY_AFTER_S", "1".into()));
-    let data = dir.path().join("data");
-    acme_with_apns_clients(&data, &env, &creds, 2000, 70_000).await;
-    let h = Herald::start(&data, &env);
+    let mut w = ChildWorld::start().await;
+    w.env.push(("HERALD_MAX_RETRY_AFTER_S", "1".into()));
+    let (sims, env) = (&w.sims, &w.env);
+    acme_with_apns_clients(&w.data, env, &w.creds, 2000, 70_000).await;
+    let h = Herald::start(&w.data, env);
     let http = reqwest::Client::new();
     let admin = h.admin_token(&http).await;
     let olga = [
@@ -244,12 +241,8 @@ async fn hostile_answers_cannot_hurt_the_engine() {
         child_client(&http, &h, &admin, "olga", "HPK:hms-olga").await,
     ];
     let send = |body: serde_json::Value| {
-        let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", h.base)).bearer_auth(&admin).json(&body);
-        async move {
-            let r = r.send().await.unwrap();
-            assert_eq!(r.status(), StatusCode::ACCEPTED);
-            r.json::<serde_json::Value>().await.unwrap()
-        }
+        let (h, http, admin) = (&h, &http, &admin);
+        async move { h.send(http, admin, &body).await }
     };
     let to_olga = || send(to_user("olga", "hostile"));
     let sent = |r: &serde_json::Value| r.as_array().unwrap().iter().filter(|e| e["isSuccessful"] == true).count();
@@ -338,23 +331,7 @@ async fn hostile_answers_cannot_hurt_the_engine() {
         ..Default::default()
     });
     let r = send(json!({"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"body": "all"}}})).await;
-    let id = r[0]["notificationId"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let report = loop {
-        let r: serde_json::Value = http
-            .get(format!("{}/v1/tenants/acme/push_notification/{id}", h.base))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if r["state"] != "RUNNING" || Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let report = h.wait_report(&http, &admin, r[0]["notificationId"].as_str().unwrap(), 60).await;
     assert_eq!(report["state"], "COMPLETED", "{report}");
     let counts = &report["counts"];
     assert_eq!(counts["targeted"], 2003, "{report}");

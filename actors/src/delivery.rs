@@ -9,7 +9,7 @@ use crate::providers::apns::Apns;
 use crate::providers::auth_http::AuthHttp;
 use crate::providers::fcm::Fcm;
 use crate::providers::hms::Hms;
-use crate::providers::{Backend, BuildEnv, FormatError, Notification, Outcome, Provider};
+use crate::providers::{Authorizer, Backend, BuildEnv, FormatError, Notification, Outcome, Provider};
 use crate::settings::PushSettings;
 use crate::transport::{tls_config, TransportError};
 use crate::webhooks::EventBus;
@@ -40,9 +40,11 @@ pub fn batch_limit(p: PushProvider) -> usize {
     }
 }
 
-/// One provider of one app: the provider and its connection pool.
-pub(crate) struct Channel<P> {
+/// One provider of one app: the provider, what authorizes its requests, and
+/// its connection pool.
+pub(crate) struct Channel<P: Provider> {
     provider: P,
+    auth: P::Auth,
     pool: Pool,
 }
 
@@ -166,15 +168,15 @@ impl Deliverer {
         };
         let fcm = match creds.fcm {
             None if creds.legacy_fcm_only => Err(FormatError { status: 501, message: "the app has only a legacy FCM server key (androidApiKey), which Google no longer accepts: configure fcmServiceAccountJSON".into() }),
-            sa => channel(sa, &env),
+            _ => channel(&creds, &env),
         };
         AppChannels {
             app: app.to_string(),
             modified_ms,
-            categories: creds.categories,
-            apns: channel(creds.apns, &env),
+            apns: channel(&creds, &env),
             fcm,
-            hms: channel(creds.hms, &env),
+            hms: channel(&creds, &env),
+            categories: creds.categories,
         }
     }
 
@@ -232,10 +234,15 @@ impl Deliverer {
             Ok(ch) => ch,
             Err(e) => return all(e),
         };
-        match prepared.get_or_init(|| ch.provider.prepare(job.notification)) {
-            Ok(payload) => ch.send(&self.settings, payload, tokens, lane, job.deadline).await,
-            Err(e) => all(e),
+        let payload = match prepared.get_or_init(|| ch.provider.prepare(job.notification)) {
+            Ok(payload) => payload,
+            Err(e) => return all(e),
+        };
+        let mut outcomes = Vec::with_capacity(tokens.len());
+        for batch in tokens.chunks(P::MAX_TOKENS.max(1)) {
+            outcomes.extend(ch.attempts(&self.settings, payload, batch, lane, job.deadline).await);
         }
+        outcomes
     }
 
     /// What an outcome means for the stored token, the metrics and the result.
@@ -287,32 +294,18 @@ fn legacy_gcm(app: &str) -> ClientOutcome {
     failed(app, "", 501, "legacy GCM tokens and FCM server keys are no longer supported by Google: register an FCM v1 token and configure fcmServiceAccountJSON")
 }
 
-/// The channel of `P` for credentials `creds`, or why there is none.
-fn channel<P: Provider>(creds: Option<P::Credentials>, env: &BuildEnv<'_>) -> Slot<P> {
+/// The channel of `P` for the app's credentials, or why there is none.
+fn channel<P: Provider>(creds: &AppCredentials, env: &BuildEnv<'_>) -> Slot<P> {
     let unusable = |message: String| FormatError { status: 412, message };
-    let creds = creds.ok_or_else(|| unusable(format!("app {} has no {} credentials", env.app, P::BACKEND.name())))?;
-    let (provider, target) = P::build(creds, env).map_err(unusable)?;
-    Ok(Channel { provider, pool: Pool::new(P::BACKEND.as_str(), target, env.settings.limits.clone()) })
+    let built = P::build(creds, env)
+        .ok_or_else(|| unusable(format!("app {} has no {} credentials", env.app, P::BACKEND.name())))?;
+    let (provider, auth, target) = built.map_err(unusable)?;
+    Ok(Channel { provider, auth, pool: Pool::new(P::BACKEND.as_str(), target, env.settings.limits.clone()) })
 }
 
 impl<P: Provider> Channel<P> {
-    /// Sends `payload` to `tokens`, [`Provider::MAX_TOKENS`] at a time.
-    async fn send(
-        &self,
-        s: &PushSettings,
-        payload: &P::Payload,
-        tokens: &[&str],
-        lane: Lane,
-        deadline: Option<Instant>,
-    ) -> Vec<Outcome> {
-        let mut outcomes = Vec::with_capacity(tokens.len());
-        for batch in tokens.chunks(P::MAX_TOKENS.max(1)) {
-            outcomes.extend(self.attempts(s, payload, batch, lane, deadline).await);
-        }
-        outcomes
-    }
-
-    /// The attempt loop every provider shares. Up to `max_attempts` tries
+    /// The attempt loop every provider shares, for at most
+    /// [`Provider::MAX_TOKENS`] tokens. Up to `max_attempts` tries
     /// (twice that on the bulk lane) for the tokens whose answer is transient
     /// (429, 5xx, a lost connection or GOAWAY): each waits what the provider
     /// asked (`Retry-After`, at most `max_retry_after`) or an exponential
@@ -361,7 +354,7 @@ impl<P: Provider> Channel<P> {
             }
             if refused {
                 renewed = true;
-                self.provider.refused(bearer.as_deref());
+                self.auth.refused(bearer.as_deref());
                 continue;
             }
             let wait = delay(s, attempt, &pending);
@@ -388,7 +381,7 @@ impl<P: Provider> Channel<P> {
     /// One request for `tokens`: one outcome per token, and the bearer it carried.
     async fn attempt(&self, payload: &P::Payload, tokens: &[&str], lane: Lane) -> (Vec<Outcome>, Option<Arc<str>>) {
         let all = |o: Outcome| vec![o; tokens.len()];
-        let bearer = match self.provider.authorize().await {
+        let bearer = match self.auth.authorize().await {
             Ok(bearer) => bearer,
             Err(e) => return (all(e.outcome(P::BACKEND)), None),
         };

@@ -349,6 +349,27 @@ impl Herald {
         r.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
     }
 
+    /// Sends `body` as tenant `acme`; answers the 202's body.
+    pub async fn send(&self, http: &Client, token: &str, body: &Value) -> Value {
+        let r = http.post(format!("{}/v1/tenants/acme/push_notification/send", self.base)).bearer_auth(token);
+        let r = r.json(body).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        r.json().await.unwrap()
+    }
+
+    /// A broadcast's delivery report once it stopped running (or after `secs`).
+    pub async fn wait_report(&self, http: &Client, token: &str, id: &str, secs: u64) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let r = http.get(format!("{}/v1/tenants/acme/push_notification/{id}", self.base)).bearer_auth(token);
+            let report: Value = r.send().await.unwrap().json().await.unwrap();
+            if report["state"] != "RUNNING" || std::time::Instant::now() > deadline {
+                return report;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub fn kill9(mut self) {
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGKILL);
@@ -393,13 +414,47 @@ pub async fn acme_with_apns_clients(
     n: u64,
     first_token: u64,
 ) -> Vec<(String, String)> {
+    acme_with_clients(data, env, creds, n, |i| {
+        (herald_storage::push_tokens::PushProvider::Apns, apns_token(first_token + i))
+    })
+    .await
+}
+
+/// As [`acme_with_apns_clients`], with the push token `token_of(i)` for the `i`th client.
+pub async fn acme_with_clients(
+    data: &Path,
+    env: &[(&str, String)],
+    creds: &herald_sim::Credentials,
+    n: u64,
+    token_of: impl Fn(u64) -> (herald_storage::push_tokens::PushProvider, String),
+) -> Vec<(String, String)> {
     let http = Client::new();
     let h = Herald::start(data, env);
     let admin = h.create_tenant(&http, "acme").await;
     let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
     assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED, "app demo");
     h.kill9();
-    seed_clients(data, n, |i| (herald_storage::push_tokens::PushProvider::Apns, apns_token(first_token + i)))
+    seed_clients(data, n, token_of)
+}
+
+/// The simulators, credentials they accept, and the environment of a child
+/// `herald serve` pointed at them (`data` is its data directory), in a temp dir.
+pub struct ChildWorld {
+    pub sims: herald_sim::Simulators,
+    pub creds: herald_sim::Credentials,
+    pub env: Vec<(&'static str, String)>,
+    pub data: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl ChildWorld {
+    pub async fn start() -> ChildWorld {
+        let dir = tempfile::tempdir().unwrap();
+        let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+        let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+        let env = sim_env(&sims, dir.path());
+        ChildWorld { data: dir.path().join("data"), sims, creds, env, dir }
+    }
 }
 
 /// Seeds `n` clients of app `demo` of tenant `acme`, each with the push token

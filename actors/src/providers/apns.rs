@@ -16,9 +16,10 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Map, Value};
 
-use super::{excerpt, header_value, retry_after, unix_now, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::Notification;
+use super::{header_value, retry_after, unix_now, AuthError, Backend, BuildEnv, Built, FormatError};
 use super::{Outcome, Priority, Provider, WireRequest};
-use crate::credentials::{ApnsAuth, ApnsCredentials};
+use crate::credentials::{ApnsAuth, ApnsCredentials, AppCredentials};
 use crate::transport::{tls_config, Target};
 use herald_storage::provider_tokens::ProviderToken;
 
@@ -201,15 +202,8 @@ fn reason(status: u16, body: &[u8]) -> String {
     struct Answer {
         reason: String,
     }
-    match serde_json::from_slice::<Answer>(body) {
-        Ok(a) => a.reason,
-        Err(_) if body.is_empty() => http::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("no reason given")
-            .to_owned(),
-        Err(_) => excerpt(body),
-    }
+    let answer = serde_json::from_slice::<Answer>(body).ok();
+    super::reason(status, body, answer.as_ref().map(|a| a.reason.as_str()), None)
 }
 
 /// A new provider token is signed once the current one is this old. Apple
@@ -403,11 +397,27 @@ impl ApnsJwt {
     }
 }
 
-/// APNs for one app: its topic (the bundle id), and under token auth its
-/// provider token (under certificate auth the connection authenticates).
+/// APNs for one app: its topic (the bundle id). Its requests carry the
+/// provider token under token auth ([`ProviderTokenAuth`]); under
+/// certificate auth the connection authenticates.
 pub struct Apns {
     topic: String,
-    jwt: Option<SavedJwt>,
+}
+
+/// The provider token of token auth, or nothing (certificate auth).
+pub struct ProviderTokenAuth(Option<SavedJwt>);
+
+impl super::Authorizer for ProviderTokenAuth {
+    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+        Ok(self.0.as_ref().map(SavedJwt::current))
+    }
+
+    /// Apple refused the token: replaced if it is old enough ([`ApnsJwt::refused`]).
+    fn refused(&self, _: Option<&str>) {
+        if let Some(saved) = &self.0 {
+            saved.jwt.refused();
+        }
+    }
 }
 
 /// The provider token of an app, saved whenever it changes, so that a
@@ -439,39 +449,15 @@ impl SavedJwt {
 
 impl Provider for Apns {
     const BACKEND: Backend = Backend::Apns;
-    type Credentials = ApnsCredentials;
     type Payload = ApnsPayload;
+    type Auth = ProviderTokenAuth;
 
-    fn build(a: ApnsCredentials, env: &BuildEnv<'_>) -> Result<(Apns, Target), String> {
-        let e = &env.settings.endpoints;
-        let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
-        let (tls, jwt) = match a.auth {
-            ApnsAuth::Token { key, key_id, team_id } => {
-                let jwt = ApnsJwt::new(&key, &key_id, &team_id)?;
-                if let Ok(Some(saved)) = env.store.provider_tokens().get(env.tenant, env.app, "apns") {
-                    if saved.key_id == key_id {
-                        jwt.adopt(&saved.token, saved.issued_at);
-                    }
-                }
-                let (tenant, app) = (env.tenant.to_string(), env.app.to_string());
-                let saved = SavedJwt { jwt, store: env.store.clone(), tenant, app, saved_iat: AtomicU64::new(0) };
-                (env.tls.clone(), Some(saved))
-            }
-            ApnsAuth::Certificate { cert_pem, key_pem } => {
-                let tls = tls_config(&env.settings.extra_ca_pem, Some((&cert_pem, &key_pem)));
-                (tls.map_err(|e| e.to_string())?, None)
-            }
-        };
-        let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
-        Ok((Apns { topic: a.topic, jwt }, target))
+    fn build(creds: &AppCredentials, env: &BuildEnv<'_>) -> Option<Result<Built<Apns>, String>> {
+        Some(built(creds.apns.as_ref()?, env))
     }
 
     fn prepare(&self, n: &Notification) -> Result<ApnsPayload, FormatError> {
         prepare(n, &self.topic)
-    }
-
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
-        Ok(self.jwt.as_ref().map(SavedJwt::current))
     }
 
     fn request(&self, p: &ApnsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
@@ -479,32 +465,40 @@ impl Provider for Apns {
     }
 
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
-        vec![parse_response(status, headers, body); tokens.len()]
+        super::for_each(parse_response(status, headers, body), tokens)
     }
+}
 
-    /// Apple refused the token: replaced if it is old enough ([`ApnsJwt::refused`]).
-    fn refused(&self, _: Option<&str>) {
-        if let Some(saved) = &self.jwt {
-            saved.jwt.refused();
+/// The channel parts of token or certificate auth, at the production or sandbox endpoint.
+fn built(a: &ApnsCredentials, env: &BuildEnv<'_>) -> Result<Built<Apns>, String> {
+    let e = &env.settings.endpoints;
+    let base = if a.sandbox { &e.apns_sandbox } else { &e.apns };
+    let (tls, jwt) = match &a.auth {
+        ApnsAuth::Token { key, key_id, team_id } => {
+            let jwt = ApnsJwt::new(key, key_id, team_id)?;
+            if let Ok(Some(saved)) = env.store.provider_tokens().get(env.tenant, env.app, "apns") {
+                if saved.key_id == *key_id {
+                    jwt.adopt(&saved.token, saved.issued_at);
+                }
+            }
+            let (tenant, app) = (env.tenant.to_string(), env.app.to_string());
+            let saved = SavedJwt { jwt, store: env.store.clone(), tenant, app, saved_iat: AtomicU64::new(0) };
+            (env.tls.clone(), Some(saved))
         }
-    }
+        ApnsAuth::Certificate { cert_pem, key_pem } => {
+            let tls = tls_config(&env.settings.extra_ca_pem, Some((cert_pem, key_pem)));
+            (tls.map_err(|e| e.to_string())?, None)
+        }
+    };
+    let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
+    Ok((Apns { topic: a.topic.clone() }, ProviderTokenAuth(jwt), target))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::sample as notification;
     use std::sync::atomic::{AtomicU64, Ordering};
-
-    fn notification() -> Notification {
-        Notification {
-            id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
-            category: "chat".into(),
-            title: Some("Hello".into()),
-            body: Some("World".into()),
-            priority: Priority::High,
-            ..Default::default()
-        }
-    }
 
     fn header<'a>(p: &'a ApnsPayload, name: &str) -> Option<&'a str> {
         p.headers().iter().find(|(k, _)| k == name).and_then(|(_, v)| v.to_str().ok())

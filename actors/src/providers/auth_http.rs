@@ -299,23 +299,23 @@ impl<G: Grant> OAuth<G> {
         self.cache.invalidate_token(token);
     }
 
-    /// [`OAuth::token`] as a [`super::Provider::authorize`] answers it.
-    pub async fn bearer(&self) -> Result<Option<Arc<str>>, AuthError> {
-        self.token().await.map(Some)
-    }
-
-    /// [`OAuth::refused`] of the bearer a request carried, if any.
-    pub fn refused_bearer(&self, bearer: Option<&str>) {
-        if let Some(token) = bearer {
-            self.refused(token);
-        }
-    }
-
     async fn fetch(&self) -> Result<(String, u64), AuthError> {
         let form = self.grant.form().map_err(|reason| AuthError { status: 500, reason, transient: false })?;
         let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let (status, body) = self.http.post_form(self.grant.url(), &form).await?;
         read_token_answer(status, &body)
+    }
+}
+
+impl<G: Grant> super::Authorizer for OAuth<G> {
+    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+        self.token().await.map(Some)
+    }
+
+    fn refused(&self, bearer: Option<&str>) {
+        if let Some(token) = bearer {
+            OAuth::refused(self, token);
+        }
     }
 }
 
@@ -566,28 +566,40 @@ mod tests {
         assert_eq!(server.requests(), 0, "nothing reached the private endpoint");
     }
 
+    /// `n` concurrent callers of `cache`, each fetching (after 50 ms) `answer`
+    /// if it is the one to fetch; their results, and how many fetches ran.
+    async fn concurrently(
+        cache: &Arc<TokenCache>,
+        n: usize,
+        answer: Result<(String, u64), AuthError>,
+    ) -> (Vec<Result<Arc<str>, AuthError>>, usize) {
+        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let (cache, fetches, answer) = (cache.clone(), fetches.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let fetch = || async {
+                        fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        answer
+                    };
+                    cache.get(fetch).await
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for t in tasks {
+            results.push(t.await.unwrap());
+        }
+        (results, fetches.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
     #[tokio::test]
     async fn the_cache_is_single_flight() {
         let cache = Arc::new(TokenCache::new("test"));
-        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..20 {
-            let cache = cache.clone();
-            let fetches = fetches.clone();
-            tasks.push(tokio::spawn(async move {
-                cache
-                    .get(|| async {
-                        fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        Ok(("t1".to_owned(), 3600))
-                    })
-                    .await
-            }));
-        }
-        for t in tasks {
-            assert_eq!(&*t.await.unwrap().unwrap(), "t1");
-        }
-        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let (results, fetches) = concurrently(&cache, 20, Ok(("t1".to_owned(), 3600))).await;
+        assert!(results.iter().all(|r| r.as_deref() == Ok("t1")));
+        assert_eq!(fetches, 1);
 
         // A straggler's invalidation of an older token keeps the new one.
         cache.invalidate_token("t0");
@@ -598,28 +610,58 @@ mod tests {
         assert_eq!(&*t, "t2");
     }
 
+    #[derive(Debug)]
+    struct TestGrant(String);
+
+    impl Grant for TestGrant {
+        const PROVIDER: Backend = Backend::Hms;
+
+        fn url(&self) -> &str {
+            &self.0
+        }
+
+        fn form(&self) -> Result<Vec<(&'static str, String)>, String> {
+            Ok(vec![("grant_type", "test".into())])
+        }
+    }
+
+    #[tokio::test]
+    async fn one_token_request_serves_concurrent_callers_and_a_refusal_renews_it() {
+        let server = test_server::start(
+            vec![
+                (200, r#"{"access_token":"one","expires_in":3599,"token_type":"Bearer"}"#.into()),
+                (200, r#"{"access_token":"two","expires_in":3599,"token_type":"Bearer"}"#.into()),
+            ],
+            Duration::from_millis(50),
+        )
+        .await;
+        let auth = Arc::new(OAuth::new(TestGrant(server.url.clone()), test_server::client()));
+        let callers: Vec<_> = (0..10)
+            .map(|_| {
+                let auth = auth.clone();
+                tokio::spawn(async move { auth.token().await })
+            })
+            .collect();
+        for c in callers {
+            assert_eq!(&*c.await.unwrap().unwrap(), "one");
+        }
+        assert_eq!(server.requests(), 1, "one fetch for concurrent callers");
+        assert_eq!(&*auth.token().await.unwrap(), "one");
+        assert_eq!(server.requests(), 1, "cached");
+        assert_eq!(server.bodies.lock().unwrap()[0], "grant_type=test");
+        auth.refused("zero");
+        assert_eq!(&*auth.token().await.unwrap(), "one", "a straggler's refusal of an older token");
+        auth.refused("one");
+        assert_eq!(&*auth.token().await.unwrap(), "two");
+        assert_eq!(server.requests(), 2);
+    }
+
     #[tokio::test]
     async fn a_failed_fetch_is_shared_with_waiting_callers_only() {
         let cache = Arc::new(TokenCache::new("test"));
-        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..5 {
-            let cache = cache.clone();
-            let fetches = fetches.clone();
-            tasks.push(tokio::spawn(async move {
-                cache
-                    .get(|| async {
-                        fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        Err::<(String, u64), _>(transient("down".to_owned()))
-                    })
-                    .await
-            }));
-        }
-        for t in tasks {
-            assert_eq!(t.await.unwrap().unwrap_err().reason, "down");
-        }
-        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let (results, fetches) = concurrently(&cache, 5, Err(transient("down".to_owned()))).await;
+        assert!(results.iter().all(|r| r.as_ref().is_err_and(|e| e.reason == "down")));
+        assert_eq!(fetches, 1);
         // A later caller tries again.
         let t = cache.get(|| async { Ok(("up".to_owned(), 3600)) }).await.unwrap();
         assert_eq!(&*t, "up");

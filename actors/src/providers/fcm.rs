@@ -11,11 +11,11 @@ use bytes::Bytes;
 use ring::rand::SystemRandom;
 use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 use super::auth_http::{Grant, OAuth};
-use super::{android, excerpt, retry_after, unix_now, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::{android, retry_after, unix_now, Backend, BuildEnv, Built, FormatError, Notification};
 use super::{Outcome, Provider, WireRequest};
+use crate::credentials::AppCredentials;
 use crate::transport::Target;
 
 /// FCM keeps undelivered messages at most 28 days; a longer ttl is refused.
@@ -107,17 +107,7 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Ou
     }
     let error = GoogleError::parse(body);
     let code = error.error_code.as_deref().or(error.status.as_deref());
-    let reason = match (&code, &error.message) {
-        (Some(c), Some(m)) => format!("{c}: {m}"),
-        (Some(c), None) => (*c).to_owned(),
-        (None, Some(m)) => m.clone(),
-        (None, None) if body.is_empty() => http::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("no reason given")
-            .to_owned(),
-        (None, None) => excerpt(body),
-    };
+    let reason = super::reason(status, body, code, error.message.as_deref());
     let error_code = error.error_code.as_deref();
     if error_code == Some("UNREGISTERED") {
         return Outcome::Dead { status, reason: "UNREGISTERED".into() };
@@ -294,29 +284,25 @@ impl Grant for Assertion {
 /// The OAuth2 access token of a service account for FCM.
 pub type FcmAuth = OAuth<Assertion>;
 
-/// FCM for one app: its project and its service account's access token.
+/// FCM for one app: the project it sends for (the service account's).
 pub struct Fcm {
-    auth: FcmAuth,
     project_id: String,
 }
 
 impl Provider for Fcm {
     const BACKEND: Backend = Backend::Fcm;
-    type Credentials = ServiceAccount;
     type Payload = FcmPayload;
+    type Auth = FcmAuth;
 
-    fn build(sa: ServiceAccount, env: &BuildEnv<'_>) -> Result<(Fcm, Target), String> {
-        let target = Target::from_url(&env.settings.endpoints.fcm, env.tls.clone()).map_err(|e| e.to_string())?;
-        let project_id = sa.project_id.clone();
-        Ok((Fcm { auth: OAuth::new(Assertion::new(sa)?, env.auth_http.clone()), project_id }, target))
+    fn build(creds: &AppCredentials, env: &BuildEnv<'_>) -> Option<Result<Built<Fcm>, String>> {
+        let sa = creds.fcm.clone()?;
+        let target = Target::from_url(&env.settings.endpoints.fcm, env.tls.clone()).map_err(|e| e.to_string());
+        let fcm = Fcm { project_id: sa.project_id.clone() };
+        Some(Assertion::new(sa).and_then(|a| Ok((fcm, OAuth::new(a, env.auth_http.clone()), target?))))
     }
 
     fn prepare(&self, n: &Notification) -> Result<FcmPayload, FormatError> {
         prepare(n)
-    }
-
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
-        self.auth.bearer().await
     }
 
     fn request(&self, p: &FcmPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
@@ -324,30 +310,16 @@ impl Provider for Fcm {
     }
 
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
-        vec![parse_response(status, headers, body); tokens.len()]
-    }
-
-    fn refused(&self, bearer: Option<&str>) {
-        self.auth.refused_bearer(bearer);
+        super::for_each(parse_response(status, headers, body), tokens)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::sample as notification;
     use crate::providers::Priority;
     use std::time::Duration;
-
-    fn notification() -> Notification {
-        Notification {
-            id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
-            category: "payment".into(),
-            title: Some("Paid".into()),
-            body: Some("10 EUR".into()),
-            priority: Priority::High,
-            ..Default::default()
-        }
-    }
 
     fn message(n: &Notification) -> Value {
         let r = prepare(n).unwrap().request("proj-1", "tok:EN", "ya29.x").unwrap();
@@ -358,21 +330,7 @@ mod tests {
 
     #[test]
     fn a_notification_message() {
-        let mut n = notification();
-        n.title_loc_key = Some("T".into());
-        n.title_loc_args = vec!["x".into()];
-        n.body_loc_key = Some("B".into());
-        n.body_loc_args = vec!["y".into(), "z".into()];
-        n.sound = Some("default".into());
-        n.icon = Some("ic_pay".into());
-        n.collapse_key = Some("pay".into());
-        n.time_to_live = Some(600);
-        n.sender = Some(("acme".into(), "u\"1".into()));
-        n.custom_data.insert("s".into(), json!("text"));
-        n.custom_data.insert("n".into(), json!(42));
-        n.custom_data.insert("b".into(), json!(true));
-        n.custom_data.insert("o".into(), json!({"a": [1, "2"]}));
-        n.custom_data.insert("z".into(), Value::Null);
+        let n = crate::providers::sample_full();
         assert_eq!(
             message(&n),
             json!({
@@ -381,17 +339,17 @@ mod tests {
                     "s": "text", "n": "42", "b": "true", "o": r#"{"a":[1,"2"]}"#, "z": "null",
                     "sender": r#"{"tenantId":"acme","userId":"u\"1"}"#,
                     "notificationId": "01HZX5J3K9Q8W7E6R5T4Y3U2I1",
-                    "category": "payment",
+                    "category": "chat",
                 },
                 "android": {
                     "priority": "high",
                     "ttl": "600s",
-                    "collapse_key": "pay",
+                    "collapse_key": "7",
                     "notification": {
-                        "title": "Paid", "body": "10 EUR",
+                        "title": "Hello", "body": "World",
                         "title_loc_key": "T", "title_loc_args": ["x"],
                         "body_loc_key": "B", "body_loc_args": ["y", "z"],
-                        "sound": "default", "icon": "ic_pay",
+                        "sound": "default", "icon": "ic",
                     },
                 },
             })
@@ -420,7 +378,7 @@ mod tests {
         let m = message(&n);
         assert!(m["android"].get("notification").is_none());
         assert!(m.get("notification").is_none());
-        assert_eq!(m["data"]["category"], "payment");
+        assert_eq!(m["data"]["category"], "chat");
     }
 
     #[test]
@@ -437,8 +395,8 @@ mod tests {
     fn the_4k_limit_counts_data_and_notification() {
         let mut n = notification();
         n.silent = true;
-        // data: notificationId (14 + 26) + category (8 + 7) + "pad" (3) + value
-        let fixed = 14 + 26 + 8 + 7 + 3;
+        // data: notificationId (14 + 26) + category (8 + 4) + "pad" (3) + value
+        let fixed = 14 + 26 + 8 + 4 + 3;
         n.custom_data.insert("pad".into(), json!("x".repeat(4096 - fixed)));
         assert!(prepare(&n).is_ok());
         n.custom_data.insert("pad".into(), json!("x".repeat(4097 - fixed)));
@@ -614,39 +572,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn tokens_are_cached_shared_and_invalidated() {
+    async fn a_token_is_asked_for_with_a_signed_assertion() {
         use super::super::auth_http::test_server;
-        let server = test_server::start(
-            vec![
-                (200, r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#.into()),
-                (200, r#"{"access_token":"ya29.two","expires_in":3599,"token_type":"Bearer"}"#.into()),
-            ],
-            Duration::from_millis(50),
-        )
-        .await;
-        let auth = Arc::new(OAuth::new(Assertion::new(account(&server.url)).unwrap(), test_server::client()));
-        let mut tasks = Vec::new();
-        for _ in 0..10 {
-            let auth = auth.clone();
-            tasks.push(tokio::spawn(async move { auth.token().await }));
-        }
-        for t in tasks {
-            assert_eq!(&*t.await.unwrap().unwrap(), "ya29.one");
-        }
-        assert_eq!(server.requests(), 1, "one fetch for concurrent callers");
+        let answer = r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#;
+        let server = test_server::start(vec![(200, answer.into())], Duration::ZERO).await;
+        let auth = OAuth::new(Assertion::new(account(&server.url)).unwrap(), test_server::client());
         assert_eq!(&*auth.token().await.unwrap(), "ya29.one");
-        assert_eq!(server.requests(), 1, "cached");
         let form = server.bodies.lock().unwrap()[0].clone();
         let form: std::collections::HashMap<String, String> =
             form_urlencoded::parse(form.as_bytes()).into_owned().collect();
         assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
         assert_eq!(form["assertion"].split('.').count(), 3);
-
-        auth.refused("ya29.zero");
-        assert_eq!(&*auth.token().await.unwrap(), "ya29.one");
-        auth.refused("ya29.one");
-        assert_eq!(&*auth.token().await.unwrap(), "ya29.two");
-        assert_eq!(server.requests(), 2);
     }
 
     #[tokio::test]

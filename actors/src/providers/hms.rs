@@ -7,11 +7,11 @@
 
 use bytes::Bytes;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 use super::auth_http::{Grant, OAuth};
-use super::{android, excerpt, retry_after, AuthError, Backend, BuildEnv, FormatError, Notification};
+use super::{android, retry_after, Backend, BuildEnv, Built, FormatError, Notification};
 use super::{Outcome, Provider, WireRequest};
+use crate::credentials::AppCredentials;
 use crate::transport::Target;
 
 /// The most tokens Push Kit accepts in one request.
@@ -157,16 +157,7 @@ impl Answer {
 pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
     let answer = Answer::parse(body);
     let code = answer.code.as_deref().unwrap_or("");
-    let reason = match (&answer.code, &answer.msg) {
-        (Some(c), Some(m)) => format!("{c}: {m}"),
-        (Some(c), None) => c.clone(),
-        (None, _) if body.is_empty() => http::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("no reason given")
-            .to_owned(),
-        (None, _) => excerpt(body),
-    };
+    let reason = super::reason(status, body, answer.code.as_deref(), answer.msg.as_deref());
     let all = |o: Outcome| vec![o; tokens.len()];
 
     if status == 401 || code == codes::AUTH_FAILED || code == codes::AUTH_EXPIRED {
@@ -272,32 +263,28 @@ impl Grant for ClientCredentials {
 /// The OAuth2 access token of a Push Kit app.
 pub type HmsAuth = OAuth<ClientCredentials>;
 
-/// Push Kit for one app: its id (the OAuth client id) and access token.
+/// Push Kit for one app: its id (the OAuth client id), which send URLs name.
 pub struct Hms {
-    auth: HmsAuth,
     app_id: String,
 }
 
 impl Provider for Hms {
     const BACKEND: Backend = Backend::Hms;
     const MAX_TOKENS: usize = MAX_TOKENS;
-    /// The app id and its secret.
-    type Credentials = (String, String);
     type Payload = HmsPayload;
+    type Auth = HmsAuth;
 
-    fn build((id, secret): (String, String), env: &BuildEnv<'_>) -> Result<(Hms, Target), String> {
+    /// From the app id and its secret.
+    fn build(creds: &AppCredentials, env: &BuildEnv<'_>) -> Option<Result<Built<Hms>, String>> {
+        let (id, secret) = creds.hms.as_ref()?;
         let e = &env.settings.endpoints;
-        let target = Target::from_url(&e.hms, env.tls.clone()).map_err(|e| e.to_string())?;
-        let auth = OAuth::new(ClientCredentials::new(&id, &secret, &e.hms_token), env.auth_http.clone());
-        Ok((Hms { auth, app_id: id }, target))
+        let auth = OAuth::new(ClientCredentials::new(id, secret, &e.hms_token), env.auth_http.clone());
+        let target = Target::from_url(&e.hms, env.tls.clone()).map_err(|e| e.to_string());
+        Some(target.map(|target| (Hms { app_id: id.clone() }, auth, target)))
     }
 
     fn prepare(&self, n: &Notification) -> Result<HmsPayload, FormatError> {
         prepare(n)
-    }
-
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
-        self.auth.bearer().await
     }
 
     fn request(&self, p: &HmsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
@@ -307,28 +294,14 @@ impl Provider for Hms {
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
         parse_response(status, headers, body, tokens)
     }
-
-    fn refused(&self, bearer: Option<&str>) {
-        self.auth.refused_bearer(bearer);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::sample as notification;
     use crate::providers::Priority;
     use std::time::Duration;
-
-    fn notification() -> Notification {
-        Notification {
-            id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
-            category: "tms".into(),
-            title: Some("Hi".into()),
-            body: Some("There".into()),
-            priority: Priority::High,
-            ..Default::default()
-        }
-    }
 
     fn body(n: &Notification, tokens: &[&str]) -> Value {
         let r = prepare(n).unwrap().request("123456789", tokens, "tok").unwrap();
@@ -337,18 +310,7 @@ mod tests {
 
     #[test]
     fn a_notification_message() {
-        let mut n = notification();
-        n.title_loc_key = Some("T".into());
-        n.title_loc_args = vec!["a".into()];
-        n.body_loc_key = Some("B".into());
-        n.body_loc_args = vec!["b".into()];
-        n.sound = Some("s.mp3".into());
-        n.icon = Some("/raw/ic".into());
-        n.time_to_live = Some(86400);
-        n.collapse_key = Some("7".into());
-        n.sender = Some(("acme".into(), "u1".into()));
-        n.custom_data.insert("n".into(), json!(1));
-        n.custom_data.insert("s".into(), json!("x"));
+        let n = crate::providers::sample_full();
         let v = body(&n, &["t1", "t2"]);
         assert_eq!(v["validate_only"], false);
         let m = &v["message"];
@@ -357,23 +319,23 @@ mod tests {
         assert_eq!(
             data,
             json!({
-                "n": 1, "s": "x",
-                "sender": {"tenantId": "acme", "userId": "u1"},
+                "s": "text", "n": 42, "b": true, "o": {"a": [1, "2"]}, "z": null,
+                "sender": {"tenantId": "acme", "userId": "u\"1"},
                 "notificationId": "01HZX5J3K9Q8W7E6R5T4Y3U2I1",
-                "category": "tms",
+                "category": "chat",
             })
         );
         assert_eq!(
             m["android"],
             json!({
                 "urgency": "HIGH",
-                "ttl": "86400s",
+                "ttl": "600s",
                 "collapse_key": 7,
                 "notification": {
-                    "title": "Hi", "body": "There",
-                    "title_loc_key": "T", "title_loc_args": ["a"],
-                    "body_loc_key": "B", "body_loc_args": ["b"],
-                    "sound": "s.mp3", "icon": "/raw/ic",
+                    "title": "Hello", "body": "World",
+                    "title_loc_key": "T", "title_loc_args": ["x"],
+                    "body_loc_key": "B", "body_loc_args": ["y", "z"],
+                    "sound": "default", "icon": "ic",
                     "click_action": {"type": 3},
                 },
             })
@@ -535,19 +497,11 @@ mod tests {
                 (200, r#"{"access_token":"h1","expires_in":3600,"token_type":"Bearer"}"#.into()),
                 (401, r#"{"error":1102,"sub_error":20152,"error_description":"invalid client_secret"}"#.into()),
             ],
-            Duration::from_millis(30),
+            Duration::ZERO,
         )
         .await;
-        let auth = Arc::new(OAuth::new(ClientCredentials::new("123", "s&cret", &server.url), test_server::client()));
-        let mut tasks = Vec::new();
-        for _ in 0..8 {
-            let auth = auth.clone();
-            tasks.push(tokio::spawn(async move { auth.token().await }));
-        }
-        for t in tasks {
-            assert_eq!(&*t.await.unwrap().unwrap(), "h1");
-        }
-        assert_eq!(server.requests(), 1);
+        let auth = OAuth::new(ClientCredentials::new("123", "s&cret", &server.url), test_server::client());
+        assert_eq!(&*auth.token().await.unwrap(), "h1");
         assert_eq!(
             server.bodies.lock().unwrap()[0],
             "grant_type=client_credentials&client_id=123&client_secret=s%26cret"

@@ -80,6 +80,25 @@ impl AuthError {
     }
 }
 
+/// What [`Provider::build`] makes of an app's credentials.
+pub type Built<P> = (P, <P as Provider>::Auth, crate::transport::Target);
+
+/// The credentials of a provider's requests.
+pub trait Authorizer: Send + Sync {
+    /// The credential of the next request: an access token or JWT, or `None`
+    /// when the connection itself authenticates (APNs certificates).
+    fn authorize(&self) -> impl Future<Output = Result<Option<Arc<str>>, AuthError>> + Send;
+
+    /// The provider refused `bearer` ([`Outcome::AuthRefused`]): let the next
+    /// [`Authorizer::authorize`] renew it, unless another send already did.
+    fn refused(&self, bearer: Option<&str>);
+}
+
+/// One outcome of a provider taking one token per request, for `tokens`.
+pub(crate) fn for_each(outcome: Outcome, tokens: &[&str]) -> Vec<Outcome> {
+    vec![outcome; tokens.len()]
+}
+
 /// One push provider. A channel (its pool and this) sends each notification's
 /// payload, prepared once per app, in requests of up to [`Provider::MAX_TOKENS`]
 /// tokens; every attempt authorizes, builds the request and reads the answer
@@ -88,20 +107,17 @@ pub trait Provider: Sized + Send + Sync + 'static {
     const BACKEND: Backend;
     /// The most tokens one request carries (1: a request per token).
     const MAX_TOKENS: usize = 1;
-    /// What the provider is built from (see [`crate::credentials::AppCredentials`]).
-    type Credentials;
     /// A notification formatted for this provider, shared by all its tokens.
     type Payload: Send + Sync + 'static;
+    /// Its request credentials.
+    type Auth: Authorizer;
 
-    /// The provider, and where its pool connects.
-    fn build(creds: Self::Credentials, env: &BuildEnv<'_>) -> Result<(Self, crate::transport::Target), String>;
+    /// The provider, what authorizes its requests, and where its pool connects,
+    /// from the app's credentials; `None` when it has none for this provider.
+    fn build(creds: &crate::credentials::AppCredentials, env: &BuildEnv<'_>) -> Option<Result<Built<Self>, String>>;
 
     /// Formats `n` once for every token of the app (size and field checks included).
     fn prepare(&self, n: &Notification) -> Result<Self::Payload, FormatError>;
-
-    /// The credential of the next request: an access token or JWT, or `None`
-    /// when the connection itself authenticates (APNs certificates).
-    fn authorize(&self) -> impl Future<Output = Result<Option<Arc<str>>, AuthError>> + Send;
 
     /// The request carrying `payload` to `tokens` (1 to [`Provider::MAX_TOKENS`]).
     fn request(
@@ -113,10 +129,6 @@ pub trait Provider: Sized + Send + Sync + 'static {
 
     /// What an answer means for each of `tokens`, in order (one outcome each).
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome>;
-
-    /// The provider refused `bearer` ([`Outcome::AuthRefused`]): let the next
-    /// [`Provider::authorize`] renew it, unless another send already did.
-    fn refused(&self, bearer: Option<&str>);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -284,6 +296,23 @@ pub(crate) fn only<'a>(tokens: &[&'a str]) -> Result<&'a str, FormatError> {
     }
 }
 
+/// The reason of an error answer: the provider's code and message as far as
+/// it gave them; without either, the status's reason phrase for an empty
+/// body, else an excerpt of the body.
+pub(crate) fn reason(status: u16, body: &[u8], code: Option<&str>, message: Option<&str>) -> String {
+    match (code, message) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c.to_owned(),
+        (None, Some(m)) => m.to_owned(),
+        (None, None) if body.is_empty() => http::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no reason given")
+            .to_owned(),
+        (None, None) => excerpt(body),
+    }
+}
+
 /// A short, printable excerpt of a provider's answer body for error reasons.
 pub(crate) fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -292,6 +321,41 @@ pub(crate) fn excerpt(body: &[u8]) -> String {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),
     }
+}
+
+/// A notification for the providers' tests.
+#[cfg(test)]
+pub(crate) fn sample() -> Notification {
+    Notification {
+        id: "01HZX5J3K9Q8W7E6R5T4Y3U2I1".into(),
+        category: "chat".into(),
+        title: Some("Hello".into()),
+        body: Some("World".into()),
+        priority: Priority::High,
+        ..Default::default()
+    }
+}
+
+/// [`sample`] with every field the Android providers map.
+#[cfg(test)]
+pub(crate) fn sample_full() -> Notification {
+    use serde_json::{json, Value};
+    let mut n = sample();
+    n.title_loc_key = Some("T".into());
+    n.title_loc_args = vec!["x".into()];
+    n.body_loc_key = Some("B".into());
+    n.body_loc_args = vec!["y".into(), "z".into()];
+    n.sound = Some("default".into());
+    n.icon = Some("ic".into());
+    n.collapse_key = Some("7".into());
+    n.time_to_live = Some(600);
+    n.sender = Some(("acme".into(), "u\"1".into()));
+    for (k, v) in
+        [("s", json!("text")), ("n", json!(42)), ("b", json!(true)), ("o", json!({"a": [1, "2"]})), ("z", Value::Null)]
+    {
+        n.custom_data.insert(k.into(), v);
+    }
+    n
 }
 
 #[cfg(test)]
@@ -322,6 +386,50 @@ mod tests {
         assert_eq!(at("soon"), None);
         assert_eq!(at(""), None);
         assert_eq!(retry_after_value("Wed, 21 Oct 2015 07:28:00 GMT", u64::MAX), Some(Duration::ZERO));
+    }
+
+    use proptest::prelude::*;
+
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        let field = "(code|msg|reason|error|sub_error|access_token|expires_in|requestId|name)";
+        let value = r#"(-?[0-9]{0,22}(\.[0-9]{1,3})?(e[0-9]{1,3})?|"[a-z0-9_ ]{0,12}"|null|\[\]|\{\})"#;
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..256),
+            proptest::string::string_regex(&format!(r#"\{{("{field}":{value},?){{0,4}}\}}"#))
+                .unwrap()
+                .prop_map(String::into_bytes),
+        ]
+    }
+
+    proptest! {
+        /// What the fuzz target `provider_answer` does, briefly, in every test run:
+        /// no answer makes a reader panic, and what they read is bounded.
+        #[test]
+        fn answers_are_read_without_panics(
+            status in 0u16..1000,
+            retry in r"(-?[0-9]{0,25}(\.[0-9]{0,5})?(e-?[0-9]{1,4})?|inf|NaN|[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4,5} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT)",
+            body in body(),
+            n in 0usize..4,
+        ) {
+            let mut headers = http::HeaderMap::new();
+            if let Ok(v) = http::HeaderValue::from_str(&retry) {
+                headers.insert(http::header::RETRY_AFTER, v);
+            }
+            let tokens = ["a", "dead-b", "c"];
+            let mut outcomes = vec![apns::parse_response(status, &headers, &body), fcm::parse_response(status, &headers, &body)];
+            let hms = hms::parse_response(status, &headers, &body, &tokens[..n.min(3)]);
+            prop_assert_eq!(hms.len(), n.min(3));
+            outcomes.extend(hms);
+            for o in outcomes {
+                if let Outcome::Retry { after: Some(after), .. } = o {
+                    prop_assert!(std::time::Instant::now().checked_add(after.min(Duration::from_secs(86_400))).is_some());
+                }
+            }
+            match auth_http::read_token_answer(status, &body) {
+                Ok((_, expires_in)) => prop_assert!((60..=86_400).contains(&expires_in)),
+                Err(e) => prop_assert!(e.reason.len() <= 140, "{}", e.reason),
+            }
+        }
     }
 
     #[test]

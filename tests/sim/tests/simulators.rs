@@ -343,19 +343,20 @@ async fn token_endpoints_work_over_http1() {
 
 // ---- HMS ----------------------------------------------------------------------------------
 
-async fn hms_access_token(c: &mut H2) -> String {
+/// The HMS simulator's answer to a token request with the fixture's client credentials.
+async fn hms_token_answer(c: &mut H2) -> Answer {
     let fx = fixture();
     let form = url_encode(&[
         ("grant_type", "client_credentials"),
         ("client_id", &fx.creds.hms_client_id),
         ("client_secret", &fx.creds.hms_client_secret),
     ]);
-    let a = c
-        .send(
-            post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(),
-            form,
-        )
-        .await;
+    c.send(post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(), form)
+        .await
+}
+
+async fn hms_access_token(c: &mut H2) -> String {
+    let a = hms_token_answer(c).await;
     assert_eq!(a.status, 200, "{:?}", a.body);
     a.json()["access_token"].as_str().unwrap().to_owned()
 }
@@ -482,17 +483,7 @@ async fn hostile_answers() {
     // OAuth answers announce whatever lifetime the fault says; the tokens stay valid.
     for expires_in in [json!(0), json!(9_223_372_036_854_775_808u64), json!("soon")] {
         set(json!({"hms": {"expires_in": expires_in}}));
-        let form = url_encode(&[
-            ("grant_type", "client_credentials"),
-            ("client_id", &fx.creds.hms_client_id),
-            ("client_secret", &fx.creds.hms_client_secret),
-        ]);
-        let a = c
-            .send(
-                post("/oauth2/v3/token").header("content-type", "application/x-www-form-urlencoded").body(()).unwrap(),
-                form,
-            )
-            .await;
+        let a = hms_token_answer(&mut c).await;
         assert_eq!(a.json()["expires_in"], expires_in);
         let fresh = a.json()["access_token"].as_str().unwrap().to_owned();
         set(json!({}));
