@@ -340,14 +340,19 @@ pub(crate) struct FaultState {
     /// Per provider: is any fault set? Checked before taking the lock.
     active: [AtomicBool; 3],
     current: RwLock<Current>,
+    /// Access tokens granted so far, all providers (see [`FaultState::grant`]).
+    grants: AtomicU64,
 }
 
 #[derive(Default)]
 struct Current {
     spec: Faults,
     compiled: [Option<Arc<ActiveFaults>>; 3],
-    /// When `expire_access_tokens` was last switched on, per provider (ms since epoch).
-    expired_before_ms: [u64; 3],
+    /// Access tokens granted before this grant number count as expired, per
+    /// provider: the grants made when `expire_access_tokens` was last switched on
+    /// (a count, not a clock, so a token granted in the same millisecond is
+    /// told apart).
+    expired_before: [u64; 3],
 }
 
 impl FaultState {
@@ -358,10 +363,10 @@ impl FaultState {
             let spec = faults.provider(p);
             let i = p.index();
             if spec.expire_access_tokens && !cur.spec.provider(p).expire_access_tokens {
-                cur.expired_before_ms[i] = crate::util::now_ms();
+                cur.expired_before[i] = self.grants.load(Ordering::Acquire) + 1;
             }
             if !spec.expire_access_tokens {
-                cur.expired_before_ms[i] = 0;
+                cur.expired_before[i] = 0;
             }
             cur.compiled[i] = (!spec.is_empty()).then(|| Arc::new(ActiveFaults::new(spec)));
             self.active[i].store(cur.compiled[i].is_some(), Ordering::Release);
@@ -382,12 +387,17 @@ impl FaultState {
         self.current.read().unwrap_or_else(|pe| pe.into_inner()).compiled[p.index()].clone()
     }
 
-    /// Access tokens of `p` issued before this instant (ms) count as expired; 0 if none.
+    /// Numbers an access token being granted (from 1), for `expire_access_tokens`.
+    pub(crate) fn grant(&self) -> u64 {
+        self.grants.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Access tokens of `p` with a grant number below this count as expired; 0 if none.
     pub(crate) fn tokens_expired_before(&self, p: Provider) -> u64 {
         if !self.active[p.index()].load(Ordering::Acquire) {
             return 0;
         }
-        self.current.read().unwrap_or_else(|pe| pe.into_inner()).expired_before_ms[p.index()]
+        self.current.read().unwrap_or_else(|pe| pe.into_inner()).expired_before[p.index()]
     }
 }
 

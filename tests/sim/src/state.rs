@@ -18,7 +18,8 @@ pub(crate) struct AccessToken {
     pub(crate) provider: Provider,
     /// FCM: the project id; HMS: the client (app) id.
     pub(crate) owner: Arc<str>,
-    pub(crate) issued_ms: u64,
+    /// Its grant number ([`crate::faults::FaultState::grant`]).
+    pub(crate) grant: u64,
     pub(crate) expires_ms: u64,
 }
 
@@ -95,7 +96,7 @@ impl SimState {
         let now = now_ms();
         self.access_tokens.insert(
             token.clone(),
-            AccessToken { provider, owner, issued_ms: now, expires_ms: now + lifetime_secs * 1000 },
+            AccessToken { provider, owner, grant: self.faults.grant(), expires_ms: now + lifetime_secs * 1000 },
         );
         self.counters(provider).token_grants.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         token
@@ -110,7 +111,7 @@ impl SimState {
             return Err(TokenProblem::Unknown);
         }
         let now = now_ms();
-        if now >= t.expires_ms || t.issued_ms < self.faults.tokens_expired_before(provider) {
+        if now >= t.expires_ms || t.grant < self.faults.tokens_expired_before(provider) {
             return Err(TokenProblem::Expired);
         }
         if &*t.owner != owner {
