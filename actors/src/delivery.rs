@@ -238,6 +238,9 @@ impl Deliverer {
             Ok(payload) => payload,
             Err(e) => return all(e),
         };
+        if tokens.len() <= P::MAX_TOKENS {
+            return ch.attempts(&self.settings, payload, tokens, lane, job.deadline).await;
+        }
         let mut outcomes = Vec::with_capacity(tokens.len());
         for batch in tokens.chunks(P::MAX_TOKENS.max(1)) {
             outcomes.extend(ch.attempts(&self.settings, payload, batch, lane, job.deadline).await);

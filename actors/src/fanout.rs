@@ -233,7 +233,7 @@ struct Window {
     open: VecDeque<OpenBatch>,
     first_seq: usize,
     /// Clients read but not yet sent to, with their batch's sequence number.
-    pending: VecDeque<(usize, String, TokenRef)>,
+    pending: VecDeque<Pending>,
     /// Clients of open (uncommitted) batches.
     unsettled: usize,
     /// Outcomes of committed batches not yet written.
@@ -306,20 +306,19 @@ impl Window {
     /// settles to make room for more reads) and none of its provider's
     /// clients read so far waits for its mark to be durable. Meanwhile the
     /// clients of other providers go on one by one.
-    fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64, idle: bool) -> Option<Vec<(usize, String, TokenRef)>> {
+    fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64, idle: bool) -> Option<Request> {
         let room = (ctx.cap + ctx.batch).saturating_sub(self.unsettled - self.pending.len());
         if room == 0 {
             return None;
         }
-        let picked = self.pick(ctx.cap, room, durable, idle)?;
-        match picked.as_slice() {
-            [0] => self.pending.pop_front().map(|e| vec![e]),
-            _ => Some(self.take(&picked)),
+        match self.pick(ctx.cap, room, durable, idle)? {
+            Pick::One(i) => self.pending.remove(i).map(Request::One),
+            Pick::Batch(indexes) => Some(Request::Batch(self.take(&indexes))),
         }
     }
 
     /// The indexes in `pending` of the next request's clients (see [`Window::next_send`]).
-    fn pick(&self, cap: usize, room: usize, durable: u64, idle: bool) -> Option<Vec<usize>> {
+    fn pick(&self, cap: usize, room: usize, durable: u64, idle: bool) -> Option<Pick> {
         let durable_at = |seq: usize| self.open[seq - self.first_seq].reserved_by <= durable;
         let mut deferred: Vec<Option<crate::providers::Backend>> = Vec::new();
         for (i, (seq, _, token)) in self.pending.iter().enumerate() {
@@ -329,7 +328,7 @@ impl Window {
             // A full batch, and what fits the room left (more once answers come).
             let full = batch_limit(token.provider).min(cap);
             if full <= 1 {
-                return Some(vec![i]);
+                return Some(Pick::One(i));
             }
             let limit = full.min(room);
             let backend = backend_of(token.provider);
@@ -352,7 +351,7 @@ impl Window {
                 }
             }
             if picked.len() == full || (!awaits_flush && (self.exhausted || idle)) {
-                return Some(picked);
+                return Some(Pick::Batch(picked));
             }
             deferred.push(backend);
         }
@@ -360,7 +359,7 @@ impl Window {
     }
 
     /// Removes the pending clients at `indexes` (ascending), in order.
-    fn take(&mut self, indexes: &[usize]) -> Vec<(usize, String, TokenRef)> {
+    fn take(&mut self, indexes: &[usize]) -> Vec<Pending> {
         let mut taken = Vec::with_capacity(indexes.len());
         let mut next = indexes.iter().peekable();
         let mut kept = VecDeque::with_capacity(self.pending.len() - indexes.len());
@@ -429,6 +428,28 @@ impl Window {
     }
 }
 
+/// A client read but not yet sent to: its batch's sequence number, its id and token.
+type Pending = (usize, String, TokenRef);
+
+/// The clients of one request.
+enum Request {
+    One(Pending),
+    /// Of a provider taking many tokens per request (HMS).
+    Batch(Vec<Pending>),
+}
+
+/// A request's clients and their outcomes.
+enum Answered {
+    One(usize, String, ClientOutcome),
+    Batch(Vec<Pending>, Vec<ClientOutcome>),
+}
+
+/// Which pending clients [`Window::next_send`] takes (indexes in `pending`).
+enum Pick {
+    One(usize),
+    Batch(Vec<usize>),
+}
+
 /// What the window reads and sends with.
 struct Ctx<'a> {
     store: &'a herald_storage::Store,
@@ -475,18 +496,22 @@ async fn send_app(
             w.write(&ctx, job, report, &mut commits)?;
         }
         while in_flight.len() < ctx.cap {
-            let Some(group) = w.next_send(&ctx, commits.durable, in_flight.is_empty()) else { break };
+            let Some(request) = w.next_send(&ctx, commits.durable, in_flight.is_empty()) else { break };
             let send = &send;
             in_flight.push(async move {
-                let _permits = d.bulk_permits(group.len()).await;
-                let outcomes = match group.as_slice() {
-                    [(_, client, token)] => vec![d.deliver(send, client, token, Lane::Bulk).await],
-                    _ => {
-                        let clients: Vec<(&str, &TokenRef)> = group.iter().map(|(_, c, t)| (c.as_str(), t)).collect();
-                        d.deliver_all(send, &clients, Lane::Bulk).await
+                match request {
+                    Request::One((seq, client, token)) => {
+                        let _permit = d.bulk_permits(1).await;
+                        let outcome = d.deliver(send, &client, &token, Lane::Bulk).await;
+                        Answered::One(seq, client, outcome)
                     }
-                };
-                (group, outcomes)
+                    Request::Batch(group) => {
+                        let _permits = d.bulk_permits(group.len()).await;
+                        let clients: Vec<(&str, &TokenRef)> = group.iter().map(|(_, c, t)| (c.as_str(), t)).collect();
+                        let outcomes = d.deliver_all(send, &clients, Lane::Bulk).await;
+                        Answered::Batch(group, outcomes)
+                    }
+                }
             });
         }
         if w.exhausted && w.open.is_empty() && !w.dirty {
@@ -494,11 +519,14 @@ async fn send_app(
         }
         commits.maybe_start(w.waits_for(commits.durable));
         tokio::select! {
-            Some((group, outcomes)) = in_flight.next(), if !in_flight.is_empty() => {
-                for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
-                    w.settle(job, i, report, seq, client, outcome);
+            Some(answered) = in_flight.next(), if !in_flight.is_empty() => match answered {
+                Answered::One(seq, client, outcome) => w.settle(job, i, report, seq, client, outcome),
+                Answered::Batch(group, outcomes) => {
+                    for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
+                        w.settle(job, i, report, seq, client, outcome);
+                    }
                 }
-            }
+            },
             flushed = commits.progress() => flushed?,
             _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}
         }
