@@ -99,10 +99,12 @@ pub(crate) fn for_each(outcome: Outcome, tokens: &[&str]) -> Vec<Outcome> {
     vec![outcome; tokens.len()]
 }
 
-/// One push provider. A channel (its pool and this) sends each notification's
-/// payload, prepared once per app, in requests of up to [`Provider::MAX_TOKENS`]
-/// tokens; every attempt authorizes, builds the request and reads the answer
-/// through these methods. A new provider is one implementation of this trait.
+/// One push provider. Its channel (this, its [`Authorizer`] and a connection
+/// pool, in [`crate::delivery`]) sends each notification's payload, prepared
+/// once per app, in requests of up to [`Provider::MAX_TOKENS`] tokens; every
+/// attempt of the one attempt loop authorizes, builds the request and reads
+/// the answer through these methods. A new provider is one file implementing
+/// this trait, plus its [`Backend`] and its slot in `delivery::AppChannels`.
 pub trait Provider: Sized + Send + Sync + 'static {
     const BACKEND: Backend;
     /// The most tokens one request carries (1: a request per token).
