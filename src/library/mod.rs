@@ -1,6 +1,6 @@
 //! The library API: every operation of the engine as a typed method, for
 //! programs that embed Herald. Methods are grouped by area behind handles
-//! ([`Engine::clients`], [`Engine::push`], ...); each takes the [`Caller`]
+//! ([`Engine::clients`], [`Engine::push`], ...); each takes the [`Caller`](crate::Caller)
 //! acting, the tenant, and the typed input the HTTP route decodes, checks it
 //! exactly as the route does (the route's access is the constant the method
 //! checks, and the HTTP handler calls the method), and answers a typed
