@@ -213,6 +213,7 @@ pub struct PolicyParametersView {
 }
 
 impl PolicyView {
+    /// The read form of a stored policy.
     pub fn of(p: &Policy) -> PolicyView {
         PolicyView {
             id: p.id.clone(),

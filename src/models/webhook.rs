@@ -149,6 +149,7 @@ pub struct AttemptView {
 }
 
 impl AttemptView {
+    /// The read form of a logged attempt.
     pub fn of(a: herald_storage::webhooks::Attempt) -> AttemptView {
         AttemptView {
             event_id: a.event_id,
