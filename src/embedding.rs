@@ -19,13 +19,9 @@
 use crate::config::{Config, Settings};
 use crate::engine::Engine;
 use crate::error::ApiError as Error;
-use crate::error::ApiResult;
 use crate::http::Response;
-use crate::models::app::{AppBody, AppView};
-use herald_actors::webhooks::Event;
 use herald_actors::Endpoints;
 use http::Request;
-use serde_json::Value;
 use std::convert::Infallible;
 use std::future::Future;
 use std::path::PathBuf;
@@ -73,6 +69,7 @@ impl EngineBuilder {
         self.install_recorder = install;
         self
     }
+
     /// Replaces the whole configuration (e.g. one resolved from a TOML file).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
@@ -153,16 +150,6 @@ impl Engine {
         HttpService { engine: self.clone() }
     }
 
-    /// Publishes events to the tenants' webhooks without HTTP.
-    pub fn webhooks(&self) -> WebhooksApi<'_> {
-        WebhooksApi(self)
-    }
-
-    /// Tenant and app set-up without HTTP.
-    pub fn admin(&self) -> AdminApi<'_> {
-        AdminApi(self)
-    }
-
     /// Waits for requests in flight through [`Engine::http_service`], stops the
     /// actors (broadcasts and outboxes resume at the next start) and flushes.
     pub async fn shutdown(&self) {
@@ -174,28 +161,5 @@ impl Engine {
         if let Err(e) = self.store.durable().await {
             tracing::warn!(error = %e, "final flush failed");
         }
-    }
-}
-
-/// See [`Engine::webhooks`].
-pub struct WebhooksApi<'a>(&'a Engine);
-
-impl WebhooksApi<'_> {
-    /// Queues an event (`kind` e.g. `domain`) for every matching webhook of
-    /// `tenant`, durably; answers how many webhooks will receive it.
-    pub async fn publish(&self, tenant: &str, kind: &str, event: &str, data: Value) -> ApiResult<usize> {
-        let n = self.0.push.events().publish(&Event::new(tenant, kind, event, data))?;
-        self.0.store.durable().await?;
-        Ok(n)
-    }
-}
-
-/// See [`Engine::admin`].
-pub struct AdminApi<'a>(&'a Engine);
-
-impl AdminApi<'_> {
-    /// Creates an app with its push credentials (the body of the HTTP route).
-    pub async fn create_app(&self, tenant: &str, app: &str, body: &AppBody) -> ApiResult<AppView> {
-        crate::ops::apps::create(self.0, tenant, app, body).await
     }
 }

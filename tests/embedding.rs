@@ -7,6 +7,7 @@ use common::receiver::Receiver;
 use herald::models::app::AppBody;
 use herald::models::push::PushNotificationEvent;
 use herald::models::tenant::CreateTenant;
+use herald::models::webhook::DomainEvent;
 use herald::Engine;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -65,11 +66,12 @@ async fn builder_service_typed_api_and_draining_shutdown() {
     assert_eq!(err.kind(), herald::ErrorKind::Unauthenticated, "only the operator creates tenants: {err}");
     engine.tenants().create(&op, tenant).await.unwrap();
     let bad = AppBody { categories: vec!["nonsense".into()], ..AppBody::default() };
-    let err = engine.admin().create_app("acme", "shop", &bad).await.unwrap_err();
+    let acme = herald::Caller::admin("acme");
+    let err = engine.apps().create(&acme, "acme", "shop", bad).await.unwrap_err();
     assert_eq!(err.status, 400);
     assert!(err.message.starts_with("categories"), "{err}");
     let good = AppBody { categories: vec!["chat".into()], ..AppBody::default() };
-    assert_eq!(engine.admin().create_app("acme", "shop", &good).await.unwrap().app_name, "shop");
+    assert_eq!(engine.apps().create(&acme, "acme", "shop", good).await.unwrap().app_name, "shop");
 
     // The mounted HTTP API is the real one: tokens, routes, errors.
     let base = mount(&engine).await;
@@ -105,8 +107,9 @@ async fn builder_service_typed_api_and_draining_shutdown() {
     assert_eq!(err.status, 400, "recipient.tenantId must match: {err}");
 
     // Typed publish reaches the webhook.
-    let n = engine.webhooks().publish("demo", "domain", "ORDER_SHIPPED", json!({ "order": 7 })).await.unwrap();
-    assert_eq!(n, 1);
+    let event = DomainEvent { kind: "domain".into(), event: "ORDER_SHIPPED".into(), data: json!({ "order": 7 }) };
+    let published = engine.webhooks().publish(&demo_admin, "demo", event).await.unwrap();
+    assert_eq!(published.webhooks, 1);
     let got = receiver.wait_for(1, 10).await;
     assert!(got[0].body.contains("ORDER_SHIPPED"), "{}", got[0].body);
 

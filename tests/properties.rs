@@ -176,3 +176,56 @@ async fn a_property_written_while_its_users_data_is_deleted_never_survives() {
     eprintln!("property written before the delete {before} times, refused after it {after} times");
     s.shutdown().await;
 }
+
+/// The library API: the same checks as the routes, typed answers.
+#[tokio::test]
+async fn library_methods_check_the_caller_and_answer_typed_views() {
+    use herald::models::nonce::{CreateNonce, LoginEvent, NonceFormat};
+    use herald::models::property::PropertyBody;
+    use herald::paging::Paging;
+    use herald::{Caller, ErrorKind};
+    let s = TestServer::start().await;
+    let t = s.tenant_with_app("acme", "shop").await;
+    let (client, _) = s.register_client("acme", &t, "shop").await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let (admin, reader) = (Caller::admin("acme"), Caller::reader("acme"));
+    engine.clients().link(&admin, "acme", "alice", &client, None).await.unwrap();
+
+    // Properties: an encrypted value is shown to administrators only.
+    let body = || -> PropertyBody {
+        serde_json::from_value(
+            json!({"name": "pin", "type": "UTF8STRING", "value": "1234", "encryption": "SERVER_SIDE_DB"}),
+        )
+        .unwrap()
+    };
+    let err = engine.properties().create(&reader, "acme", "alice", Some(&client), body()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let err = engine.properties().create(&admin, "acme", "bob", Some(&client), body()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "bob is not linked to the client: {err}");
+    let created = engine.properties().create(&admin, "acme", "alice", Some(&client), body()).await.unwrap();
+    assert_eq!((created.value.as_str(), created.encryption.as_str()), ("1234", "SERVER_SIDE_DB"));
+    let page = Paging { page: 1, size: 20 };
+    let read = engine.properties().list(&reader, "acme", "alice", Some(&client), &[], page).await.unwrap();
+    assert_eq!(read[0].value, "***");
+    let read = engine.properties().list(&admin, "acme", "alice", Some(&client), &[], page).await.unwrap();
+    assert_eq!((read.len(), read[0].value.as_str()), (1, "1234"));
+
+    // Nonces: a client reports only its own logins.
+    let nonce: CreateNonce =
+        serde_json::from_value(json!({"action": "LOGIN_NONCE", "payload": {"expectedUserId": "alice"}})).unwrap();
+    let err = engine.nonces().create(&reader, "acme", NonceFormat::Short, nonce).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let nonce: CreateNonce =
+        serde_json::from_value(json!({"action": "LOGIN_NONCE", "payload": {"expectedUserId": "alice"}})).unwrap();
+    let issued = engine.nonces().create(&admin, "acme", NonceFormat::Short, nonce).await.unwrap();
+    assert!(issued.nonce.len() == 8 && issued.nonce.bytes().all(|b| b.is_ascii_digit()), "{issued:?}");
+    assert_eq!(issued.kind, "LOGIN_NONCE");
+    let event = || LoginEvent { nonce: issued.nonce.clone(), ast_client_id: client.clone(), user_id: "alice".into() };
+    let stranger = Caller::client("acme", "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    let err = engine.nonces().login_event(&stranger, "acme", event()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let recorded = engine.nonces().login_event(&Caller::client("acme", &client), "acme", event()).await.unwrap();
+    assert_eq!((recorded.user_id.as_str(), recorded.login_outcome.as_str()), ("alice", "SUCCESS"));
+    let err = engine.nonces().login_event(&admin, "acme", event()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "single use: {err}");
+}

@@ -832,3 +832,59 @@ async fn a_version_never_outlives_its_deleted_app() {
     }
     s.shutdown().await;
 }
+
+/// The library API: the same checks as the routes, typed answers.
+#[tokio::test]
+async fn library_methods_check_the_caller_and_answer_typed_views() {
+    use herald::models::version::{AppsLatestQuery, PolicyBody, SummaryPolicy, VersionBody, VersionQuery};
+    use herald::paging::Paging;
+    use herald::{Caller, ErrorKind};
+    let s = TestServer::start().await;
+    s.tenant_with_app("acme", "shop").await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let (admin, reader) = (Caller::admin("acme"), Caller::reader("acme"));
+    let body: VersionBody = serde_json::from_value(version("shop", "ios", "2.0.1")).unwrap();
+
+    let err = engine.versions().create(&reader, "acme", body.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let err = engine.versions().create(&Caller::Anonymous, "acme", body.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthenticated, "{err}");
+    let err = engine.versions().create(&Caller::admin("other"), "acme", body.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "another tenant's admin: {err}");
+    let v = engine.versions().create(&admin, "acme", body).await.unwrap();
+    assert_eq!((v.app_name.as_str(), v.version_str.as_str(), v.version.as_str()), ("shop", "2.0.1", "2000000000001"));
+
+    let page = Paging { page: 1, size: 20 };
+    let numbers = engine.versions().list(&reader, "acme", &VersionQuery::default(), page).await.unwrap();
+    assert_eq!(numbers.versions, vec!["2.0.1".to_string()]);
+    let err = engine.versions().list(&reader, "acme", &VersionQuery::default(), Paging { page: 0, size: 20 }).await;
+    assert_eq!(err.unwrap_err().field.as_deref(), Some("page"));
+
+    let summary = engine.versions().summary(&reader, "acme", &v.id, "arm64").await.unwrap();
+    match summary.policy {
+        Some(SummaryPolicy::Default(d)) => assert_eq!(d.parameters.register_user_id.as_deref(), Some("alice")),
+        other => panic!("the default policy, not {other:?}"),
+    }
+    assert!(summary.votes.is_empty());
+
+    let policy: PolicyBody = serde_json::from_value(
+        json!({"name": "three", "type": "QUORUM", "parameters": {"quorumSize": 2, "maxVotes": 3}}),
+    )
+    .unwrap();
+    let p = engine.versions().create_policy(&admin, "acme", policy).await.unwrap();
+    assert_eq!((p.kind.as_str(), p.parameters.quorum_size), ("QUORUM", 2));
+    assert_eq!(engine.versions().policy(&reader, "acme", &p.id).await.unwrap().name, "three");
+    let err = engine.versions().delete_policy(&reader, "acme", &p.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+
+    let latest = engine.versions().apps_latest(&reader, "acme", &AppsLatestQuery::default(), page).await.unwrap();
+    assert_eq!(latest.total_count, 1);
+    assert_eq!(latest.data[0].platforms[0].latest_version_id, v.id);
+
+    assert_eq!(engine.apps().get(&reader, "acme", "shop").await.unwrap().app_name, "shop");
+    let err = engine.apps().delete(&reader, "acme", "shop").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    engine.apps().delete(&admin, "acme", "shop").await.unwrap();
+    let err = engine.versions().get(&reader, "acme", &v.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "the app's versions went with it: {err}");
+}

@@ -405,3 +405,43 @@ async fn an_update_made_while_a_410_is_on_its_way_stands() {
     }
     s.shutdown().await;
 }
+
+/// The library API: the same checks as the routes, typed answers.
+#[tokio::test]
+async fn library_methods_check_the_caller_and_answer_typed_views() {
+    use herald::models::webhook::{DomainEvent, WebhookBody};
+    use herald::paging::Paging;
+    use herald::{Caller, ErrorKind};
+    let (s, _) = server().await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let (admin, reader) = (Caller::admin("acme"), Caller::reader("acme"));
+    let body = || -> WebhookBody {
+        serde_json::from_value(json!({"filter": "type=domain", "callbackUrl": "https://example.invalid/hook"})).unwrap()
+    };
+    let err = engine.webhooks().create(&reader, "acme", body()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let created = engine.webhooks().create(&admin, "acme", body()).await.unwrap();
+    assert!(created.secret.as_deref().is_some_and(|s| s.starts_with("whsec_")));
+    assert_eq!(created.created_by, "embedded-admin");
+
+    let page = Paging { page: 1, size: 20 };
+    let listed = engine.webhooks().list(&reader, "acme", &[], page).await.unwrap();
+    assert_eq!((listed.len(), listed[0].secret.as_deref()), (1, None), "the secret shows once");
+    let err = engine.webhooks().list(&reader, "acme", &[], Paging { page: 1, size: 1 }).await.unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("page_size"), "{err}");
+
+    let event = || DomainEvent { kind: "domain".into(), event: "ORDER_SHIPPED".into(), data: json!({"order": 7}) };
+    let err = engine.webhooks().publish(&Caller::Anonymous, "acme", event()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthenticated, "{err}");
+    let err = engine.webhooks().publish(&Caller::admin("other"), "acme", event()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "{err}");
+    let published = engine.webhooks().publish(&admin, "acme", event()).await.unwrap();
+    assert_eq!(published.webhooks, 1);
+    let bad = DomainEvent { event: "lower".into(), ..event() };
+    let err = engine.webhooks().publish(&admin, "acme", bad).await.unwrap_err();
+    assert_eq!((err.kind(), err.field.as_deref()), (ErrorKind::Invalid, Some("event")));
+
+    engine.webhooks().delete(&admin, "acme", &created.id).await.unwrap();
+    let err = engine.webhooks().get(&reader, "acme", &created.id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+}

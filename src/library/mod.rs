@@ -1,6 +1,6 @@
 //! The library API: every operation of the engine as a typed method, for
 //! programs that embed Herald. Methods are grouped by area behind handles
-//! ([`Engine::clients`], [`Engine::push`], ...); each takes the [`Caller`]
+//! ([`Engine::clients`], [`Engine::push`], ...); each takes the [`Caller`](crate::Caller)
 //! acting, the tenant, and the typed input the HTTP route decodes, checks it
 //! exactly as the route does (the route's access is the constant the method
 //! checks, and the HTTP handler calls the method), and answers a typed
@@ -18,16 +18,42 @@
 //! # Ok(()) }
 //! ```
 
+pub mod apps;
+pub mod catalogue;
 pub mod clients;
+pub mod nonces;
+pub mod properties;
 pub mod push;
 pub mod tenants;
+pub mod versions;
+pub mod webhooks;
 
 use crate::engine::Engine;
 
 impl Engine {
+    /// Apps and their push credentials.
+    pub fn apps(&self) -> apps::Apps<'_> {
+        apps::Apps(self)
+    }
+
+    /// The catalogue of services.
+    pub fn catalogue(&self) -> catalogue::Catalogue<'_> {
+        catalogue::Catalogue(self)
+    }
+
     /// Device clients, their links to users, push tokens, locks.
     pub fn clients(&self) -> clients::Clients<'_> {
         clients::Clients(self)
+    }
+
+    /// Nonces and the login events that spend them.
+    pub fn nonces(&self) -> nonces::Nonces<'_> {
+        nonces::Nonces(self)
+    }
+
+    /// Properties of users and of their clients.
+    pub fn properties(&self) -> properties::Properties<'_> {
+        properties::Properties(self)
     }
 
     /// Sending and delivery reports.
@@ -38,5 +64,15 @@ impl Engine {
     /// Tenants (the operator's).
     pub fn tenants(&self) -> tenants::Tenants<'_> {
         tenants::Tenants(self)
+    }
+
+    /// App versions, registration policies, integrity voting.
+    pub fn versions(&self) -> versions::Versions<'_> {
+        versions::Versions(self)
+    }
+
+    /// Webhooks and the domain events published to them.
+    pub fn webhooks(&self) -> webhooks::Webhooks<'_> {
+        webhooks::Webhooks(self)
     }
 }

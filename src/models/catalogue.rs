@@ -91,6 +91,14 @@ impl CatalogueService {
     }
 }
 
+/// An answer of the catalogue with the tenant's catalogue resource version
+/// it reflects (the `resource-version` header over HTTP).
+#[derive(Debug, Clone)]
+pub struct Versioned<T> {
+    pub resource_version: u64,
+    pub value: T,
+}
+
 /// A W3C `traceparent`: `00-<32 hex>-<16 hex>-<2 hex>`, ids not all zero.
 pub fn check_traceparent(v: &str) -> ApiResult<()> {
     let parts: Vec<&str> = v.split('-').collect();

@@ -3,7 +3,7 @@
 use super::validate;
 use crate::error::{ApiError, ApiResult};
 use herald_storage::nonces::Nonce;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -81,6 +81,38 @@ impl LoginEvent {
         validate::ulid("astClientId", &self.ast_client_id)?;
         validate::id("userId", &self.user_id, 1, 255)
     }
+}
+
+/// The form of a new nonce (`type` query parameter).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NonceFormat {
+    /// 32 random bytes, base64url (`default`).
+    #[default]
+    Long,
+    /// Eight decimal digits, for typing by hand (`short`).
+    Short,
+}
+
+/// A created nonce.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NonceView {
+    pub nonce: String,
+    /// The action: `LOGIN_NONCE` or `TMS_NONCE`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Milliseconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+/// A login event recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginRecorded {
+    pub ast_client_id: String,
+    pub user_id: String,
+    /// `SUCCESS`.
+    pub login_outcome: String,
 }
 
 /// Why a nonce cannot be used for a login event.

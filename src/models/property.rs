@@ -3,7 +3,7 @@
 use super::validate;
 use crate::error::{ApiError, ApiResult};
 use base64::Engine as _;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub const TYPES: [&str; 5] = ["OCTETSTRING", "INTEGER", "BOOLEAN", "UTF8STRING", "DATE"];
 pub const VISIBILITY: [&str; 3] = ["CLIENT", "INTERNAL", "EXTERNAL"];
@@ -77,4 +77,41 @@ fn check_value(kind: &str, v: &str) -> ApiResult<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// A property as read. A value stored encrypted is shown to administrators
+/// only; others see `***`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PropertyView {
+    pub user_id: String,
+    pub ast_client_id: Option<String>,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+    /// `NONE` or `SERVER_SIDE_DB`.
+    pub encryption: String,
+    pub read_only: bool,
+    pub notify: bool,
+    pub in_keystorage: bool,
+    pub cp_flags: u32,
+    pub visibility: Option<Vec<String>>,
+}
+
+impl PropertyView {
+    /// The value of a list-filter field (one of [`FIELDS`]).
+    pub fn field(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "name" => self.name.clone(),
+            "type" => self.kind.clone(),
+            "encryption" => self.encryption.clone(),
+            "readOnly" => self.read_only.to_string(),
+            "notify" => self.notify.to_string(),
+            "inKeystorage" => self.in_keystorage.to_string(),
+            "cpFlags" => self.cp_flags.to_string(),
+            "value" => self.value.clone(),
+            _ => return None,
+        })
+    }
 }

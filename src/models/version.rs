@@ -5,7 +5,6 @@ use super::validate;
 use crate::error::{ApiError, ApiResult};
 use herald_storage::versions::{ArchState, Policy, Version, Vote, FAILED, REGISTERED, VOTING};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 
 /// Largest component of a versionStr (the numeric key packs three of them).
 const MAX_PART: u64 = 999_999;
@@ -194,9 +193,181 @@ pub fn check_policy_unused(p: &Policy) -> Result<(), &'static str> {
     Ok(())
 }
 
-pub fn policy_view(p: &Policy) -> Value {
-    json!({ "id": p.id, "name": p.name, "type": p.kind,
-            "parameters": { "quorumSize": p.quorum_size, "maxVotes": p.max_votes } })
+/// A registration policy as read.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PolicyView {
+    pub id: String,
+    pub name: String,
+    /// `QUORUM`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub parameters: PolicyParametersView,
+}
+
+/// The quorum of a [`PolicyView`].
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyParametersView {
+    pub quorum_size: u32,
+    pub max_votes: u32,
+}
+
+impl PolicyView {
+    /// The read form of a stored policy.
+    pub fn of(p: &Policy) -> PolicyView {
+        PolicyView {
+            id: p.id.clone(),
+            name: p.name.clone(),
+            kind: p.kind.clone(),
+            parameters: PolicyParametersView { quorum_size: p.quorum_size, max_votes: p.max_votes },
+        }
+    }
+}
+
+/// The distinct version numbers `GET /versions` answers.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct VersionNumbers {
+    pub versions: Vec<String>,
+}
+
+/// The conditions of `GET /versions`; `%` at either end of a text is a wildcard.
+#[derive(Debug, Clone, Default)]
+pub struct VersionQuery {
+    pub app_name: Option<String>,
+    pub platform: Option<String>,
+    pub version_lock: Option<bool>,
+    pub is_check_integrity: Option<bool>,
+    pub version_str: Option<String>,
+    /// Newest first (`orderByVersion=desc`) rather than oldest first.
+    pub descending: bool,
+}
+
+/// One client's vote.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteView {
+    pub ast_client_id: String,
+    pub integrity_check_id: String,
+}
+
+/// The page a [`VoteList`] shows.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VotePage {
+    pub page: usize,
+    pub page_size: usize,
+}
+
+/// The votes of one architecture of a version, a page of them.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteList {
+    pub version_id: String,
+    pub app_name: String,
+    pub platform: String,
+    pub version_str: String,
+    pub architecture: String,
+    pub votes: Vec<VoteView>,
+    pub metadata: VotePage,
+}
+
+/// How many votes went to one integrityCheckId.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteCount {
+    pub integrity_check_id: String,
+    pub num: u32,
+    /// Of all the votes of the round, rounded to the nearest integer.
+    pub percent: u32,
+}
+
+/// The policy a version's votes are decided by.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum SummaryPolicy {
+    /// The version's registration policy.
+    Quorum(PolicyView),
+    /// No policy: the registering user's client decides alone.
+    Default(DefaultPolicy),
+}
+
+/// The default policy (`type` `DEFAULT`, `name` `default`).
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DefaultPolicy {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub name: String,
+    pub parameters: DefaultPolicyParameters,
+}
+
+/// Whose client registers under the default policy.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DefaultPolicyParameters {
+    pub register_user_id: Option<String>,
+}
+
+/// The tally of one architecture of a version, most voted first.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VoteSummary {
+    pub version_id: String,
+    pub app_name: String,
+    pub platform: String,
+    pub version_str: String,
+    pub architecture: String,
+    /// `None` when the version's policy no longer exists.
+    pub policy: Option<SummaryPolicy>,
+    pub votes: Vec<VoteCount>,
+}
+
+/// The conditions of `GET /apps-latest`.
+#[derive(Debug, Clone, Default)]
+pub struct AppsLatestQuery {
+    /// Part of the app name (`%` at either end is ignored).
+    pub app_name: Option<String>,
+    /// Part of a platform name (`%` at either end is ignored).
+    pub platform: Option<String>,
+    /// Apps of any of these categories (at most 3).
+    pub categories: Vec<String>,
+    /// Apps with any of these credentials, `APNS`, `FCM` or `HMS` (at most 3).
+    pub credentials: Vec<String>,
+    /// Text found (case-insensitively) in any field not filtered otherwise.
+    pub text_search: Option<String>,
+}
+
+/// An app with the latest version of each of its platforms.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppLatest {
+    pub app_name: String,
+    pub push_notification_config: AppKinds,
+    pub platforms: Vec<PlatformLatest>,
+}
+
+/// What an app pushes (categories) and through which providers (credentials).
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AppKinds {
+    pub categories: Vec<String>,
+    /// `APNS`, `FCM`, `HMS`.
+    pub credentials: Vec<String>,
+}
+
+/// The latest version of one platform of an app.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformLatest {
+    pub name: String,
+    pub latest_version: String,
+    pub latest_version_id: String,
+}
+
+/// A page of apps with their latest versions, and how many matched in all.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsLatest {
+    pub data: Vec<AppLatest>,
+    pub total_count: usize,
 }
 
 /// `POST .../versions/{id}/votes`; an admin names the client it votes for.

@@ -132,6 +132,49 @@ impl WebhookView {
         ["id", "filter", "callbackUrl", "authType", "active", "createdAt", "modifiedAt", "createdBy", "modifiedBy"];
 }
 
+/// One delivery attempt of an event to a webhook.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptView {
+    pub event_id: String,
+    /// 1 for the first try.
+    pub attempt: u32,
+    /// RFC 3339.
+    pub at: String,
+    /// The receiver's HTTP status, 0 when none answered.
+    pub status_code: u16,
+    pub duration_ms: u64,
+    /// The start of the answer, or the error.
+    pub response: String,
+}
+
+impl AttemptView {
+    /// The read form of a logged attempt.
+    pub fn of(a: herald_storage::webhooks::Attempt) -> AttemptView {
+        AttemptView {
+            event_id: a.event_id,
+            attempt: a.attempt,
+            at: rfc3339(a.at_ms),
+            status_code: a.status,
+            duration_ms: a.duration_ms,
+            response: a.response,
+        }
+    }
+}
+
+/// How many failed events a replay put back into the outbox.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Replayed {
+    pub requeued: usize,
+}
+
+/// A published event: its id, and how many webhooks will receive it.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Published {
+    pub id: String,
+    pub webhooks: usize,
+}
+
 /// An update of a webhook's configuration, its secrets sealed beforehand.
 #[derive(Clone, Debug)]
 pub struct WebhookUpdate {
