@@ -1,0 +1,107 @@
+//! The library API alone (no HTTP, no `herald::api`): a device client's whole
+//! life and a webhook's, as a daemon embedding Herald would drive them. The
+//! provider simulators stand in for Apple; the webhook receiver is local.
+#![cfg(feature = "demo")]
+
+mod common;
+use common::receiver::Receiver;
+use herald::models::app::AppBody;
+use herald::models::client::RegisterClient;
+use herald::models::push::PushNotificationEvent;
+use herald::models::push_token::PutPushToken;
+use herald::models::tenant::CreateTenant;
+use herald::models::webhook::{DomainEvent, WebhookBody};
+use herald::{Caller, Engine, ErrorKind};
+use serde_json::json;
+
+fn typed<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+    serde_json::from_value(v).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_life_and_a_webhooks_through_the_library_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = herald::config::Config::for_data_dir(dir.path().join("data"));
+    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
+    let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+
+    // The operator creates the tenant; its admin sets up an APNs app.
+    let tenant: CreateTenant =
+        typed(json!({ "tenantId": "shop", "adminUsername": "root", "adminPassword": "a-long-password" }));
+    engine.tenants().create(&Caller::Operator, tenant).await.unwrap();
+    let admin = Caller::admin("shop");
+    let mut app = json!({ "categories": creds.app_json["categories"].clone() });
+    for k in ["iosApnsPrivateKey", "iosApnsKeyId", "iosApnsTeamId", "iosBundleId", "iosIsDevelopment"] {
+        app[k] = creds.app_json[k].clone();
+    }
+    let app: AppBody = typed(app);
+    assert_eq!(engine.apps().create(&admin, "shop", "ios", app).await.unwrap().app_name, "ios");
+
+    // Register, set the token as the client itself, link to a user.
+    let clients = engine.clients();
+    let body: RegisterClient = typed(json!({ "appName": "ios", "platform": "ios" }));
+    let err = clients.register(&Caller::reader("shop"), "shop", body).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden, "a reader registers no client: {err}");
+    let body: RegisterClient = typed(json!({ "appName": "ios", "platform": "ios" }));
+    let id = clients.register(&admin, "shop", body).await.unwrap().ast_client_id;
+    let itself = Caller::client("shop", &id);
+    let token: PutPushToken = typed(json!({ "appName": "ios", "pushToken": format!("APNS:{:064x}", 7) }));
+    let view = clients.set_push_token(&itself, "shop", &id, token).await.unwrap().unwrap();
+    assert!(view.is_valid);
+    let bad: PutPushToken = typed(json!({ "appName": "android", "pushToken": format!("APNS:{:064x}", 8) }));
+    let err = clients.set_push_token(&itself, "shop", &id, bad).await.unwrap_err();
+    assert_eq!((err.kind(), err.field.as_deref()), (ErrorKind::Invalid, Some("appName")));
+    clients.link(&admin, "shop", "dana", &id, Some("high")).await.unwrap();
+    assert_eq!(clients.get(&itself, "shop", &id).await.unwrap().lock_state, "NONE");
+
+    // Send to the user and read the report.
+    let event = || -> PushNotificationEvent {
+        typed(json!({
+            "category": "chat",
+            "recipient": { "tenantId": "shop", "userId": "dana" },
+            "payload": { "message": { "title": "Hello", "body": "from the library" } }
+        }))
+    };
+    let answers = engine.push().send(&admin, "shop", event()).await.unwrap();
+    assert!(answers[0].is_successful, "{answers:?}");
+    let report = engine.push().report(&admin, "shop", &answers[0].notification_id, 1, 10).await.unwrap();
+    assert_eq!((report.state.as_str(), report.counts.sent), ("COMPLETED", 1), "{report:?}");
+    assert_eq!(report.clients[0].ast_client_id, id);
+    assert_eq!(sims.stats().apns.accepted, 1);
+
+    // A locked client gets nothing; unlocked again, it does.
+    clients.lock(&admin, "shop", &id, "lost phone").await.unwrap();
+    let err = clients.lock(&admin, "shop", &id, "again").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "already locked: {err}");
+    let answers = engine.push().send(&admin, "shop", event()).await.unwrap();
+    assert!(!answers[0].is_successful, "a locked client gets no push: {answers:?}");
+    assert_eq!(sims.stats().apns.accepted, 1);
+    clients.unlock(&admin, "shop", &id).await.unwrap();
+
+    // Delete: refused while linked, done once unlinked.
+    let err = clients.delete(&admin, "shop", &id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    clients.unlink(&admin, "shop", "dana", &id).await.unwrap();
+    clients.delete(&admin, "shop", &id).await.unwrap();
+    let err = clients.get(&admin, "shop", &id).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+
+    // A webhook: created, then a published event reaches the local receiver.
+    let receiver = Receiver::start(vec![]).await;
+    let hook: WebhookBody = typed(json!({ "filter": "type=domain", "callbackUrl": receiver.url }));
+    let created = engine.webhooks().create(&admin, "shop", hook).await.unwrap();
+    assert!(created.secret.as_deref().is_some_and(|s| s.starts_with("whsec_")), "{created:?}");
+    let event: DomainEvent = typed(json!({ "type": "domain", "event": "ORDER_SHIPPED", "data": { "order": 7 } }));
+    let err = engine
+        .webhooks()
+        .publish(&Caller::admin("other"), "shop", typed(json!({ "type": "domain", "event": "X" })))
+        .await;
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Forbidden, "another tenant's admin publishes nothing here");
+    assert_eq!(engine.webhooks().publish(&admin, "shop", event).await.unwrap().webhooks, 1);
+    let got = receiver.wait_for(1, 10).await;
+    assert!(got[0].body.contains("ORDER_SHIPPED"), "{}", got[0].body);
+
+    engine.shutdown().await;
+    sims.shutdown().await;
+}
