@@ -34,3 +34,8 @@ pub use engine::Engine;
 /// The one error of the library API and of the HTTP API (which answers it
 /// with its status and the route's error body).
 pub use error::{ApiError as Error, ErrorKind};
+
+/// The README's Rust examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
