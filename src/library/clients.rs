@@ -85,6 +85,7 @@ impl Clients<'_> {
         ops::clients::set_lock(self.0, tenant, id, Some(reason)).await
     }
 
+    /// Unlocks a locked client (406 when it is not locked).
     pub async fn unlock(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
         validate::ulid("astClientId", id)?;

@@ -18,6 +18,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod apps;
 pub mod catalogue;
 pub mod clients;
