@@ -748,3 +748,118 @@ async fn a_certificate_is_never_issued_by_a_signer_deleted_before_it_was_stored(
     println!("{deleted} deletes won; requests refused {refused}, failed {failed}, issued {issued}");
     s.shutdown().await;
 }
+
+/// Polls `get` until `done` holds of its answer (at most 20 s).
+async fn until<T, F, Fut>(what: &str, mut get: F, done: impl Fn(&T) -> bool) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, herald::Error>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = get().await.unwrap_or_else(|e| panic!("{what}: {e}"));
+        if done(&got) {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The library API (no HTTP) checks the caller as the routes do and answers
+/// typed views: signers, a client certificate's life, the SDK config.
+#[tokio::test]
+async fn the_library_checks_the_caller_and_answers_typed_views() {
+    use herald::models::signer::{CreateSigner, CsrBody, Renew, SdkConfigRequest};
+    use herald::{Caller, ErrorKind};
+    let (s, t) = server().await;
+    let (client, _) = device(&s, &t).await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let (signers, certificates) = (engine.signers(), engine.certificates());
+    let (admin, reader, device) = (Caller::admin("acme"), Caller::reader("acme"), Caller::client("acme", &client));
+
+    // Creating a signer is an administrator's act, of its own tenant.
+    let named = || CreateSigner { name: Some("lib".into()) };
+    for (who, kind) in [
+        (&reader, ErrorKind::Forbidden),
+        (&device, ErrorKind::Forbidden),
+        (&Caller::admin("other"), ErrorKind::Forbidden),
+        (&Caller::Anonymous, ErrorKind::Unauthenticated),
+        (&Caller::Operator, ErrorKind::Unauthenticated),
+    ] {
+        assert_eq!(signers.create(who, "acme", named()).await.unwrap_err().kind(), kind, "{who:?}");
+    }
+    let bad = CreateSigner { name: Some(String::new()) };
+    assert_eq!(signers.create(&admin, "acme", bad).await.unwrap_err().field.as_deref(), Some("name"));
+    let created = signers.create(&admin, "acme", named()).await.unwrap();
+    assert_eq!((created.name.as_str(), created.state.as_str(), created.generation), ("lib", "ACTIVE", 1));
+    assert_eq!(created.tenant, "acme");
+
+    // Any principal of the tenant reads it; readers list, clients do not.
+    let detail = until("issuance", || signers.get(&device, "acme", "current"), |d| d.info.status == "ISSUED").await;
+    assert_eq!(detail.info.id, created.id);
+    assert_eq!(cn(&der(detail.certificate.as_deref().unwrap())), "lib");
+    assert_eq!(signers.list(&device, "acme").await.unwrap_err().kind(), ErrorKind::Forbidden);
+    let listed = signers.list(&reader, "acme").await.unwrap();
+    assert_eq!(listed.iter().map(|v| v.id.as_str()).collect::<Vec<_>>(), [created.id.as_str()]);
+    let chain = signers.chain(&device, "acme", &created.id).await.unwrap().chain;
+    assert_eq!(chain.len(), 2);
+    assert!(signed_by(&der(&chain[0]), &der(&chain[1])));
+    let renew = || Renew { ignore_not_issued: false };
+    assert_eq!(signers.renew(&reader, "acme", "current", renew()).await.unwrap_err().kind(), ErrorKind::Forbidden);
+    assert_eq!(
+        signers
+            .create_first(&admin, "acme", serde_json::from_value(json!({"name": "again"})).unwrap())
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Conflict,
+        "the v1 form does not replace an ACTIVE signer"
+    );
+
+    // Only a device client submits a CSR; it checks its own request, not another's.
+    let (_, pem) = csr(false);
+    let err = certificates.submit(&admin, "acme", CsrBody { csr: pem.clone() }).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    let requested = certificates.submit(&device, "acme", CsrBody { csr: pem }).await.unwrap();
+    assert_eq!((requested.status.as_str(), requested.client.as_str()), ("REQUESTED", client.as_str()));
+    let stranger = Caller::client("acme", &ulid::Ulid::generate().to_string());
+    let err = certificates.get(&stranger, "acme", &requested.cert_ref).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "another client's request is not shown");
+    let issued =
+        until("certificate", || certificates.get(&device, "acme", &requested.cert_ref), |c| c.status == "ISSUED").await;
+    let leaf = der(issued.certificate.as_deref().unwrap());
+    assert_eq!(issued.chain.as_ref().unwrap().len(), 3, "leaf, signer, root");
+    assert!(signed_by(&leaf, &der(&chain[0])));
+    assert_eq!(certificates.list(&device, "acme").await.unwrap_err().kind(), ErrorKind::Forbidden);
+    assert_eq!(certificates.of_signer(&reader, "acme", &created.id).await.unwrap().len(), 1);
+
+    // Revoking is an administrator's act; the signer's CRL then lists it.
+    let err = certificates.revoke(&device, "acme", &requested.cert_ref).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    let revoked = certificates.revoke(&admin, "acme", &requested.cert_ref).await.unwrap();
+    assert_eq!(revoked.status, "REVOKED");
+    let crl = signers.crl(&device, "acme", &created.id).await.unwrap();
+    assert_eq!(crl_serials(&crl, &der(&chain[0])), [revoked.serial_number.unwrap()]);
+
+    // The SDK config: administrators only, its payload the request's.
+    let tls = rcgen::generate_simple_self_signed(vec!["api.example".to_string()]).unwrap();
+    let request = |bundle: &str| SdkConfigRequest {
+        tls_bundle: vec![bundle.to_string()],
+        ast_url: Some("https://ast.example/api".into()),
+        services: vec![],
+    };
+    let good = STANDARD.encode(tls.cert.der());
+    let err = signers.sdk_config(&reader, "acme", request(&good)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    let err = signers.sdk_config(&admin, "acme", request("bm90IGEgY2VydA")).await.unwrap_err();
+    assert_eq!((err.kind(), err.field.as_deref()), (ErrorKind::Invalid, Some("tlsBundle[0]")));
+    let config = signers.sdk_config(&admin, "acme", request(&good)).await.unwrap();
+    let payload = verify_jws(&config.sdk_config).expect("verifies with x5c");
+    assert_eq!(
+        (payload["tenant"].as_str(), payload["astUrl"].as_str()),
+        (Some("acme"), Some("https://ast.example/api"))
+    );
+    assert_eq!(payload["tlsBundle"][0].as_str(), Some(good.as_str()));
+    s.shutdown().await;
+}

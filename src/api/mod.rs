@@ -23,7 +23,7 @@ pub mod users;
 pub mod versions;
 pub mod webhooks;
 
-use crate::auth::{Access, Grant, ADMIN, ADMIN_OR_READ, ANY};
+use crate::auth::{Access, ADMIN, ADMIN_OR_READ};
 use crate::error::{subsystem, Family};
 use crate::library as lib;
 use crate::route;
@@ -37,8 +37,6 @@ const WEBHOOKS: Family = Family::Admin { subsystem: subsystem::WEBHOOKS };
 const TENANT: Family = Family::Admin { subsystem: subsystem::TENANT };
 const VERSIONS: Family = Family::Admin { subsystem: subsystem::VERSIONS };
 const SIGNERS: Family = Family::Admin { subsystem: subsystem::SIGNERS };
-/// Submitting a CSR is a device client's act.
-const CLIENT: &[Grant] = &[Grant::Client];
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
@@ -155,23 +153,23 @@ pub fn routes() -> Vec<Route> {
         route!(POST "/v1/tenants/{tenantId}/push_notification/send", PUSH, lib::push::access::SEND, push::send),
         route!(GET "/v1/tenants/{tenantId}/push_notification/{notificationId}", PUSH, lib::push::access::REPORT, push::report),
         // Signers, client certificates, the signed SDK config.
-        route!(GET "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ANY), signers::v1_get),
-        route!(POST "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ADMIN), signers::v1_create),
-        route!(POST "/v1/tenants/{tenantId}/signer/reissue", SIGNERS, Tenant(ADMIN), signers::v1_reissue),
-        route!(DELETE "/v1/tenants/{tenantId}/signer", SIGNERS, Tenant(ADMIN), signers::v1_delete),
-        route!(GET "/v2/tenants/{tenantId}/signers", SIGNERS, Tenant(ADMIN_OR_READ), signers::list),
-        route!(POST "/v2/tenants/{tenantId}/signers", SIGNERS, Tenant(ADMIN), signers::create),
-        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, Tenant(ANY), signers::get),
-        route!(DELETE "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, Tenant(ADMIN), signers::delete),
-        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/chain", SIGNERS, Tenant(ANY), signers::chain),
-        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/renew", SIGNERS, Tenant(ADMIN), signers::renew),
-        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/revoke", SIGNERS, Tenant(ADMIN), signers::revoke),
-        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/crl", SIGNERS, Tenant(ANY), signers::crl),
-        route!(POST "/v1/tenants/{tenantId}/certificates", SIGNERS, Tenant(CLIENT), certificates::submit),
-        route!(GET "/v1/tenants/{tenantId}/certificates", SIGNERS, Tenant(ADMIN_OR_READ), certificates::list),
-        route!(GET "/v1/tenants/{tenantId}/certificates/{certRef}", SIGNERS, Tenant(ANY), certificates::check),
-        route!(POST "/v1/tenants/{tenantId}/certificates/{certRef}/revoke", SIGNERS, Tenant(ADMIN), certificates::revoke),
-        route!(GET "/v1/tenants/{tenantId}/certificates/admin/{signerId}", SIGNERS, Tenant(ADMIN_OR_READ), certificates::by_signer),
-        route!(POST "/v1/tenants/{tenantId}/sdkconfig", SIGNERS, Tenant(ADMIN), sdk_config::create),
+        route!(GET "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::READ, signers::v1_get),
+        route!(POST "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::ADMINISTER, signers::v1_create),
+        route!(POST "/v1/tenants/{tenantId}/signer/reissue", SIGNERS, lib::signers::access::ADMINISTER, signers::v1_reissue),
+        route!(DELETE "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::ADMINISTER, signers::v1_delete),
+        route!(GET "/v2/tenants/{tenantId}/signers", SIGNERS, lib::signers::access::LIST, signers::list),
+        route!(POST "/v2/tenants/{tenantId}/signers", SIGNERS, lib::signers::access::ADMINISTER, signers::create),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, lib::signers::access::READ, signers::get),
+        route!(DELETE "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, lib::signers::access::ADMINISTER, signers::delete),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/chain", SIGNERS, lib::signers::access::READ, signers::chain),
+        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/renew", SIGNERS, lib::signers::access::ADMINISTER, signers::renew),
+        route!(POST "/v2/tenants/{tenantId}/signers/{signerSpec}/revoke", SIGNERS, lib::signers::access::ADMINISTER, signers::revoke),
+        route!(GET "/v2/tenants/{tenantId}/signers/{signerSpec}/crl", SIGNERS, lib::signers::access::READ, signers::crl),
+        route!(POST "/v1/tenants/{tenantId}/certificates", SIGNERS, lib::certificates::access::SUBMIT, certificates::submit),
+        route!(GET "/v1/tenants/{tenantId}/certificates", SIGNERS, lib::certificates::access::LIST, certificates::list),
+        route!(GET "/v1/tenants/{tenantId}/certificates/{certRef}", SIGNERS, lib::certificates::access::READ, certificates::check),
+        route!(POST "/v1/tenants/{tenantId}/certificates/{certRef}/revoke", SIGNERS, lib::certificates::access::ADMINISTER, certificates::revoke),
+        route!(GET "/v1/tenants/{tenantId}/certificates/admin/{signerId}", SIGNERS, lib::certificates::access::LIST, certificates::by_signer),
+        route!(POST "/v1/tenants/{tenantId}/sdkconfig", SIGNERS, lib::signers::access::SDK_CONFIG, sdk_config::create),
     ]
 }

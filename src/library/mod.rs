@@ -22,10 +22,12 @@
 
 pub mod apps;
 pub mod catalogue;
+pub mod certificates;
 pub mod clients;
 pub mod nonces;
 pub mod properties;
 pub mod push;
+pub mod signers;
 pub mod tenants;
 pub mod versions;
 pub mod webhooks;
@@ -41,6 +43,11 @@ impl Engine {
     /// The catalogue of services.
     pub fn catalogue(&self) -> catalogue::Catalogue<'_> {
         catalogue::Catalogue(self)
+    }
+
+    /// Client certificates: CSRs of device clients, issued by the ACTIVE signer.
+    pub fn certificates(&self) -> certificates::Certificates<'_> {
+        certificates::Certificates(self)
     }
 
     /// Device clients, their links to users, push tokens, locks.
@@ -61,6 +68,11 @@ impl Engine {
     /// Sending and delivery reports.
     pub fn push(&self) -> push::PushApi<'_> {
         push::PushApi(self)
+    }
+
+    /// Signers (the tenant's CAs), their CRLs, and the signed SDK config.
+    pub fn signers(&self) -> signers::Signers<'_> {
+        signers::Signers(self)
     }
 
     /// Tenants (the operator's).

@@ -87,6 +87,22 @@ impl SignerView {
     }
 }
 
+/// A signer with its certificate (PEM; `null` until issued or once revoked),
+/// as `GET .../signers/{signerSpec}` answers it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignerDetail {
+    pub info: SignerView,
+    pub certificate: Option<String>,
+}
+
+/// A signer's certificate chain, leaf to root (PEM), to verify what it signed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignerChain {
+    pub chain: Vec<String>,
+}
+
 /// Certificate info; once issued it also carries the PEM and its chain (ext).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -166,6 +182,7 @@ pub struct ServiceEntry {
     pub url: String,
 }
 
+/// `POST /v1/.../sdkconfig`: what the signed SDK config carries.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SdkConfigRequest {
@@ -173,6 +190,26 @@ pub struct SdkConfigRequest {
     pub ast_url: Option<String>,
     #[serde(default)]
     pub services: Vec<ServiceEntry>,
+}
+
+/// The signed SDK config: a compact JWS (ES256) over an [`SdkConfigPayload`],
+/// with the ACTIVE signer's chain in its `x5c` header.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SdkConfig {
+    pub sdk_config: String,
+}
+
+/// What the SDK config signs: the request's contents, its tenant, and when
+/// it was signed (`iat`, Unix seconds), for the SDK to trust on decoding.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SdkConfigPayload {
+    pub tenant: String,
+    pub tls_bundle: Vec<String>,
+    pub ast_url: Option<String>,
+    pub services: Vec<ServiceEntry>,
+    pub iat: u64,
 }
 
 fn http_url(field: &str, value: &str, max: usize) -> ApiResult<()> {
