@@ -20,15 +20,15 @@ fn stored(tx: &Tx, tenant: &str, id: &str) -> ApiResult<Client> {
     tx.client(tenant, id)?.ok_or_else(|| client_not_found(id))
 }
 
+/// A client's risk analysis as stored: the JSON text it reported.
+fn risk_analysis_text(r: Option<&crate::models::client::RiskAnalysis>) -> ApiResult<Option<String>> {
+    r.map(serde_json::to_string).transpose().map_err(|e| ApiError::internal(e.to_string()))
+}
+
 /// Registers a client of an existing app; its secret is answered once.
 pub async fn register(engine: &Engine, tenant: &str, body: RegisterClient) -> ApiResult<Registered> {
     let secret = random_token().map_err(ApiError::internal)?;
-    let risk_analysis = body
-        .risk_analysis
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let risk_analysis = risk_analysis_text(body.risk_analysis.as_ref())?;
     let client = Client {
         id: ulid::Ulid::generate().to_string(),
         app_name: body.app_name,
@@ -61,12 +61,7 @@ pub async fn register(engine: &Engine, tenant: &str, body: RegisterClient) -> Ap
 /// carries change, on the record as stored at the write, so a lock made
 /// meanwhile stays.
 pub async fn update(engine: &Engine, tenant: &str, id: &str, body: UpdateClient) -> ApiResult<Client> {
-    let risk_analysis = body
-        .risk_analysis
-        .as_ref()
-        .map(serde_json::to_string)
-        .transpose()
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let risk_analysis = risk_analysis_text(body.risk_analysis.as_ref())?;
     let client = engine.store.transact(|tx| {
         let mut c = stored(tx, tenant, id)?;
         let b = body.clone();
