@@ -129,6 +129,7 @@ pub struct AddressView {
 }
 
 impl AddressView {
+    /// The reading form of a stored address.
     pub fn of(a: &Address) -> AddressView {
         let s = |v: &Option<String>| v.clone().unwrap_or_default();
         AddressView {

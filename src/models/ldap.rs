@@ -174,6 +174,7 @@ pub struct LdapView {
 }
 
 impl LdapView {
+    /// The reading form of a stored component, its credential masked.
     pub fn of(c: &LdapComponent) -> LdapView {
         let mut config = c.config.clone();
         if c.bind_credential.is_some() {

@@ -440,6 +440,7 @@ pub struct UserRepresentation {
 }
 
 impl UserRepresentation {
+    /// The representation of a stored user.
     pub fn of(u: &User) -> UserRepresentation {
         UserRepresentation {
             id: u.id.clone(),
@@ -480,6 +481,7 @@ pub struct CredentialView {
 }
 
 impl CredentialView {
+    /// The view of a stored credential (its hash stays out).
     pub fn of(c: &Credential) -> CredentialView {
         CredentialView {
             id: c.id.clone(),
@@ -498,10 +500,14 @@ pub const MAX_LIMIT: usize = 1000;
 /// The field a user list is ordered by (`orderByKey`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UserOrder {
+    /// `username` (the default).
     #[default]
     Username,
+    /// `firstName`.
     FirstName,
+    /// `lastName`.
     LastName,
+    /// `email`.
     Email,
 }
 
