@@ -934,3 +934,80 @@ async fn deleting_a_users_data_racing_an_update_never_brings_back_its_earlier_to
     }
     s.shutdown().await;
 }
+
+/// The library API (`engine.users()`, `engine.realm()`) checks the caller as
+/// the routes do, and answers typed values.
+#[tokio::test]
+async fn the_library_checks_the_caller_and_answers_typed_values() {
+    use herald::models::ldap::{LoginConfigBody, Risks};
+    use herald::models::user::{UserListQuery, UserWrite};
+    use herald::{Caller, ErrorKind};
+    let s = TestServer::start().await;
+    s.create_tenant("acme").await;
+    let engine = &s.running.as_ref().unwrap().engine;
+    let (admin, reader) = (Caller::admin("acme"), Caller::reader("acme"));
+    let body: UserWrite = serde_json::from_value(json!({
+        "username": "Lib", "email": "lib@example.com",
+        "credentials": [{"type": "password", "value": "lib-password"}]
+    }))
+    .unwrap();
+
+    // Refused: a reader, another tenant's admin, a device client, nobody.
+    let users = engine.users();
+    for (who, kind) in [
+        (&reader, ErrorKind::Forbidden),
+        (&Caller::admin("other"), ErrorKind::Forbidden),
+        (&Caller::client("acme", "01ARZ3NDEKTSV4RRFFQ69G5FAV"), ErrorKind::Forbidden),
+        (&Caller::Anonymous, ErrorKind::Unauthenticated),
+    ] {
+        let err = users.create(who, "acme", body.clone()).await.unwrap_err();
+        assert_eq!(err.kind(), kind, "{who:?}: {err}");
+    }
+    let created = users.create(&admin, "acme", body.clone()).await.unwrap();
+    assert_eq!(created.username, "lib");
+    assert_eq!(users.create(&admin, "acme", body).await.unwrap_err().kind(), ErrorKind::Conflict);
+
+    // Reads: readers may; the answers are typed.
+    let u = users.get(&reader, "acme", "LIB").await.unwrap();
+    assert_eq!((u.id.as_str(), u.email.as_str(), u.admin), (created.id.as_str(), "lib@example.com", false));
+    assert_eq!(users.get(&reader, "acme", "ghost").await.unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(users.get_by_id(&reader, "acme", &created.id).await.unwrap().username, "lib");
+    let creds = users.credentials(&reader, "acme", "lib").await.unwrap();
+    assert_eq!((creds.len(), creds[0].kind.as_str()), (1, "password"));
+    assert_eq!(users.promote(&reader, "acme", "lib").await.unwrap_err().kind(), ErrorKind::Forbidden);
+    assert!(users.promote(&admin, "acme", "lib").await.unwrap().admin);
+    let admins = users.admins(&reader, "acme").await.unwrap();
+    assert!(admins.iter().any(|u| u.username == "lib"), "{admins:?}");
+    let page = users.search(&reader, "acme", Some("LI"), &UserListQuery::default()).await.unwrap();
+    assert_eq!(page.user_list.iter().map(|u| u.username.as_str()).collect::<Vec<_>>(), ["lib"]);
+    assert_eq!((page.page.current_page, page.page.total_records), (1, 1));
+    let filtered = UserListQuery { email: Some("LIB@".into()), ..UserListQuery::default() };
+    assert_eq!(users.search(&reader, "acme", None, &filtered).await.unwrap().page.total_records, 1);
+    let err = users.search(&reader, "acme", None, &UserListQuery { limit: 0, ..UserListQuery::default() }).await;
+    let err = err.unwrap_err();
+    assert_eq!((err.kind(), err.field.as_deref()), (ErrorKind::Invalid, Some("limit")), "{err}");
+
+    // Realm configuration.
+    let realm = engine.realm();
+    let on = LoginConfigBody { risks: Risks { enable_inference: true } };
+    assert_eq!(realm.set_login_config(&reader, "acme", on).await.unwrap_err().kind(), ErrorKind::Forbidden);
+    assert_eq!(realm.set_login_config(&admin, "acme", on).await.unwrap(), on);
+    assert_eq!(realm.login_config(&reader, "acme").await.unwrap(), on);
+    let settings = realm.app_settings(&Caller::Anonymous, "acme").await.unwrap();
+    assert_eq!((settings.len(), settings["macos_version"].as_str()), (20, ""));
+    let resent = realm.otp_resend(&admin, "acme", "lib").await.unwrap();
+    assert_eq!(resent.remaining_resends, Some(4));
+    let lock = realm.otp_lock(&reader, "acme", "lib").await.unwrap().expect("counted");
+    assert_eq!((lock.locked, lock.resend_count), (false, 1));
+    assert_eq!(realm.otp_unlock_all(&reader, "acme").await.unwrap_err().kind(), ErrorKind::Forbidden);
+    assert_eq!(realm.otp_unlock_all(&admin, "acme").await.unwrap().map(|u| u.unlocked), Some(1));
+
+    // A password login gives tokens the HTTP API takes.
+    let err = realm.password_grant("acme", "lib", "wrong-password").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthenticated, "{err}");
+    let pair = realm.password_grant("acme", "lib", "lib-password").await.unwrap();
+    assert!(!pair.refresh_token.is_empty());
+    let b = get(&s, "acme", &pair.access_token, "/users/lib").await;
+    assert_eq!(b["data"]["id"], created.id.as_str());
+    s.shutdown().await;
+}

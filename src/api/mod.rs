@@ -23,7 +23,7 @@ pub mod users;
 pub mod versions;
 pub mod webhooks;
 
-use crate::auth::{Access, ADMIN, ADMIN_OR_READ};
+use crate::auth::Access;
 use crate::error::{subsystem, Family};
 use crate::library as lib;
 use crate::route;
@@ -40,7 +40,7 @@ const SIGNERS: Family = Family::Admin { subsystem: subsystem::SIGNERS };
 
 /// Every route the engine serves.
 pub fn routes() -> Vec<Route> {
-    use Access::{Public, Tenant};
+    use Access::Public;
     vec![
         route!(GET "/healthz", OPS, Public, ops::healthz),
         route!(GET "/readyz", OPS, Public, ops::readyz),
@@ -52,39 +52,39 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/auth/realms/{tenantId}/.well-known/openid-configuration", REALM, Public, oidc::discovery),
         route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/certs", REALM, Public, oidc::certs),
         // Identity: users and addresses of the realm.
-        route!(POST "/auth/realms/{tenantId}/users", REALM, Tenant(ADMIN), users::create),
-        route!(GET "/auth/realms/{tenantId}/users", REALM, Tenant(ADMIN_OR_READ), users::search),
-        route!(GET "/auth/realms/{tenantId}/users/by-attribute", REALM, Tenant(ADMIN_OR_READ), users::by_attribute),
-        route!(GET "/auth/realms/{tenantId}/users/id/{id}", REALM, Tenant(ADMIN_OR_READ), users::get_by_id),
-        route!(GET "/auth/realms/{tenantId}/users/{userId}", REALM, Tenant(ADMIN_OR_READ), users::info),
-        route!(PUT "/auth/realms/{tenantId}/users/{userId}", REALM, Tenant(ADMIN), users::update),
-        route!(PUT "/auth/realms/{tenantId}/users/{userId}/profile", REALM, Tenant(ADMIN), users::update_profile),
-        route!(PUT "/auth/realms/{tenantId}/users/{userId}/enable", REALM, Tenant(ADMIN), users::enable),
-        route!(PUT "/auth/realms/{tenantId}/users/{userId}/disable", REALM, Tenant(ADMIN), users::disable),
-        route!(PUT "/auth/realms/{tenantId}/users/{userId}/admin", REALM, Tenant(ADMIN), users::promote),
-        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/admin", REALM, Tenant(ADMIN), users::revoke_admin),
-        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-roles", REALM, Tenant(ADMIN), users::revoke_roles),
-        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-required-actions", REALM, Tenant(ADMIN), users::revoke_required_actions),
-        route!(GET "/auth/realms/{tenantId}/users/{userId}/credentials", REALM, Tenant(ADMIN_OR_READ), users::credentials),
-        route!(GET "/auth/realms/{tenantId}/users/{userId}/tenants", REALM, Tenant(ADMIN_OR_READ), users::tenants),
-        route!(GET "/auth/realms/{tenantId}/admins", REALM, Tenant(ADMIN_OR_READ), users::admins),
-        route!(GET "/auth/realms/{tenantId}/roles/{role}/users", REALM, Tenant(ADMIN_OR_READ), users::by_role),
-        route!(GET "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users", REALM, Tenant(ADMIN_OR_READ), users::by_client_role),
-        route!(GET "/auth/realms/{tenantId}/groups/{groupID}/users", REALM, Tenant(ADMIN_OR_READ), users::by_group),
-        route!(POST "/auth/realms/{tenantId}/address/{userName}/add", REALM, Tenant(ADMIN), addresses::add),
-        route!(GET "/auth/realms/{tenantId}/address/{userName}", REALM, Tenant(ADMIN_OR_READ), addresses::get),
-        route!(PUT "/auth/realms/{tenantId}/address/{userName}/edit", REALM, Tenant(ADMIN), addresses::edit),
-        route!(POST "/auth/realms/{tenantId}/users/{userId}/otp/resend", REALM, Tenant(ADMIN), otp_lock::resend),
-        route!(GET "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, Tenant(ADMIN_OR_READ), otp_lock::status),
-        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, Tenant(ADMIN), otp_lock::unlock),
-        route!(DELETE "/auth/realms/{tenantId}/otp-lock", REALM, Tenant(ADMIN), otp_lock::unlock_all),
+        route!(POST "/auth/realms/{tenantId}/users", REALM, lib::users::access::ADMINISTER, users::create),
+        route!(GET "/auth/realms/{tenantId}/users", REALM, lib::users::access::READ, users::search),
+        route!(GET "/auth/realms/{tenantId}/users/by-attribute", REALM, lib::users::access::READ, users::by_attribute),
+        route!(GET "/auth/realms/{tenantId}/users/id/{id}", REALM, lib::users::access::READ, users::get_by_id),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}", REALM, lib::users::access::READ, users::info),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}", REALM, lib::users::access::ADMINISTER, users::update),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/profile", REALM, lib::users::access::ADMINISTER, users::update_profile),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/enable", REALM, lib::users::access::ADMINISTER, users::enable),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/disable", REALM, lib::users::access::ADMINISTER, users::disable),
+        route!(PUT "/auth/realms/{tenantId}/users/{userId}/admin", REALM, lib::users::access::ADMINISTER, users::promote),
+        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/admin", REALM, lib::users::access::ADMINISTER, users::revoke_admin),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-roles", REALM, lib::users::access::ADMINISTER, users::revoke_roles),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/revoke-required-actions", REALM, lib::users::access::ADMINISTER, users::revoke_required_actions),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/credentials", REALM, lib::users::access::READ, users::credentials),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/tenants", REALM, lib::users::access::READ, users::tenants),
+        route!(GET "/auth/realms/{tenantId}/admins", REALM, lib::users::access::READ, users::admins),
+        route!(GET "/auth/realms/{tenantId}/roles/{role}/users", REALM, lib::users::access::READ, users::by_role),
+        route!(GET "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users", REALM, lib::users::access::READ, users::by_client_role),
+        route!(GET "/auth/realms/{tenantId}/groups/{groupID}/users", REALM, lib::users::access::READ, users::by_group),
+        route!(POST "/auth/realms/{tenantId}/address/{userName}/add", REALM, lib::users::access::ADMINISTER, addresses::add),
+        route!(GET "/auth/realms/{tenantId}/address/{userName}", REALM, lib::users::access::READ, addresses::get),
+        route!(PUT "/auth/realms/{tenantId}/address/{userName}/edit", REALM, lib::users::access::ADMINISTER, addresses::edit),
+        route!(POST "/auth/realms/{tenantId}/users/{userId}/otp/resend", REALM, lib::realm::access::OTP_RESEND, otp_lock::resend),
+        route!(GET "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, lib::realm::access::READ, otp_lock::status),
+        route!(DELETE "/auth/realms/{tenantId}/users/{userId}/otp-lock", REALM, lib::realm::access::OTP_UNLOCK, otp_lock::unlock),
+        route!(DELETE "/auth/realms/{tenantId}/otp-lock", REALM, lib::realm::access::OTP_UNLOCK, otp_lock::unlock_all),
         // Identity: realm configuration.
-        route!(POST "/auth/realms/{tenantId}/v3_ldap/components", LDAP, Tenant(ADMIN), realm_settings::create_ldap),
-        route!(GET "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, Tenant(ADMIN_OR_READ), realm_settings::get_ldap),
-        route!(PUT "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, Tenant(ADMIN), realm_settings::update_ldap),
-        route!(GET "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, Public, realm_settings::get_app_settings),
-        route!(PUT "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, Tenant(ADMIN), realm_settings::put_app_settings),
-        route!(PUT "/auth/realms/{tenantId}/core/v1/migrate/affiliations", REALM, Tenant(ADMIN), realm_settings::migrate_affiliations),
+        route!(POST "/auth/realms/{tenantId}/v3_ldap/components", LDAP, lib::realm::access::CONFIGURE, realm_settings::create_ldap),
+        route!(GET "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, lib::realm::access::READ, realm_settings::get_ldap),
+        route!(PUT "/auth/realms/{tenantId}/v3_ldap/components/{componentId}", LDAP, lib::realm::access::CONFIGURE, realm_settings::update_ldap),
+        route!(GET "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, lib::realm::access::READ_APP_SETTINGS, realm_settings::get_app_settings),
+        route!(PUT "/auth/realms/{tenantId}/v4_realm/appsettings", REALM, lib::realm::access::CONFIGURE, realm_settings::put_app_settings),
+        route!(PUT "/auth/realms/{tenantId}/core/v1/migrate/affiliations", REALM, lib::realm::access::CONFIGURE, realm_settings::migrate_affiliations),
         // Apps and push configuration.
         route!(GET "/v1/tenants/{tenantId}/apps", TENANT, lib::apps::access::READ, apps::list),
         route!(POST "/v1/tenants/{tenantId}/apps/{appName}", TENANT, lib::apps::access::ADMINISTER, apps::save),
@@ -136,8 +136,8 @@ pub fn routes() -> Vec<Route> {
         // Nonces, login events, login configuration.
         route!(POST "/v1/tenants/{tenantId}/nonces", TENANT, lib::nonces::access::CREATE, nonces::create),
         route!(PUT "/v1/tenants/{tenantId}/clients/events", TENANT, lib::nonces::access::LOGIN_EVENT, nonces::login_event),
-        route!(GET "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN_OR_READ), nonces::get_login_config),
-        route!(PUT "/v1/tenants/{tenantId}/config/login", TENANT, Tenant(ADMIN), nonces::put_login_config),
+        route!(GET "/v1/tenants/{tenantId}/config/login", TENANT, lib::realm::access::READ, nonces::get_login_config),
+        route!(PUT "/v1/tenants/{tenantId}/config/login", TENANT, lib::realm::access::CONFIGURE, nonces::put_login_config),
         route!(PUT "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, lib::clients::access::SET_PUSH_TOKEN, push_tokens::put),
         route!(GET "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken", PUSH, lib::clients::access::READ_PUSH_TOKEN, push_tokens::get),
         // Webhooks and events.

@@ -4,10 +4,7 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
 use crate::models::nonce::{CreateNonce, LoginEvent, NonceFormat};
-use herald_storage::settings::LoginConfig;
 use http::StatusCode;
-use serde::Deserialize;
-use serde_json::json;
 
 pub async fn create(cx: Cx) -> ApiResult<Response> {
     let format = match cx.query_param("type").as_deref() {
@@ -27,29 +24,14 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &recorded)
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LoginConfigBody {
-    risks: Risks,
-}
+pub use crate::models::ldap::LoginConfigBody;
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Risks {
-    enable_inference: bool,
-}
-
-fn login_view(c: LoginConfig) -> serde_json::Value {
-    json!({ "risks": { "enableInference": c.enable_inference } })
-}
-
+/// `GET /config/login` (see [`crate::library::realm`]).
 pub async fn get_login_config(cx: Cx) -> ApiResult<Response> {
-    json(StatusCode::OK, &login_view(cx.engine.store.settings().login(cx.tenant())?))
+    json(StatusCode::OK, &cx.engine.realm().login_config(&cx.caller, cx.tenant()).await?)
 }
 
 pub async fn put_login_config(cx: Cx) -> ApiResult<Response> {
     let body: LoginConfigBody = cx.json()?;
-    let c = LoginConfig { enable_inference: body.risks.enable_inference };
-    crate::ops::realm::set_login_config(&cx.engine, cx.tenant(), c).await?;
-    json(StatusCode::OK, &login_view(c))
+    json(StatusCode::OK, &cx.engine.realm().set_login_config(&cx.caller, cx.tenant(), body).await?)
 }

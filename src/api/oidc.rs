@@ -52,11 +52,7 @@ fn parse_request(cx: &Cx) -> ApiResult<TokenRequest> {
 
 pub async fn token(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant().to_string();
-    let key = cx
-        .engine
-        .keys
-        .get(&cx.engine.store, &tenant)?
-        .ok_or_else(|| ApiError::oauth(StatusCode::NOT_FOUND, "invalid_request", "Realm does not exist"))?;
+    let key = realm_key(&cx.engine, &tenant)?;
     if let Some(ip) = cx.peer {
         cx.engine.limits.token_ip.check(&ip.to_string())?;
     }
@@ -84,12 +80,33 @@ pub async fn token(cx: Cx) -> ApiResult<Response> {
     Ok(resp)
 }
 
-async fn password_grant(
-    engine: &Arc<Engine>,
+/// The token-signing key of the realm, or 404 as OAuth answers it.
+fn realm_key(engine: &Engine, tenant: &str) -> ApiResult<Arc<TenantKey>> {
+    engine
+        .keys
+        .get(&engine.store, tenant)?
+        .ok_or_else(|| ApiError::oauth(StatusCode::NOT_FOUND, "invalid_request", "Realm does not exist"))
+}
+
+/// The password grant as the token endpoint answers it, without the
+/// endpoint's rate limits (the library's `engine.realm().password_grant`).
+pub(crate) async fn password_login(
+    engine: &Engine,
     tenant: &str,
-    key: &TenantKey,
-    req: TokenRequest,
+    username: &str,
+    password: &str,
 ) -> ApiResult<TokenPair> {
+    let key = realm_key(engine, tenant)?;
+    let req = TokenRequest {
+        grant_type: Some("password".into()),
+        username: Some(username.to_string()),
+        password: Some(password.to_string()),
+        ..TokenRequest::default()
+    };
+    password_grant(engine, tenant, &key, req).await
+}
+
+async fn password_grant(engine: &Engine, tenant: &str, key: &TenantKey, req: TokenRequest) -> ApiResult<TokenPair> {
     let (Some(username), Some(password)) = (req.username, req.password) else {
         return Err(invalid_request("username and password are required"));
     };

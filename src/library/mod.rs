@@ -27,8 +27,10 @@ pub mod clients;
 pub mod nonces;
 pub mod properties;
 pub mod push;
+pub mod realm;
 pub mod signers;
 pub mod tenants;
+pub mod users;
 pub mod versions;
 pub mod webhooks;
 
@@ -70,6 +72,12 @@ impl Engine {
         push::PushApi(self)
     }
 
+    /// Realm configuration: LDAP, app settings, login configuration, OTP
+    /// locks; password logins.
+    pub fn realm(&self) -> realm::Realm<'_> {
+        realm::Realm(self)
+    }
+
     /// Signers (the tenant's CAs), their CRLs, and the signed SDK config.
     pub fn signers(&self) -> signers::Signers<'_> {
         signers::Signers(self)
@@ -78,6 +86,11 @@ impl Engine {
     /// Tenants (the operator's).
     pub fn tenants(&self) -> tenants::Tenants<'_> {
         tenants::Tenants(self)
+    }
+
+    /// Realm users, their roles, lists and addresses.
+    pub fn users(&self) -> users::Users<'_> {
+        users::Users(self)
     }
 
     /// App versions, registration policies, integrity voting.

@@ -2,8 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use herald_storage::identity::Address;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 /// Add address and Edit Address (`addressID` only on edit).
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
@@ -106,26 +105,51 @@ pub fn edit(list: &mut [Address], id: &str, b: &AddressWrite) -> ApiResult<()> {
     Ok(())
 }
 
-/// The reading form: every field a string, `defaultAddress` included.
-pub fn view(a: &Address) -> Value {
-    let s = |v: &Option<String>| v.clone().unwrap_or_default();
-    json!({
-        "addressID": a.id,
-        "addressTitle": s(&a.address_title),
-        "addressType": s(&a.address_type),
-        "addressDetails": s(&a.address_details),
-        "city": s(&a.city),
-        "cityCode": s(&a.city_code),
-        "defaultAddress": a.default_address.to_string(),
-        "direction": s(&a.directions),
-        "district": s(&a.district),
-        "districtCode": s(&a.district_code),
-        "firstName": s(&a.first_name),
-        "lastName": s(&a.last_name),
-        "postalCode": a.postal_code,
-        "town": s(&a.town),
-        "townCode": s(&a.town_code),
-    })
+/// An address as it is read: every field a string, `defaultAddress`
+/// included (`"true"` or `"false"`).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AddressView {
+    #[serde(rename = "addressID")]
+    pub address_id: String,
+    pub address_title: String,
+    pub address_type: String,
+    pub address_details: String,
+    pub city: String,
+    pub city_code: String,
+    pub default_address: String,
+    pub direction: String,
+    pub district: String,
+    pub district_code: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub postal_code: String,
+    pub town: String,
+    pub town_code: String,
+}
+
+impl AddressView {
+    /// The reading form of a stored address.
+    pub fn of(a: &Address) -> AddressView {
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        AddressView {
+            address_id: a.id.clone(),
+            address_title: s(&a.address_title),
+            address_type: s(&a.address_type),
+            address_details: s(&a.address_details),
+            city: s(&a.city),
+            city_code: s(&a.city_code),
+            default_address: a.default_address.to_string(),
+            direction: s(&a.directions),
+            district: s(&a.district),
+            district_code: s(&a.district_code),
+            first_name: s(&a.first_name),
+            last_name: s(&a.last_name),
+            postal_code: a.postal_code.clone(),
+            town: s(&a.town),
+            town_code: s(&a.town_code),
+        }
+    }
 }
 
 #[cfg(test)]

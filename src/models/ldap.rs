@@ -1,9 +1,11 @@
-//! The LDAP user-federation component (spec 001 "LDAP component") and its rules.
+//! Realm configuration: the LDAP user-federation component (spec 001 "LDAP
+//! component") and its rules, the app settings, the login configuration.
 
 use crate::error::{ApiError, ApiResult};
 use herald_storage::identity::LdapComponent;
+use herald_storage::settings::LoginConfig;
 use herald_storage::Secret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -158,6 +160,64 @@ impl LdapBody {
     }
 }
 
+/// An LDAP component as it is read: a stored `bindCredential` shows as
+/// [`MASK`].
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LdapView {
+    pub id: String,
+    pub name: String,
+    pub provider_id: String,
+    pub provider_type: String,
+    pub parent_id: String,
+    pub config: BTreeMap<String, Vec<String>>,
+}
+
+impl LdapView {
+    /// The reading form of a stored component, its credential masked.
+    pub fn of(c: &LdapComponent) -> LdapView {
+        let mut config = c.config.clone();
+        if c.bind_credential.is_some() {
+            config.insert("bindCredential".into(), vec![MASK.into()]);
+        }
+        LdapView {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            provider_id: c.provider_id.clone(),
+            provider_type: c.provider_type.clone(),
+            parent_id: c.parent_id.clone(),
+            config,
+        }
+    }
+}
+
+/// The login configuration of a tenant (spec 002), as written and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoginConfigBody {
+    pub risks: Risks,
+}
+
+/// The risk part of the login configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Risks {
+    /// Whether logins are scored by risk inference.
+    pub enable_inference: bool,
+}
+
+impl From<LoginConfig> for LoginConfigBody {
+    fn from(c: LoginConfig) -> LoginConfigBody {
+        LoginConfigBody { risks: Risks { enable_inference: c.enable_inference } }
+    }
+}
+
+impl From<LoginConfigBody> for LoginConfig {
+    fn from(b: LoginConfigBody) -> LoginConfig {
+        LoginConfig { enable_inference: b.risks.enable_inference }
+    }
+}
+
 /// App settings: `<prefix>_version`, `_link`, `_update_by`, `_build_number`.
 pub const APP_PREFIXES: [&str; 5] = ["flutter_android", "flutter_ios", "macos", "windows", "huawei"];
 
@@ -220,16 +280,27 @@ pub fn app_settings_body(body: &BTreeMap<String, Value>) -> ApiResult<BTreeMap<S
     let keys = app_setting_keys();
     let mut out = BTreeMap::new();
     for (k, v) in body {
-        if !keys.contains(k) {
-            return Err(ApiError::field(k, "unknown app setting"));
-        }
         let Value::String(s) = v else {
+            app_setting(&keys, k, "")?;
             return Err(ApiError::field(k, "must be a string"));
         };
-        super::validate::id(k, s, 0, 2048)?;
+        app_setting(&keys, k, s)?;
         out.insert(k.clone(), s.clone());
     }
     Ok(out)
+}
+
+/// App settings to write: known keys, values of at most 2048 characters.
+pub fn validate_app_settings(body: &BTreeMap<String, String>) -> ApiResult<()> {
+    let keys = app_setting_keys();
+    body.iter().try_for_each(|(k, v)| app_setting(&keys, k, v))
+}
+
+fn app_setting(keys: &[String], k: &str, v: &str) -> ApiResult<()> {
+    if !keys.iter().any(|x| x == k) {
+        return Err(ApiError::field(k, "unknown app setting"));
+    }
+    super::validate::id(k, v, 0, 2048)
 }
 
 /// Sets the keys of `body` in `stored`; a changed version or link stamps

@@ -3,9 +3,9 @@
 use super::validate;
 use crate::error::{ApiError, ApiResult};
 use herald_storage::identity::{OtpCounter, OtpPolicy};
-use herald_storage::users::{Credential, User};
+use herald_storage::users::{Credential, Field, User, UserRow};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Required action a temporary password adds.
@@ -399,29 +399,326 @@ impl UserView {
     }
 }
 
-/// The bare object of Get User By UUID.
-pub fn bare(u: &User) -> Value {
-    json!({
-        "id": u.id,
-        "createdTimestamp": u.created_ms,
-        "username": u.username,
-        "enabled": u.enabled,
-        "emailVerified": u.email_verified,
-        "firstName": u.first_name.clone().unwrap_or_default(),
-        "lastName": u.last_name.clone().unwrap_or_default(),
-        "email": u.email.clone().unwrap_or_default(),
-        "attributes": u.attributes,
-        "disableableCredentialTypes": [],
-        "requiredActions": u.required_actions,
-        "notBefore": u.not_before,
-        "access": {
-            "manageGroupMembership": true,
-            "view": true,
-            "mapRoles": true,
-            "impersonate": false,
-            "manage": true,
-        },
-    })
+/// What Create User answers: the new user's id and (lower-case) username.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CreatedUser {
+    pub id: String,
+    pub username: String,
+}
+
+/// What the caller may do with a user, in Keycloak's representation (fixed:
+/// an administrator manages users, impersonation is not offered).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserAccess {
+    pub manage_group_membership: bool,
+    pub view: bool,
+    pub map_roles: bool,
+    pub impersonate: bool,
+    pub manage: bool,
+}
+
+/// The bare user object of Get User By UUID (Keycloak's user representation).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserRepresentation {
+    pub id: String,
+    pub created_timestamp: u64,
+    pub username: String,
+    pub enabled: bool,
+    pub email_verified: bool,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub attributes: BTreeMap<String, Vec<String>>,
+    /// Always empty.
+    pub disableable_credential_types: Vec<String>,
+    pub required_actions: Vec<String>,
+    /// Keycloak's `notBefore` (seconds): tokens issued before are refused.
+    pub not_before: u64,
+    pub access: UserAccess,
+}
+
+impl UserRepresentation {
+    /// The representation of a stored user.
+    pub fn of(u: &User) -> UserRepresentation {
+        UserRepresentation {
+            id: u.id.clone(),
+            created_timestamp: u.created_ms,
+            username: u.username.clone(),
+            enabled: u.enabled,
+            email_verified: u.email_verified,
+            first_name: u.first_name.clone().unwrap_or_default(),
+            last_name: u.last_name.clone().unwrap_or_default(),
+            email: u.email.clone().unwrap_or_default(),
+            attributes: u.attributes.clone(),
+            disableable_credential_types: Vec::new(),
+            required_actions: u.required_actions.clone(),
+            not_before: u.not_before,
+            access: UserAccess {
+                manage_group_membership: true,
+                view: true,
+                map_roles: true,
+                impersonate: false,
+                manage: true,
+            },
+        }
+    }
+}
+
+/// One credential of a user as Get Credentials shows it: its parameters,
+/// never the secret or its hash.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialView {
+    pub id: String,
+    /// `password`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub created_date: u64,
+    /// JSON text of the hashing parameters ([`credential_data`]).
+    pub credential_data: String,
+}
+
+impl CredentialView {
+    /// The view of a stored credential (its hash stays out).
+    pub fn of(c: &Credential) -> CredentialView {
+        CredentialView {
+            id: c.id.clone(),
+            kind: c.kind.clone(),
+            created_date: c.created_ms,
+            credential_data: credential_data(&c.hash),
+        }
+    }
+}
+
+/// Default `limit` of a user list (the spec does not give one).
+pub const DEFAULT_LIMIT: usize = 100;
+/// Largest accepted `limit`.
+pub const MAX_LIMIT: usize = 1000;
+
+/// The field a user list is ordered by (`orderByKey`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UserOrder {
+    /// `username` (the default).
+    #[default]
+    Username,
+    /// `firstName`.
+    FirstName,
+    /// `lastName`.
+    LastName,
+    /// `email`.
+    Email,
+}
+
+impl UserOrder {
+    pub(crate) fn field(self) -> Field {
+        match self {
+            UserOrder::Username => Field::Username,
+            UserOrder::FirstName => Field::FirstName,
+            UserOrder::LastName => Field::LastName,
+            UserOrder::Email => Field::Email,
+        }
+    }
+}
+
+/// The list query set of spec 001's user lists: a page (`limit` from
+/// `offset`), filters that all must hold, and the order. Text filters match
+/// a part of the field, in any case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserListQuery {
+    /// From 1 to [`MAX_LIMIT`].
+    pub limit: usize,
+    pub offset: usize,
+    pub enabled: Option<bool>,
+    pub email_verified: Option<bool>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub email: Option<String>,
+    pub username: Option<String>,
+    /// Matches any of the four text fields; the four specific filters are
+    /// then ignored.
+    pub generic: Option<String>,
+    /// Descending order.
+    pub desc: bool,
+    pub order_by: UserOrder,
+    /// Created at or after (ms).
+    pub from: Option<u64>,
+    /// Created at or before (ms).
+    pub to: Option<u64>,
+}
+
+impl Default for UserListQuery {
+    /// The first [`DEFAULT_LIMIT`] users in username order.
+    fn default() -> Self {
+        UserListQuery {
+            limit: DEFAULT_LIMIT,
+            offset: 0,
+            enabled: None,
+            email_verified: None,
+            first_name: None,
+            last_name: None,
+            email: None,
+            username: None,
+            generic: None,
+            desc: false,
+            order_by: UserOrder::Username,
+            from: None,
+            to: None,
+        }
+    }
+}
+
+impl UserListQuery {
+    /// Decodes the query parameters (`limit`, `offset`, `isUserEnabled`,
+    /// `isEmailVerified`, `firstName`, `lastName`, `email`, `username`,
+    /// `genericSearchVal`, `from`, `to`, `orderByKey`, `orderBy`) that `get`
+    /// answers; empty ones count as absent.
+    pub fn from_params(get: impl Fn(&str) -> Option<String>) -> ApiResult<UserListQuery> {
+        let get = |name: &str| get(name).filter(|v| !v.is_empty());
+        let int = |name: &str, default: usize, min: usize, max: usize| match get(name) {
+            None => Ok(default),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (min..=max).contains(&n) => Ok(n),
+                _ => Err(ApiError::field(name, format!("must be an integer from {min} to {max}"))),
+            },
+        };
+        let boolean = |name: &str| match get(name).as_deref() {
+            None => Ok(None),
+            Some("true") => Ok(Some(true)),
+            Some("false") => Ok(Some(false)),
+            Some(_) => Err(ApiError::field(name, "must be true or false")),
+        };
+        let millis = |name: &str| match get(name) {
+            None => Ok(None),
+            Some(v) => {
+                v.parse::<u64>().map(Some).map_err(|_| ApiError::field(name, "must be a timestamp in milliseconds"))
+            }
+        };
+        let order_by = match get("orderByKey").as_deref() {
+            None | Some("username") => UserOrder::Username,
+            Some("firstName") => UserOrder::FirstName,
+            Some("lastName") => UserOrder::LastName,
+            Some("email") => UserOrder::Email,
+            Some(_) => return Err(ApiError::field("orderByKey", "must be firstName, lastName, email or username")),
+        };
+        let desc = match get("orderBy").map(|v| v.to_lowercase()).as_deref() {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(_) => return Err(ApiError::field("orderBy", "must be asc or desc")),
+        };
+        let q = UserListQuery {
+            limit: int("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)?,
+            offset: int("offset", 0, 0, usize::MAX >> 1)?,
+            enabled: boolean("isUserEnabled")?,
+            email_verified: boolean("isEmailVerified")?,
+            first_name: get("firstName"),
+            last_name: get("lastName"),
+            email: get("email"),
+            username: get("username"),
+            generic: get("genericSearchVal"),
+            desc,
+            order_by,
+            from: millis("from")?,
+            to: millis("to")?,
+        };
+        q.validate()?;
+        Ok(q.normalized())
+    }
+
+    /// The page fits (`limit` from 1 to [`MAX_LIMIT`]) and `from` is not after `to`.
+    pub fn validate(&self) -> ApiResult<()> {
+        if !(1..=MAX_LIMIT).contains(&self.limit) {
+            return Err(ApiError::field("limit", format!("must be an integer from 1 to {MAX_LIMIT}")));
+        }
+        if self.offset > usize::MAX >> 1 {
+            return Err(ApiError::field("offset", format!("must be an integer from 0 to {}", usize::MAX >> 1)));
+        }
+        if let (Some(f), Some(t)) = (self.from, self.to) {
+            if f > t {
+                return Err(ApiError::field("from", "must not be after to"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The query with its text filters in lower case (as rows are matched)
+    /// and empty ones absent.
+    pub fn normalized(mut self) -> UserListQuery {
+        for f in [&mut self.first_name, &mut self.last_name, &mut self.email, &mut self.username, &mut self.generic] {
+            *f = f.take().filter(|v| !v.is_empty()).map(|v| v.to_lowercase());
+        }
+        self
+    }
+
+    /// Whether a user row passes the filters (text filters in lower case:
+    /// [`UserListQuery::normalized`]).
+    pub fn matches(&self, u: &UserRow) -> bool {
+        if self.enabled.is_some_and(|e| e != u.enabled) || self.email_verified.is_some_and(|v| v != u.email_verified) {
+            return false;
+        }
+        if self.from.is_some_and(|f| u.created_ms < f) || self.to.is_some_and(|t| u.created_ms > t) {
+            return false;
+        }
+        if let Some(g) = &self.generic {
+            // A generic search value overrides the four specific filters.
+            return u.all_fields().contains(g.as_str());
+        }
+        self.first_name.as_deref().is_none_or(|f| u.first_name().contains(f))
+            && self.last_name.as_deref().is_none_or(|f| u.last_name().contains(f))
+            && self.email.as_deref().is_none_or(|f| u.email().contains(f))
+            && self.username.as_deref().is_none_or(|f| u.username().contains(f))
+    }
+}
+
+/// Where a page of a user list stands.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPageInfo {
+    /// From 1.
+    pub current_page: usize,
+    pub page_size: usize,
+    pub total_pages: usize,
+    /// Users matching the query, on every page.
+    pub total_records: usize,
+}
+
+/// One page of a user list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPage {
+    pub user_list: Vec<UserView>,
+    pub page: UserPageInfo,
+}
+
+/// What a resend of an OTP came to when it is allowed.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OtpResent {
+    /// Always false: a locked user's resend is refused.
+    pub locked: bool,
+    /// How many more resends the window allows; absent when the tenant
+    /// does not count resends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_resends: Option<u32>,
+}
+
+/// A user's resend-OTP lock.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OtpLockStatus {
+    pub locked: bool,
+    /// Resends counted in the current window.
+    pub resend_count: u32,
+    /// When the lock ends (ms); 0 when not locked.
+    pub locked_until: u64,
+}
+
+/// What unlocking every user's OTP resends did.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct OtpUnlocked {
+    /// Users whose counters went.
+    pub unlocked: usize,
 }
 
 /// `credentialData` of an argon2 PHC string: the parameters, never salt or hash.
