@@ -311,3 +311,28 @@ async fn bodies_over_the_limit_get_413() {
     assert_eq!(b["code"], 413);
     s.shutdown().await;
 }
+
+/// API.md: ids are ULIDs, and a malformed one in a path is a 400 naming the
+/// parameter, not a 404.
+#[tokio::test]
+async fn malformed_ids_in_paths_are_400_naming_the_parameter() {
+    let s = TestServer::start().await;
+    let t = s.tenant_with_app("acme", "shop").await;
+    for (method, path, param) in [
+        (Method::GET, "/v1/tenants/acme/clients/not-a-ulid", "astClientId"),
+        (Method::PUT, "/v1/tenants/acme/clients/not-a-ulid/pushtoken", "astClientId"),
+        (Method::GET, "/v1/tenants/acme/versions/short", "versionId"),
+        (Method::DELETE, "/v1/tenants/acme/versions/short", "versionId"),
+        (Method::GET, "/v1/tenants/acme/policies/short", "policyId"),
+        (Method::GET, "/v1/tenants/acme/webhooks/not-an-id", "webhookId"),
+        (Method::DELETE, "/v1/tenants/acme/webhooks/not-an-id", "webhookId"),
+    ] {
+        let body =
+            (method != Method::GET && method != Method::DELETE).then(|| json!({"appName": "shop", "pushToken": ""}));
+        let (st, b) = s.call(method.clone(), path, Some(&t), body).await;
+        assert_eq!((st, field(&b)), (StatusCode::BAD_REQUEST, param.to_string()), "{method} {path}: {b}");
+    }
+    let (st, _) = s.call(Method::GET, "/v1/tenants/acme/clients/01ARZ3NDEKTSV4RRFFQ69G5FAV", Some(&t), None).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "a well-formed id of nothing stays a 404");
+    s.shutdown().await;
+}

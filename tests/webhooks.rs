@@ -140,6 +140,7 @@ async fn signed_delivery_with_basic_auth_and_filters() {
         assert!(verify(&secret, g), "signature verifies: {g:?}");
         let expected = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("hook:s3cret"));
         assert_eq!(g.headers["authorization"], expected);
+        assert_eq!(g.headers["user-agent"], concat!("Herald-Webhooks/", env!("CARGO_PKG_VERSION")));
         let body: Value = serde_json::from_str(&g.body).unwrap();
         assert_eq!(body["tenantId"], "acme");
         assert_eq!(body["type"], "domain");

@@ -52,6 +52,7 @@ impl Clients<'_> {
     /// A client's detail: administrators and readers read any, a client itself.
     pub async fn get(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<ClientDetail> {
         if let Some(p) = caller.authorize(Some(tenant), access::READ)? {
+            validate::ulid("astClientId", id)?;
             p.may_read_client(id)?;
         }
         let store = &self.0.store;
@@ -63,6 +64,7 @@ impl Clients<'_> {
     /// A client updates what it reports of itself (an administrator may too).
     pub async fn update(&self, caller: &Caller, tenant: &str, id: &str, body: UpdateClient) -> ApiResult<ClientDetail> {
         if let Some(p) = caller.authorize(Some(tenant), access::SELF_UPDATE)? {
+            validate::ulid("astClientId", id)?;
             p.may_act_on_client(id)?;
         }
         body.validate()?;
@@ -198,9 +200,9 @@ impl Clients<'_> {
         body: PutPushToken,
     ) -> ApiResult<Option<PushTokenView>> {
         if let Some(p) = caller.authorize(Some(tenant), access::SET_PUSH_TOKEN)? {
+            validate::ulid("astClientId", id)?;
             p.may_act_on_client(id)?;
         }
-        validate::ulid("astClientId", id)?;
         let token = if body.push_token.is_empty() { None } else { Some(body.resolve()?) };
         let written = ops::clients::set_push_token(self.0, tenant, id, &body.app_name, token).await?;
         written.map(|r| self.token_view(tenant, id, r)).transpose()
@@ -209,6 +211,7 @@ impl Clients<'_> {
     /// A client's push token (administrators only: it is sensitive).
     pub async fn push_token(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<PushTokenView> {
         caller.authorize(Some(tenant), access::READ_PUSH_TOKEN)?;
+        validate::ulid("astClientId", id)?;
         let record = self
             .0
             .store

@@ -98,6 +98,7 @@ impl Versions<'_> {
     /// A version with the registration state of its architectures.
     pub async fn get(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<VersionView> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("versionId", id)?;
         let v = self.load(tenant, id)?;
         self.view(tenant, &v)
     }
@@ -106,6 +107,7 @@ impl Versions<'_> {
     /// integrity checking) stays.
     pub async fn update(&self, caller: &Caller, tenant: &str, id: &str, body: VersionBody) -> ApiResult<VersionView> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("versionId", id)?;
         let v = ops::versions::update(self.0, tenant, id, &body).await?;
         self.view(tenant, &v)
     }
@@ -113,12 +115,14 @@ impl Versions<'_> {
     /// Deletes a version with its registrations and votes.
     pub async fn delete(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("versionId", id)?;
         ops::versions::delete(self.0, tenant, id).await
     }
 
     /// Locks a version (its clients may not register, it takes no votes) or unlocks it.
     pub async fn lock(&self, caller: &Caller, tenant: &str, id: &str, locked: bool) -> ApiResult<VersionView> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("versionId", id)?;
         let v = ops::versions::set_lock(self.0, tenant, id, locked).await?;
         self.view(tenant, &v)
     }
@@ -163,6 +167,7 @@ impl Versions<'_> {
     /// The registration state of each architecture of a version.
     pub async fn architectures(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<Vec<ArchView>> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("versionId", id)?;
         let v = self.load(tenant, id)?;
         let archs = self.0.store.versions().archs(tenant, &v.id)?;
         Ok(archs.iter().map(|a| ArchView::of(&v.id, a)).collect())
@@ -171,6 +176,7 @@ impl Versions<'_> {
     /// Deletes the registration of one architecture of a version, with its votes.
     pub async fn delete_registration(&self, caller: &Caller, tenant: &str, id: &str, arch: &str) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("versionId", id)?;
         model::architecture("architectureName", arch)?;
         ops::versions::delete_registration(self.0, tenant, id, arch).await
     }
@@ -178,6 +184,7 @@ impl Versions<'_> {
     /// Casts an integrity vote: a client votes as itself; an administrator
     /// votes for the client the body names.
     pub async fn vote(&self, caller: &Caller, tenant: &str, id: &str, body: VoteBody) -> ApiResult<ArchView> {
+        validate::ulid("versionId", id)?;
         let principal = caller
             .authorize(Some(tenant), access::VOTE)?
             .ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
@@ -210,6 +217,7 @@ impl Versions<'_> {
         paging: Paging,
     ) -> ApiResult<VoteList> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("versionId", id)?;
         model::architecture("architectureName", arch)?;
         if let Some(c) = integrity_check_id {
             model::integrity_check_id("integrityCheckId", c)?;
@@ -241,6 +249,7 @@ impl Versions<'_> {
     /// The tally of architecture `arch` of a version under its policy.
     pub async fn summary(&self, caller: &Caller, tenant: &str, id: &str, arch: &str) -> ApiResult<VoteSummary> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("versionId", id)?;
         model::architecture("architectureName", arch)?;
         let v = self.load(tenant, id)?;
         let store = self.0.store.versions();
@@ -274,6 +283,7 @@ impl Versions<'_> {
     /// a registered one keeps its registration and starts an empty round.
     pub async fn reset(&self, caller: &Caller, tenant: &str, id: &str, arch: Option<&str>) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("versionId", id)?;
         if let Some(a) = arch {
             model::architecture("architectureName", a)?;
         }
@@ -306,6 +316,7 @@ impl Versions<'_> {
     /// One registration policy.
     pub async fn policy(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<PolicyView> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("policyId", id)?;
         let p = self.0.store.versions().policy(tenant, id)?.ok_or_else(|| policy_not_found(id))?;
         Ok(PolicyView::of(&p))
     }
@@ -313,6 +324,7 @@ impl Versions<'_> {
     /// Deletes a registration policy no version uses (409 while one does).
     pub async fn delete_policy(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("policyId", id)?;
         ops::versions::delete_policy(self.0, tenant, id).await
     }
 

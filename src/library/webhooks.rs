@@ -6,6 +6,7 @@ use crate::auth::{Access, Caller, Principal, ADMIN, ADMIN_OR_READ};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::list_filter;
+use crate::models::validate;
 use crate::models::webhook::{AttemptView, DomainEvent, Published, Replayed, WebhookBody, WebhookView};
 use crate::ops;
 use crate::paging::Paging;
@@ -74,6 +75,7 @@ impl Webhooks<'_> {
     /// One webhook (its password masked, without its secret).
     pub async fn get(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<WebhookView> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("webhookId", id)?;
         let w = self.0.store.webhooks().get(tenant, id)?.ok_or_else(|| not_found(id))?;
         Ok(WebhookView::of(tenant, &w))
     }
@@ -81,6 +83,7 @@ impl Webhooks<'_> {
     /// Replaces a webhook's configuration; re-activating it delivers what waited.
     pub async fn update(&self, caller: &Caller, tenant: &str, id: &str, body: WebhookBody) -> ApiResult<WebhookView> {
         let who = principal(caller, tenant, access::ADMINISTER)?;
+        validate::ulid("webhookId", id)?;
         body.validate()?;
         let w = ops::webhooks::update(self.0, tenant, id, &who.username, &body).await?;
         Ok(WebhookView::of(tenant, &w))
@@ -89,6 +92,7 @@ impl Webhooks<'_> {
     /// Deletes a webhook with its outbox, failed events and attempt log.
     pub async fn delete(&self, caller: &Caller, tenant: &str, id: &str) -> ApiResult<()> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("webhookId", id)?;
         ops::webhooks::delete(self.0, tenant, id).await
     }
 
@@ -101,6 +105,7 @@ impl Webhooks<'_> {
         paging: Paging,
     ) -> ApiResult<Vec<AttemptView>> {
         caller.authorize(Some(tenant), access::READ)?;
+        validate::ulid("webhookId", id)?;
         let paging = checked(paging, "page_size", 5, 100)?;
         let store = &self.0.store;
         store.webhooks().get(tenant, id)?.ok_or_else(|| not_found(id))?;
@@ -118,6 +123,7 @@ impl Webhooks<'_> {
         since: time::OffsetDateTime,
     ) -> ApiResult<Replayed> {
         caller.authorize(Some(tenant), access::ADMINISTER)?;
+        validate::ulid("webhookId", id)?;
         let since_ms = (since.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
         let requeued = ops::webhooks::replay(self.0, tenant, id, since_ms).await?;
         Ok(Replayed { requeued })

@@ -9,6 +9,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
 
+/// What webhook receivers see in `User-Agent` (their logs and firewalls tell Herald's deliveries by it).
+pub const USER_AGENT: &str = concat!("Herald-Webhooks/", env!("CARGO_PKG_VERSION"));
+
 /// The answer to one delivery.
 pub struct Answer {
     pub status: u16,
@@ -43,7 +46,7 @@ impl WebhookClient {
         WebhookClient { client, allow_private, timeout, max_retry_after }
     }
 
-    /// POSTs `body` to `url` with `headers`; an error is a refusal, a connection
+    /// POSTs `body` to `url` with `headers` (and Herald's `User-Agent`); an error is a refusal, a connection
     /// failure or a timeout, described for the attempt log.
     pub async fn post(&self, url: &str, headers: Vec<(&'static str, String)>, body: Bytes) -> Result<Answer, String> {
         let uri: http::Uri = url.parse().map_err(|_| format!("invalid callback URL {url}"))?;
@@ -53,7 +56,8 @@ impl WebhookClient {
         let mut req = http::Request::builder()
             .method(http::Method::POST)
             .uri(uri)
-            .header(http::header::CONTENT_TYPE, "application/json");
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::USER_AGENT, USER_AGENT);
         for (k, v) in headers {
             req = req.header(k, v);
         }
