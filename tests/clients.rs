@@ -315,3 +315,36 @@ async fn a_link_never_points_to_a_client_deleted_with_a_users_data() {
     eprintln!("links kept their client {kept} times, were refused {refused} times");
     s.shutdown().await;
 }
+
+/// Spec 002: a user's client links take `filter=` (an unknown property is a
+/// 400 `UnknownProperty`), and `userId` is 3 to 255 characters.
+#[tokio::test]
+async fn a_users_client_links_filter_and_check_the_user_id() {
+    let s = TestServer::start().await;
+    let t = s.tenant_with_app("acme", "shop").await;
+    let (a, _) = s.register_client("acme", &t, "shop").await;
+    let (b, _) = s.register_client("acme", &t, "shop").await;
+    for (id, mloa) in [(&a, "high"), (&b, "none")] {
+        let path = format!("/v1/tenants/acme/users/alice/clients/{id}");
+        let (st, _) = s.call(Method::PUT, &path, Some(&t), Some(json!({ "mLoA": mloa }))).await;
+        assert_eq!(st, StatusCode::OK);
+    }
+    let list = |q: &'static str| {
+        let (s, t) = (&s, &t);
+        async move { s.call(Method::GET, &format!("/v1/tenants/acme/users/alice/clients{q}"), Some(t), None).await }
+    };
+    let (st, all) = list("").await;
+    assert_eq!((st, all.as_array().map(Vec::len)), (StatusCode::OK, Some(2)));
+    let (st, high) = list("?filter=mLoA%3Dhigh").await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(
+        high.as_array().map(|l| l.iter().map(|x| x["astClientId"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!(a)])
+    );
+    let (st, b2) = list("?filter=color%3Dblue").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{b2}");
+    assert!(b2["message"].as_str().unwrap_or_default().starts_with("UnknownProperty"), "{b2}");
+    let (st, b3) = s.call(Method::GET, "/v1/tenants/acme/users/al/clients", Some(&t), None).await;
+    assert_eq!((st, field(&b3)), (StatusCode::BAD_REQUEST, "userId".to_string()), "{b3}");
+    s.shutdown().await;
+}

@@ -19,9 +19,17 @@ pub async fn link(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &link)
 }
 
+/// `GET /v1/tenants/{t}/users/{userId}/clients?filter=`.
 pub async fn of_user(cx: Cx) -> ApiResult<Response> {
-    let links = cx.engine.clients().links_of_user(&cx.caller, cx.tenant(), cx.param("userId")).await?;
-    json(StatusCode::OK, &links)
+    let conditions = crate::list_filter::parse(&cx, &crate::models::client::LINK_FIELDS)?;
+    let mut out = Vec::new();
+    for link in cx.engine.clients().links_of_user(&cx.caller, cx.tenant(), cx.param("userId")).await? {
+        let v = serde_json::to_value(&link).map_err(|e| ApiError::internal(e.to_string()))?;
+        if crate::list_filter::matches(&conditions, |f| crate::models::client::field_text(&v, f)) {
+            out.push(link);
+        }
+    }
+    json(StatusCode::OK, &out)
 }
 
 /// `GET /v1/tenants/{t}/clients/{astClientId}`: admins, readers, or the client itself.

@@ -115,6 +115,7 @@ impl Clients<'_> {
     /// The links of a user to clients.
     pub async fn links_of_user(&self, caller: &Caller, tenant: &str, user: &str) -> ApiResult<Vec<LinkView>> {
         caller.authorize(Some(tenant), access::LIST)?;
+        validate::id("userId", user, 3, 255)?;
         let links = self.0.store.links().of_user(tenant, user)?;
         Ok(links.into_iter().map(|l| link_view(tenant, l)).collect())
     }

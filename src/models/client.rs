@@ -370,6 +370,9 @@ pub fn field_text(v: &serde_json::Value, name: &str) -> Option<String> {
     }
 }
 
+/// The fields a user's client links can be filtered on (`filter=`).
+pub const LINK_FIELDS: [&str; 6] = ["userId", "astClientId", "tenantId", "mLoA", "linkedOn", "mLoAUpdatedOn"];
+
 pub const OVERVIEW_FIELDS: [&str; 19] = [
     "astClientId",
     "appName",
