@@ -176,7 +176,8 @@ impl ApiError {
         let v = match family {
             Family::Admin { subsystem } => serde_json::to_value(AdminErrorBody { message, code, subsystem }),
             Family::Realm { subsystem } => serde_json::to_value(RealmErrorBody {
-                message,
+                // Spec 001 quotes this message for every 401 of the realm interface.
+                message: if code == 401 { "HTTP 401 Unauthorized".to_string() } else { message },
                 status: self.word.unwrap_or_else(|| status_word(self.status)).to_string(),
                 sub_system: subsystem,
             }),
@@ -252,6 +253,8 @@ mod tests {
         );
         let o = ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials");
         assert_eq!(o.body(Family::OAuth)["error"], "invalid_grant");
+        let u = ApiError::unauthorized("missing bearer token").body(Family::Realm { subsystem: 5 });
+        assert_eq!(u, json!({"message": "HTTP 401 Unauthorized", "status": "UNAUTHORIZED", "subSystem": 5}));
     }
 
     #[test]

@@ -127,3 +127,21 @@ async fn client_tokens_cannot_administer() {
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
     s.shutdown().await;
 }
+
+/// Spec 001 quotes `HTTP 401 Unauthorized` for the realm interface's 401s
+/// (address add, LDAP components), in its envelope.
+#[tokio::test]
+async fn a_realm_401_says_what_spec_001_quotes() {
+    let s = TestServer::start().await;
+    s.tenant_with_app("acme", "shop").await;
+    for (method, path) in [
+        (Method::POST, "/auth/realms/acme/address/alice/add"),
+        (Method::PUT, "/auth/realms/acme/v3_ldap/components/ldap-1"),
+    ] {
+        let (st, b) = s.call(method, path, None, Some(serde_json::json!({}))).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(b["message"], "HTTP 401 Unauthorized", "{path}: {b}");
+        assert_eq!(b["status"], "UNAUTHORIZED", "{path}: {b}");
+    }
+    s.shutdown().await;
+}
