@@ -25,6 +25,7 @@ pub fn handle() -> PrometheusHandle {
                 Err(_) => PrometheusBuilder::new().build_recorder().handle(),
             };
             describe();
+            at_zero();
             let upkeep = handle.clone();
             std::thread::Builder::new()
                 .name("herald-metrics-upkeep".into())
@@ -43,6 +44,35 @@ pub fn handle() -> PrometheusHandle {
 /// `/metrics` shows nothing).
 pub fn detached() -> PrometheusHandle {
     PrometheusBuilder::new().build_recorder().handle()
+}
+
+/// Creates the counters and histograms whose label values are known before
+/// anything happens, so a healthy engine exports them at zero from start
+/// (dashboards show 0 where they would show "No data"). Series labelled by
+/// route, status or tenant appear with their first request.
+fn at_zero() {
+    use metrics::{counter, histogram};
+    const PROVIDERS: [&str; 3] = ["apns", "fcm", "hms"];
+    for provider in PROVIDERS {
+        counter!("herald_provider_retries_total", "provider" => provider).absolute(0);
+        for outcome in ["ok", "error"] {
+            counter!("herald_provider_auth_refreshes_total", "provider" => provider, "outcome" => outcome).absolute(0);
+        }
+        for lane in ["interactive", "bulk"] {
+            let _ = histogram!("herald_provider_request_duration_seconds", "provider" => provider, "lane" => lane);
+        }
+    }
+    for actor in ["tenant", "fanout", "webhook_target"] {
+        counter!("herald_actor_restarts_total", "actor" => actor).absolute(0);
+    }
+    for reason in ["no_request", "idle", "per_ip"] {
+        counter!("herald_connections_closed_total", "reason" => reason).absolute(0);
+    }
+    for recipient in ["client", "user", "topic"] {
+        let _ = histogram!("herald_send_duration_seconds", "recipient" => recipient);
+    }
+    let _ = histogram!("herald_webhook_delivery_seconds");
+    let _ = histogram!("herald_storage_flush_seconds");
 }
 
 fn describe() {

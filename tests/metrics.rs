@@ -436,3 +436,24 @@ async fn the_tenant_label_is_bounded_by_configuration() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("metrics_tenant_label"), "{out:?}");
 }
+
+/// Counters and histograms whose labels are known before anything happens
+/// are exported from start, at zero, so dashboards show 0, not "No data".
+#[tokio::test]
+async fn closed_label_series_are_exported_from_start() {
+    let s = TestServer::start().await;
+    let text = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+    for series in [
+        "herald_provider_retries_total{provider=\"hms\"}",
+        "herald_actor_restarts_total{actor=\"fanout\"}",
+        "herald_actor_restarts_total{actor=\"webhook_target\"}",
+        "herald_provider_auth_refreshes_total{provider=\"fcm\",outcome=\"error\"}",
+        "herald_connections_closed_total{reason=\"per_ip\"}",
+        "herald_send_duration_seconds_count{recipient=\"topic\"}",
+        "herald_provider_request_duration_seconds_count{provider=\"apns\",lane=\"bulk\"}",
+        "herald_webhook_delivery_seconds_count",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(series)), "{series} is not exported:\n{text}");
+    }
+    s.shutdown().await;
+}
