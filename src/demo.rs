@@ -70,13 +70,14 @@ async fn expect(
 }
 
 /// Creates tenant `demo` (once): an app per provider, users alice and bob with a
-/// client on each provider.
+/// client on each provider. On a later start over the same data directory, the
+/// apps' credentials are rewritten for this start's simulators.
 pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result<(), String> {
     let body = json!({ "tenantId": TENANT, "adminUsername": ADMIN, "adminPassword": PASSWORD });
     let (status, _) = call(engine, Method::POST, "/v1/tenants", Some(&engine.operator_token), Some(body)).await?;
-    if status == StatusCode::CONFLICT {
-        return Ok(()); // seeded by an earlier start
-    }
+    // Seeded by an earlier start: the apps are pointed at this start's
+    // simulators (new ports, new keys); the clients stay.
+    let first_start = status != StatusCode::CONFLICT;
     let creds =
         sims.generate_credentials(&engine.config.data_dir.join("demo").join("creds")).map_err(|e| e.to_string())?;
     let (_, tokens) = call_form_token(engine).await?;
@@ -98,8 +99,12 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
         ("demo-fcm", pick(&["fcmServiceAccountJSON"]), "FCM"),
         ("demo-hms", pick(&["hpkClientId", "hpkClientSecret"]), "HPK"),
     ];
+    let write = if first_start { Method::POST } else { Method::PUT };
     for (app, body, _) in &apps {
-        expect(engine, Method::POST, &format!("/v1/tenants/{TENANT}/apps/{app}"), Some(&token), body.clone()).await?;
+        expect(engine, write.clone(), &format!("/v1/tenants/{TENANT}/apps/{app}"), Some(&token), body.clone()).await?;
+    }
+    if !first_start {
+        return Ok(());
     }
     for (n, user) in ["alice", "bob"].iter().enumerate() {
         for (i, (app, _, provider)) in apps.iter().enumerate() {

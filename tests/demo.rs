@@ -5,12 +5,12 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-#[tokio::test]
-async fn demo_mode_sends_to_the_in_process_simulators() {
-    let dir = tempfile::tempdir().unwrap();
+/// Starts `serve --demo` on `dir`, sends to alice (a client on each
+/// provider), checks each simulator accepted one, and stops it with SIGTERM.
+async fn demo_run_sends(dir: &std::path::Path) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
         .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
+        .arg(dir)
         .env("HERALD_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
@@ -29,7 +29,8 @@ async fn demo_mode_sends_to_the_in_process_simulators() {
     }
     std::thread::spawn(move || for _ in lines {});
     let (base, stats) = (base.expect("address printed"), stats.expect("stats URL printed"));
-    let http = reqwest::Client::new();
+    // A regression fails, not hangs: every call is bounded.
+    let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap();
     let tokens: Value = http
         .post(format!("{base}/auth/realms/demo/protocol/openid-connect/token"))
         .form(&[("grant_type", "password"), ("username", "admin"), ("password", "demo-password")])
@@ -59,4 +60,19 @@ async fn demo_mode_sends_to_the_in_process_simulators() {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     assert!(child.wait().unwrap().success(), "SIGTERM shuts down cleanly");
+}
+
+#[tokio::test]
+async fn demo_mode_sends_to_the_in_process_simulators() {
+    let dir = tempfile::tempdir().unwrap();
+    demo_run_sends(dir.path()).await;
+}
+
+/// A second `serve --demo` on the same data directory has new simulators
+/// (ports, keys): the demo apps are pointed at them, and sends work again.
+#[tokio::test]
+async fn a_second_demo_start_on_the_same_data_sends_too() {
+    let dir = tempfile::tempdir().unwrap();
+    demo_run_sends(dir.path()).await;
+    demo_run_sends(dir.path()).await;
 }
