@@ -106,12 +106,7 @@ pub async fn run(channels: &TenantChannels, job: &mut BroadcastJob) -> Result<()
     report.completed_ms = Some(now_ms());
     store.wait_writable().await;
     store.deliveries().checkpoint(job, &report, true)?;
-    let total = report.by_app.values().fold(herald_storage::deliveries::Counts::default(), |mut t, c| {
-        t.sent += c.sent;
-        t.invalid += c.invalid;
-        t.failed += c.failed;
-        t
-    });
+    let total = report.total();
     d.events().emit(
         &job.tenant,
         "push",

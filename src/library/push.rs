@@ -79,12 +79,7 @@ impl PushApi<'_> {
             })
             .collect();
         let targeted: u64 = report.targeted.values().sum();
-        let total = report.by_app.values().fold(Counts::default(), |mut t, c| {
-            t.sent += c.sent;
-            t.invalid += c.invalid;
-            t.failed += c.failed;
-            t
-        });
+        let total = report.total();
         let counts = |c: &Counts| DeliveryCounts { sent: c.sent, invalid: c.invalid, failed: c.failed };
         let by_app = report
             .targeted

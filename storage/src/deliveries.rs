@@ -94,6 +94,16 @@ pub struct Report {
 }
 
 impl Report {
+    /// The counts of every app together.
+    pub fn total(&self) -> Counts {
+        self.by_app.values().fold(Counts::default(), |mut t, c| {
+            t.sent += c.sent;
+            t.invalid += c.invalid;
+            t.failed += c.failed;
+            t
+        })
+    }
+
     pub fn record(&mut self, outcome: &ClientOutcome) {
         count(&mut self.by_app, &outcome.app, outcome.state);
         if !outcome.provider.is_empty() {
