@@ -49,7 +49,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        spawn_nonce_sweeper(store.clone(), config.clock.clone());
+        spawn_sweeper(store.clone(), config.clock.clone());
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
@@ -94,8 +94,9 @@ pub fn random_token() -> Result<String, String> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// Deletes expired nonces every few seconds, so none outlives its expiry for long.
-fn spawn_nonce_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
+/// Deletes expired nonces and forgets ended sessions whose tokens have all
+/// expired, every few seconds, so neither outlives its expiry for long.
+fn spawn_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
         loop {
@@ -105,6 +106,9 @@ fn spawn_nonce_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
             }
             if let Err(e) = store.nonces().sweep(clock.now_ms()) {
                 tracing::warn!(error = %e, "nonce sweep failed");
+            }
+            if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
+                tracing::warn!(error = %e, "ended-session sweep failed");
             }
         }
     });

@@ -45,6 +45,8 @@ pub struct ApiError {
     /// The offending field's path (`payload.timeout`, `clientIds[2]`) of an
     /// invalid input.
     pub field: Option<String>,
+    /// The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3, RFC 6749 §5.2).
+    pub challenge: Option<Box<str>>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -113,7 +115,15 @@ pub struct OpsErrorBody {
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), oauth: None, word: None, retry_after: None, field: None }
+        Self {
+            status,
+            message: message.into(),
+            oauth: None,
+            word: None,
+            retry_after: None,
+            field: None,
+            challenge: None,
+        }
     }
 
     /// What kind of failure this is (see [`ErrorKind`]).
@@ -162,6 +172,11 @@ impl ApiError {
     /// 507: the disk is (nearly) full; writes resume once space is freed.
     pub fn insufficient_storage() -> Self {
         Self::new(StatusCode::INSUFFICIENT_STORAGE, "the disk is full: writes are refused until space is freed")
+    }
+    /// Answers with `WWW-Authenticate: challenge`.
+    pub fn with_challenge(mut self, challenge: impl Into<String>) -> Self {
+        self.challenge = Some(challenge.into().into_boxed_str());
+        self
     }
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);

@@ -129,6 +129,9 @@ where
             if let Some(secs) = e.retry_after {
                 r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(secs));
             }
+            if let Some(v) = e.challenge.as_deref().and_then(|c| http::HeaderValue::from_str(c).ok()) {
+                r.headers_mut().insert(http::header::WWW_AUTHENTICATE, v);
+            }
             r
         }
     };
@@ -192,8 +195,9 @@ where
 }
 
 /// A request that may write is refused up front while the store takes no
-/// writes (507 on a full disk), so nothing is half done. The token endpoint
-/// is let through: it issues tokens to existing users without writing.
+/// writes (507 on a full disk), so nothing is half done. The OAuth endpoints
+/// are let through: the token endpoint issues tokens to existing users
+/// without writing, and the others refuse in their own transaction.
 fn refuse_writes_when_full(engine: &Engine, route: &Route) -> ApiResult<()> {
     let reads_only = route.method == Method::GET || route.method == Method::HEAD;
     if reads_only || route.family == Family::OAuth {
@@ -202,32 +206,7 @@ fn refuse_writes_when_full(engine: &Engine, route: &Route) -> ApiResult<()> {
     Ok(engine.store.writable()?)
 }
 
-/// A user's token stops working the moment something is taken from the user
-/// (disabled, a role revoked, the password changed, its data deleted): every
-/// such change records a revocation instant, and tokens issued before it are
-/// refused on every route.
-fn check_user_session(engine: &Engine, tenant: &str, claims: &tokens::AccessClaims) -> ApiResult<()> {
-    if claims.issued_ms() < engine.store.users().tokens_revoked_before(tenant, &claims.sub)? {
-        return Err(ApiError::unauthorized("the token was revoked: log in again"));
-    }
-    Ok(())
-}
-
-/// A client's token stops working when the client is deleted, locked, or
-/// disconnected after the token was issued.
-fn check_client_session(engine: &Engine, tenant: &str, client_id: &str, issued_at: u64) -> ApiResult<()> {
-    match engine.store.clients().get(tenant, client_id)? {
-        None => Err(ApiError::unauthorized("the client no longer exists")),
-        Some(c) if c.is_locked() => Err(ApiError::forbidden("the client is locked")),
-        // `iat` has one-second resolution: a token from the disconnect's own second stays valid.
-        Some(c) if issued_at < c.not_before_ms / 1000 => {
-            Err(ApiError::unauthorized("the client was disconnected: log in again"))
-        }
-        Some(_) => Ok(()),
-    }
-}
-
-fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     let v = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
@@ -235,7 +214,12 @@ fn bearer(headers: &http::HeaderMap) -> Option<&str> {
 
 /// The caller of a request, verified for the route's `access` (the grant
 /// check is [`Caller::authorize`], the same for the library API).
-fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tenant: Option<&str>) -> ApiResult<Caller> {
+pub(crate) fn authenticate(
+    engine: &Engine,
+    access: Access,
+    headers: &http::HeaderMap,
+    tenant: Option<&str>,
+) -> ApiResult<Caller> {
     let caller = match access {
         Access::Public => Caller::Anonymous,
         Access::Operator => {
@@ -252,9 +236,7 @@ fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tena
             if Some(token_tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }
-            if claims.ast_client_id.is_none() {
-                check_user_session(engine, &token_tenant, &claims)?;
-            }
+            crate::auth::session::check_access(engine, &token_tenant, &claims)?;
             let principal = Principal {
                 tenant: token_tenant,
                 username: claims.preferred_username,
@@ -262,9 +244,6 @@ fn authenticate(engine: &Engine, access: Access, headers: &http::HeaderMap, tena
                 client_id: claims.ast_client_id,
                 issued_at: claims.iat,
             };
-            if let Some(id) = &principal.client_id {
-                check_client_session(engine, &principal.tenant, id, principal.issued_at)?;
-            }
             Caller::Tenant(principal)
         }
     };

@@ -105,3 +105,30 @@ async fn a_clients_life_and_a_webhooks_through_the_library_api() {
     engine.shutdown().await;
     sims.shutdown().await;
 }
+
+/// An API gateway embedding Herald checks the tokens it is shown and takes
+/// one back, without HTTP.
+#[tokio::test]
+async fn a_gateway_introspects_and_revokes_through_the_library_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = herald::config::Config::for_data_dir(dir.path().join("data"));
+    let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
+    let tenant: CreateTenant =
+        typed(json!({ "tenantId": "shop", "adminUsername": "root", "adminPassword": "a-long-password" }));
+    engine.tenants().create(&Caller::Operator, tenant).await.unwrap();
+    let tokens = engine.realm().password_grant("shop", "root", "a-long-password").await.unwrap();
+    let realm = engine.realm();
+    let admin = Caller::admin("shop");
+
+    let seen = realm.introspect(&admin, "shop", &tokens.access_token).await.unwrap();
+    assert!(seen.active);
+    assert_eq!(seen.username.as_deref(), Some("root"));
+    let err = realm.introspect(&Caller::reader("shop"), "shop", &tokens.access_token).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Forbidden);
+    assert!(!realm.introspect(&Caller::admin("other"), "other", &tokens.access_token).await.is_ok_and(|i| i.active));
+
+    assert!(realm.revoke(&admin, "shop", &tokens.refresh_token).await.unwrap(), "a token to take back");
+    assert!(!realm.introspect(&admin, "shop", &tokens.access_token).await.unwrap().active, "the session ended");
+    assert!(!realm.introspect(&admin, "shop", &tokens.refresh_token).await.unwrap().active);
+    assert!(!realm.revoke(&admin, "shop", "not-a-token").await.unwrap());
+}

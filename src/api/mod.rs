@@ -30,6 +30,8 @@ use crate::route;
 use crate::router::Route;
 
 const OPS: Family = Family::Ops;
+/// The OAuth endpoints: errors as RFC 6749 §5.2 shapes them.
+const OAUTH: Family = Family::OAuth;
 const REALM: Family = Family::Realm { subsystem: subsystem::USERS };
 const LDAP: Family = Family::Realm { subsystem: 9 };
 const PUSH: Family = Family::Admin { subsystem: subsystem::PUSH };
@@ -48,9 +50,16 @@ pub fn routes() -> Vec<Route> {
         route!(GET "/openapi.json", OPS, Public, crate::openapi::serve),
         route!(POST "/v1/tenants", OPS, lib::tenants::access::CREATE, tenants::create),
         // Identity: the realm's OIDC endpoints.
-        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token", Family::OAuth, Public, oidc::token),
-        route!(GET "/auth/realms/{tenantId}/.well-known/openid-configuration", REALM, Public, oidc::discovery),
-        route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/certs", REALM, Public, oidc::certs),
+        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token", OAUTH, Public, oidc::token::token),
+        route!(GET "/auth/realms/{tenantId}/.well-known/openid-configuration", REALM, Public, oidc::discovery::discovery),
+        route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/certs", REALM, Public, oidc::discovery::certs),
+        route!(GET "/auth/realms/{tenantId}", REALM, Public, oidc::discovery::realm_info),
+        route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/userinfo", OAUTH, Public, oidc::userinfo::userinfo),
+        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/userinfo", OAUTH, Public, oidc::userinfo::userinfo),
+        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/token/introspect", OAUTH, Public, oidc::introspection::introspect),
+        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/revoke", OAUTH, Public, oidc::revocation::revoke),
+        route!(GET "/auth/realms/{tenantId}/protocol/openid-connect/logout", OAUTH, Public, oidc::logout::logout),
+        route!(POST "/auth/realms/{tenantId}/protocol/openid-connect/logout", OAUTH, Public, oidc::logout::logout),
         // Identity: users and addresses of the realm.
         route!(POST "/auth/realms/{tenantId}/users", REALM, lib::users::access::ADMINISTER, users::create),
         route!(GET "/auth/realms/{tenantId}/users", REALM, lib::users::access::READ, users::search),

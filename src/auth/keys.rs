@@ -16,7 +16,18 @@ pub struct TenantKey {
     /// Base64url affine coordinates of the public key, for the JWKS.
     pub x: String,
     pub y: String,
+    /// The public key as DER SubjectPublicKeyInfo: Keycloak's realm info
+    /// publishes it (base64) as `public_key`, which client libraries read.
+    pub spki: Vec<u8>,
 }
+
+/// The DER SubjectPublicKeyInfo of a P-256 key up to its point: SEQUENCE {
+/// SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING (no unused bits) }
+/// (RFC 5480 §2).
+const P256_SPKI_PREFIX: [u8; 26] = [
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce,
+    0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+];
 
 impl TenantKey {
     /// A fresh PKCS#8 P-256 key.
@@ -39,7 +50,8 @@ impl TenantKey {
         let x = URL_SAFE_NO_PAD.encode(&point[1..33]);
         let y = URL_SAFE_NO_PAD.encode(&point[33..65]);
         let decoding = DecodingKey::from_ec_components(&x, &y).map_err(|e| e.to_string())?;
-        Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y })
+        let spki = [&P256_SPKI_PREFIX[..], point].concat();
+        Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y, spki })
     }
 
     pub fn jwk(&self) -> serde_json::Value {
@@ -122,4 +134,21 @@ fn token_digest(token: &str) -> [u8; 32] {
     let mut out = [0u8; 32];
     out.copy_from_slice(d.as_ref());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_parser::prelude::FromDer;
+
+    #[test]
+    fn the_spki_is_the_der_of_the_public_key() {
+        let pkcs8 = TenantKey::generate_pkcs8().unwrap();
+        let key = TenantKey::from_pkcs8("k", &pkcs8).unwrap();
+        let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&key.spki).unwrap();
+        assert_eq!(spki.algorithm.algorithm.to_id_string(), "1.2.840.10045.2.1");
+        let point = spki.subject_public_key.data.to_vec();
+        assert_eq!(URL_SAFE_NO_PAD.encode(&point[1..33]), key.x);
+        assert_eq!(URL_SAFE_NO_PAD.encode(&point[33..65]), key.y);
+    }
 }

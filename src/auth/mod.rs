@@ -3,6 +3,7 @@
 pub mod brute_force;
 mod keys;
 pub mod password;
+pub(crate) mod session;
 pub mod tokens;
 
 pub use keys::{signing_key_context as keys_context, KeyCache, TenantKey};

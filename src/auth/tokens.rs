@@ -1,4 +1,4 @@
-//! Access and refresh tokens of a tenant realm (Keycloak-shaped claims, ES256).
+//! Access, refresh and ID tokens of a tenant realm (Keycloak-shaped claims, ES256).
 
 use super::keys::{KeyCache, TenantKey};
 use crate::error::{ApiError, ApiResult};
@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 
 pub const TYP_ACCESS: &str = "Bearer";
 pub const TYP_REFRESH: &str = "Refresh";
+pub const TYP_ID: &str = "ID";
+
+/// Clock skew tolerated on `exp` (seconds).
+pub const LEEWAY_S: u64 = 5;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RoleSet {
@@ -44,6 +48,35 @@ pub struct AccessClaims {
     pub ast_client_id: Option<String>,
 }
 
+/// The claims of an ID token (OpenID Connect Core §2), issued beside the
+/// access token when the scope holds `openid`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdClaims {
+    pub iss: String,
+    pub sub: String,
+    /// The client the token was issued to.
+    pub aud: String,
+    pub exp: u64,
+    pub iat: u64,
+    pub jti: String,
+    pub typ: String,
+    pub azp: String,
+    /// The login session (what a logout with this token as hint ends).
+    pub sid: String,
+    pub session_state: String,
+    pub preferred_username: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub email_verified: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family_name: Option<String>,
+}
+
 /// The token endpoint's answer (spec 001 "Token response").
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenPair {
@@ -56,6 +89,9 @@ pub struct TokenPair {
     pub not_before_policy: u64,
     pub session_state: String,
     pub scope: String,
+    /// Present when the scope holds `openid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
 }
 
 impl AccessClaims {
@@ -74,8 +110,9 @@ pub fn issuer(public_url: &str, tenant: &str) -> String {
     format!("{}/auth/realms/{tenant}", public_url.trim_end_matches('/'))
 }
 
-/// Signs `claims` (whose `typ` says access or refresh) with the tenant's key.
-pub fn sign(key: &TenantKey, claims: &AccessClaims) -> ApiResult<String> {
+/// Signs `claims` (an access or refresh token's, whose `typ` says which, or an
+/// ID token's) with the tenant's key.
+pub fn sign<C: Serialize>(key: &TenantKey, claims: &C) -> ApiResult<String> {
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(key.kid.clone());
     jsonwebtoken::encode(&header, claims, &key.encoding)
@@ -111,23 +148,55 @@ pub fn verify(
     if let Some(v) = keys.verified(token, now) {
         return if v.claims.typ == typ { Ok((v.tenant, v.claims)) } else { Err(invalid()) };
     }
-    let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
-    if header.alg != Algorithm::ES256 {
-        return Err(invalid());
-    }
     let tenant = claimed_tenant(token).ok_or_else(invalid)?;
     let key = keys.get(store, &tenant)?.ok_or_else(invalid)?;
-    if header.kid.as_deref() != Some(key.kid.as_str()) {
-        return Err(invalid());
-    }
-    let mut validation = Validation::new(Algorithm::ES256);
-    validation.set_issuer(&[issuer(public_url, &tenant)]);
-    validation.validate_aud = false;
-    validation.leeway = 5;
-    let data = jsonwebtoken::decode::<AccessClaims>(token, &key.decoding, &validation).map_err(|_| invalid())?;
+    let data = decode::<AccessClaims>(token, &key, public_url, &tenant, true).map_err(|_| invalid())?;
     keys.remember(token, super::keys::Verified { tenant: tenant.clone(), claims: data.claims.clone() });
     if data.claims.typ != typ {
         return Err(invalid());
     }
     Ok((tenant, data.claims))
+}
+
+/// An ID token presented as a logout hint: signed by the tenant's key and
+/// issued by its realm, but possibly expired (OpenID Connect RP-Initiated
+/// Logout §2 asks the provider to accept those).
+pub fn verify_id_hint(
+    store: &Store,
+    keys: &KeyCache,
+    public_url: &str,
+    tenant: &str,
+    token: &str,
+) -> ApiResult<IdClaims> {
+    let invalid = || ApiError::oauth(http::StatusCode::BAD_REQUEST, "invalid_request", "invalid id_token_hint");
+    let key = keys.get(store, tenant)?.ok_or_else(invalid)?;
+    let data = decode::<IdClaims>(token, &key, public_url, tenant, false).map_err(|_| invalid())?;
+    if data.claims.typ != TYP_ID {
+        return Err(invalid());
+    }
+    Ok(data.claims)
+}
+
+/// Checks the signature (ES256, by `key`, whose `kid` the header must name)
+/// and the issuer, and `exp` when `check_expiry`.
+fn decode<C: serde::de::DeserializeOwned>(
+    token: &str,
+    key: &TenantKey,
+    public_url: &str,
+    tenant: &str,
+    check_expiry: bool,
+) -> jsonwebtoken::errors::Result<jsonwebtoken::TokenData<C>> {
+    let header = jsonwebtoken::decode_header(token)?;
+    if header.alg != Algorithm::ES256 || header.kid.as_deref() != Some(key.kid.as_str()) {
+        return Err(jsonwebtoken::errors::ErrorKind::InvalidAlgorithm.into());
+    }
+    let mut validation = Validation::new(Algorithm::ES256);
+    validation.set_issuer(&[issuer(public_url, tenant)]);
+    validation.validate_aud = false;
+    validation.validate_exp = check_expiry;
+    if !check_expiry {
+        validation.required_spec_claims.remove("exp");
+    }
+    validation.leeway = LEEWAY_S;
+    jsonwebtoken::decode::<C>(token, &key.decoding, &validation)
 }

@@ -1,8 +1,11 @@
 //! Configuration of a tenant's realm: the LDAP federation component, the
 //! app settings, the login configuration, the resend-OTP locks of its
-//! users; and logging a user in with its password.
+//! users; logging a user in with its password; whether a token is active,
+//! and taking one back.
 
-use crate::auth::{Access, Caller, TokenPair, ADMIN, ADMIN_OR_READ};
+use crate::auth::session;
+use crate::auth::tokens::{self, TYP_ACCESS, TYP_REFRESH};
+use crate::auth::{Access, Caller, TokenPair, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::ldap::{app_setting_keys, validate_app_settings, LdapBody, LdapView, LoginConfigBody};
@@ -21,7 +24,12 @@ pub(crate) mod access {
     pub const READ_APP_SETTINGS: Access = Access::Public;
     pub const OTP_RESEND: Access = Access::Tenant(ADMIN);
     pub const OTP_UNLOCK: Access = Access::Tenant(ADMIN);
+    /// Resource servers introspect with a device client's credentials or an admin token.
+    pub const INTROSPECT: Access = Access::Tenant(ADMIN_OR_CLIENT);
+    pub const REVOKE: Access = Access::Tenant(ADMIN);
 }
+
+pub use crate::models::introspection::Introspection;
 
 /// See [`Engine::realm`].
 pub struct Realm<'a>(pub(crate) &'a Engine);
@@ -187,5 +195,55 @@ impl Realm<'_> {
     /// session. Failures count towards the user's brute-force lockout.
     pub async fn password_grant(&self, tenant: &str, username: &str, password: &str) -> ApiResult<TokenPair> {
         crate::api::oidc::password_login(self.0, tenant, username, password).await
+    }
+
+    /// Whether `token` (an access or refresh token of the tenant) is active:
+    /// well signed, unexpired, and not taken back since it was issued (its
+    /// session ended, its user disabled or revoked, its client locked; a
+    /// refresh token also stops being active once used).
+    pub async fn introspect(&self, caller: &Caller, tenant: &str, token: &str) -> ApiResult<Introspection> {
+        caller.authorize(Some(tenant), access::INTROSPECT)?;
+        let engine = self.0;
+        for typ in [TYP_ACCESS, TYP_REFRESH] {
+            let Ok((token_tenant, claims)) =
+                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, typ)
+            else {
+                continue;
+            };
+            if token_tenant != tenant {
+                break;
+            }
+            let in_force = match typ {
+                TYP_ACCESS => session::check_access(engine, tenant, &claims),
+                _ => session::check_refresh(engine, tenant, &claims),
+            };
+            return match in_force {
+                Ok(()) => Ok(Introspection::active(claims)),
+                // Storage failing is not an answer about the token.
+                Err(e) if e.status.is_server_error() => Err(e),
+                Err(_) => Ok(Introspection::default()),
+            };
+        }
+        Ok(Introspection::default())
+    }
+
+    /// Takes back `token` (an access or refresh token of the tenant) by
+    /// ending its login session: every token of the session stops working.
+    /// Answers whether there was such a token to take back.
+    pub async fn revoke(&self, caller: &Caller, tenant: &str, token: &str) -> ApiResult<bool> {
+        caller.authorize(Some(tenant), access::REVOKE)?;
+        let engine = self.0;
+        for typ in [TYP_ACCESS, TYP_REFRESH] {
+            if let Ok((token_tenant, claims)) =
+                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, typ)
+            {
+                if token_tenant != tenant {
+                    return Ok(false);
+                }
+                ops::end_session(engine, tenant, &claims.session_state).await?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }

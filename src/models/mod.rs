@@ -4,6 +4,7 @@ pub mod address;
 pub mod app;
 pub mod catalogue;
 pub mod client;
+pub mod introspection;
 pub mod ldap;
 pub mod nonce;
 pub mod property;

@@ -307,6 +307,12 @@ pub fn revoke_required_actions(u: &mut User, body: &RevokeActions) {
 }
 
 /// Whether the user may log in: refused when disabled or not fully set up.
+/// First and last name, as the `name` claim gives them; `None` with neither.
+pub fn full_name(u: &User) -> Option<String> {
+    let name = [u.first_name.as_deref(), u.last_name.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    (!name.is_empty()).then_some(name)
+}
+
 pub fn may_log_in(u: &User) -> Result<(), &'static str> {
     if !u.enabled {
         return Err("Account disabled");

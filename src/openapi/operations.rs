@@ -142,7 +142,7 @@ impl Op {
 
 /// Every operation of the route table.
 pub fn operations() -> Vec<Op> {
-    use crate::api::{nonces::LoginConfigBody, oidc::TokenRequest, users::RealmEnvelope};
+    use crate::api::{nonces::LoginConfigBody, oidc, oidc::TokenRequest, users::RealmEnvelope};
     use crate::api::{ops::Status, tenants::TenantCreated};
     use Method as M;
     /// The list query of user lists (`user_lists::ListQuery`).
@@ -180,8 +180,34 @@ pub fn operations() -> Vec<Op> {
         .form()
         .json(200, one::<crate::auth::tokens::TokenPair>),
         Op::new(M::GET, "/auth/realms/{tenantId}/.well-known/openid-configuration", "OpenID discovery")
-            .json(200, object),
-        Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/certs", "JWKS of the realm").json(200, object),
+            .json(200, one::<oidc::discovery::Discovery>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/certs", "JWKS of the realm")
+            .json(200, one::<oidc::discovery::Jwks>),
+        Op::new(M::GET, "/auth/realms/{tenantId}", "Realm info with its public key (Keycloak's)")
+            .json(200, one::<oidc::discovery::RealmInfo>),
+        Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/userinfo", "Claims of the bearer's user")
+            .json(200, one::<oidc::userinfo::UserInfo>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/protocol/openid-connect/userinfo", "Claims of the bearer's user")
+            .json(200, one::<oidc::userinfo::UserInfo>),
+        Op::new(
+            M::POST,
+            "/auth/realms/{tenantId}/protocol/openid-connect/token/introspect",
+            "Token introspection (RFC 7662)",
+        )
+        .body(one::<oidc::params::TokenParams>)
+        .form()
+        .json(200, one::<crate::models::introspection::Introspection>),
+        Op::new(M::POST, "/auth/realms/{tenantId}/protocol/openid-connect/revoke", "Token revocation (RFC 7009)")
+            .body(one::<oidc::params::TokenParams>)
+            .form()
+            .empty(200),
+        Op::new(M::GET, "/auth/realms/{tenantId}/protocol/openid-connect/logout", "End the login session")
+            .query(&["refresh_token", "id_token_hint", "client_id"])
+            .empty(204),
+        Op::new(M::POST, "/auth/realms/{tenantId}/protocol/openid-connect/logout", "End the login session")
+            .body(one::<oidc::logout::LogoutRequest>)
+            .form()
+            .empty(204),
         // Identity: users.
         Op::new(M::POST, "/auth/realms/{tenantId}/users", "Create user")
             .body(one::<UserWrite>)

@@ -1,7 +1,7 @@
 //! Realm settings: login configuration, LDAP federation, app settings, OTP locks, and the token endpoint's sessions and login failures.
 
 use super::commit;
-use crate::auth::brute_force;
+use crate::auth::{brute_force, session};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::ldap::{self, BindCredential, LdapBody, MASK};
@@ -257,6 +257,9 @@ pub struct Refresh<'a> {
     pub issued_ms: u64,
     /// The `jti` of the refresh token that replaces it.
     pub next_jti: String,
+    /// Until when the session is remembered as ended if this is a reuse
+    /// ([`session::remembered_until`]).
+    pub remember_until: u64,
 }
 
 /// Rotates a session: a refresh token is used once. In one transaction the
@@ -273,7 +276,9 @@ pub async fn refresh_session(engine: &Engine, tenant: &str, r: Refresh<'_>) -> A
         }
         let current = tx.session(tenant, r.session_id)?.ok_or_else(|| invalid_grant("Session not active"))?;
         if current.refresh_jti != r.jti || current.user_id != u.id {
-            tx.delete_session(tenant, r.session_id)?;
+            // A stolen token is worth one use at most: the session ends, and
+            // with it the access tokens it issued.
+            tx.end_session(tenant, r.session_id, r.remember_until)?;
             return Ok(None);
         }
         tx.put_session(tenant, r.session_id, &Session { refresh_jti: r.next_jti.clone(), ..current })?;
@@ -281,4 +286,14 @@ pub async fn refresh_session(engine: &Engine, tenant: &str, r: Refresh<'_>) -> A
     })?;
     commit(engine, tenant, Vec::new()).await?;
     rotated.ok_or_else(|| invalid_grant("Maximum allowed refresh token reuse exceeded"))
+}
+
+/// Ends login session `session_id` (a logout or a revocation): its refresh
+/// token stops working and the access tokens it issued are refused from now
+/// on. A session already ended, or never stored (a client's token), is
+/// ended all the same.
+pub async fn end_session(engine: &Engine, tenant: &str, session_id: &str) -> ApiResult<()> {
+    let until = session::remembered_until(engine, herald_storage::now_ms());
+    engine.store.transact(|tx| tx.end_session(tenant, session_id, until))?;
+    commit(engine, tenant, Vec::new()).await
 }

@@ -83,6 +83,10 @@ trees! {
         user_index,
         user_addresses,
         user_sessions,
+        /// Sessions ended (logout, revocation, a refresh token reused) while
+        /// tokens of theirs may still be unexpired: those tokens are refused.
+        /// Each entry holds the instant (ms) after which it can be swept.
+        ended_sessions,
         /// Per user: tokens issued before this instant (ms) are refused.
         token_revocations,
         login_failures,

@@ -88,6 +88,27 @@ impl Identity<'_> {
         get(&self.0.trees()?.user_sessions, &key(&[tenant, id]))
     }
 
+    /// Whether session `id` was ended: its tokens are refused even unexpired.
+    pub fn session_ended(&self, tenant: &str, id: &str) -> Result<bool> {
+        Ok(self.0.trees()?.ended_sessions.contains_key(key(&[tenant, id]))?)
+    }
+
+    /// Forgets ended sessions whose every token has expired by `now` (ms);
+    /// returns how many.
+    pub fn sweep_ended_sessions(&self, now: u64) -> Result<usize> {
+        let tree = &self.0.trees()?.ended_sessions;
+        let mut n = 0;
+        for kv in tree.iter() {
+            let (k, v) = kv?;
+            let until: u64 = crate::codec::decode(&v)?;
+            if until <= now {
+                tree.remove(k)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
         get(&self.0.trees()?.login_failures, &key(&[tenant, user_id]))
     }
@@ -138,6 +159,14 @@ impl Tx<'_> {
 
     pub fn delete_session(&self, tenant: &str, id: &str) -> Result<()> {
         self.remove(&self.t.user_sessions, &key(&[tenant, id])).map(drop)
+    }
+
+    /// Ends session `id` (stored or not: a client's token has none): its
+    /// refresh token stops working and its access tokens are refused until
+    /// `until` (ms), when the last of them has expired.
+    pub fn end_session(&self, tenant: &str, id: &str, until: u64) -> Result<()> {
+        self.delete_session(tenant, id)?;
+        self.put(&self.t.ended_sessions, &key(&[tenant, id]), &until)
     }
 
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
@@ -250,5 +279,21 @@ mod tests {
         assert!(s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
         assert!(!s.transact(|tx| tx.delete_otp_counter("t", "u1")).unwrap());
         assert_eq!(s.identity().otp_counter("t", "u2").unwrap().unwrap().count, 1);
+    }
+
+    #[test]
+    fn an_ended_session_is_kept_until_its_tokens_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let session = Session { user_id: "u".into(), refresh_jti: "j".into(), created_ms: 1 };
+        s.transact(|tx| tx.put_session("t", "s1", &session)).unwrap();
+        s.transact(|tx| tx.end_session("t", "s1", 5_000)).unwrap();
+        s.transact(|tx| tx.end_session("t", "s2", 9_000)).unwrap();
+        assert!(s.identity().session("t", "s1").unwrap().is_none(), "the refresh session is gone");
+        assert!(s.identity().session_ended("t", "s1").unwrap());
+        assert!(!s.identity().session_ended("other", "s1").unwrap(), "per tenant");
+        assert_eq!(s.identity().sweep_ended_sessions(5_000).unwrap(), 1);
+        assert!(!s.identity().session_ended("t", "s1").unwrap());
+        assert!(s.identity().session_ended("t", "s2").unwrap(), "not expired yet");
     }
 }
