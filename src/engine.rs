@@ -51,6 +51,8 @@ impl Engine {
         };
         spawn_sweeper(store.clone(), config.clock.clone());
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
+        let tenants = store.tenants().list().map_err(|e| format!("listing tenants: {e}"))?;
+        herald_actors::telemetry::export_at_zero(tenants.iter().map(|t| t.id.as_str()));
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
         let pki =

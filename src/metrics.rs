@@ -48,8 +48,10 @@ pub fn detached() -> PrometheusHandle {
 
 /// Creates the counters and histograms whose label values are known before
 /// anything happens, so a healthy engine exports them at zero from start
-/// (dashboards show 0 where they would show "No data"). Series labelled by
-/// route, status or tenant appear with their first request.
+/// (dashboards show 0 where they would show "No data"). Each route's
+/// request series start at zero with its success status; other statuses
+/// appear with their first answer. (Tenant-labelled series are registered by
+/// the engine, which knows the tenants: `telemetry::export_at_zero`.)
 fn at_zero() {
     use metrics::{counter, histogram};
     const PROVIDERS: [&str; 3] = ["apns", "fcm", "hms"];
@@ -73,6 +75,13 @@ fn at_zero() {
     }
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
+    for op in crate::openapi::operations::operations() {
+        let status = op.responses.iter().map(|(s, _)| *s).find(|s| (200..300).contains(s)).unwrap_or(200);
+        let labels =
+            [("route", op.path.to_string()), ("method", op.method.to_string()), ("status", status.to_string())];
+        counter!("herald_http_requests_total", &labels).absolute(0);
+        let _ = histogram!("herald_http_request_duration_seconds", &labels);
+    }
 }
 
 fn describe() {

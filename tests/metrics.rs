@@ -457,3 +457,39 @@ async fn closed_label_series_are_exported_from_start() {
     }
     s.shutdown().await;
 }
+
+/// Every counter and histogram of `SERIES` is exported by a fresh process
+/// before any request: each route at zero with its success status, each
+/// tenant-labelled series once without a tenant and, under the default
+/// `--metrics-tenant-label=on`, for every tenant the data directory holds.
+#[tokio::test]
+async fn every_counter_and_histogram_is_exported_from_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let http = reqwest::Client::new();
+    let first = Herald::start(&data, &[]);
+    first.create_tenant(&http, "acme").await;
+    first.kill9();
+    let mut herald = Herald::start(&data, &[]);
+    let text = http.get(format!("{}/metrics", herald.base)).send().await.unwrap().text().await.unwrap();
+    let _ = herald.child.kill();
+    let _ = herald.child.wait();
+    let samples = parse(&text);
+    for s in SERIES.iter().filter(|s| s.kind != Kind::Gauge) {
+        let name = match s.kind {
+            Kind::Histogram => format!("{}_count", s.name),
+            _ => s.name.to_string(),
+        };
+        assert!(samples.contains_key(&name), "{name} is not exported from start:\n{text}");
+    }
+    for line in [
+        r#"herald_http_requests_total{route="/v1/tenants/{tenantId}/push_notification/send",method="POST",status="202"} 0"#,
+        r#"herald_http_requests_total{route="/v1/tenants",method="POST",status="201"} 0"#,
+        r#"herald_notifications_total{provider="apns",outcome="sent"} 0"#,
+        r#"herald_notifications_total{provider="fcm",outcome="invalid",tenant="acme"} 0"#,
+        r#"herald_webhook_attempts_total{outcome="error",tenant="acme"} 0"#,
+        r#"herald_fanout_jobs_started_total{tenant="acme"} 0"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} is not exported:\n{text}");
+    }
+}

@@ -175,6 +175,20 @@ pub fn tenant(tenant: &str) -> Arc<TenantSeries> {
     GLOBAL.tenant(tenant)
 }
 
+/// Registers the tenant-labelled series before anything happens, so they
+/// export at zero from start: once without a `tenant` label (what every
+/// policy can show before a tenant is seen, and all `off` ever shows) and,
+/// under `on`, for each of `tenants`. (`top:N` gives labels in the order
+/// tenants are seen, which registering here would change.)
+pub fn export_at_zero<'a>(tenants: impl IntoIterator<Item = &'a str>) {
+    drop(TenantSeries::register(None));
+    if GLOBAL.mode() == TenantLabel::On {
+        for t in tenants {
+            GLOBAL.tenant(t);
+        }
+    }
+}
+
 /// One live actor of `kind` (root, tenant, fanout, webhook_target) in
 /// `herald_actors_live`, for as long as the guard lives: kept in the actor's
 /// state, it is dropped whether the actor stops or fails.

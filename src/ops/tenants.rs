@@ -19,7 +19,10 @@ pub async fn create(engine: &Engine, body: CreateTenant) -> ApiResult<()> {
     tokio::task::spawn_blocking(move || create_blocking(&store, &body))
         .await
         .map_err(|_| ApiError::internal("tenant creation failed"))??;
-    commit(engine, &tenant, Vec::new()).await
+    commit(engine, &tenant, Vec::new()).await?;
+    // Its series show 0 on the dashboards until it does something.
+    herald_actors::telemetry::export_at_zero([tenant.as_str()]);
+    Ok(())
 }
 
 /// [`create`] without an engine (the offline `herald tenant create`, benches):
