@@ -150,6 +150,34 @@ async fn the_token_endpoint_is_rate_limited_per_user_and_per_address() {
     s.shutdown().await;
 }
 
+/// Every endpoint that checks a client secret counts guesses against the
+/// client, so a secret cannot be guessed at introspection, revocation or
+/// logout instead of the token endpoint.
+#[tokio::test]
+async fn client_secret_guesses_are_rate_limited_at_every_oidc_endpoint() {
+    let s = TestServer::start_with(|c| {
+        c.limits.token_rate_per_user = 1;
+        c.limits.token_burst_per_user = 2;
+    })
+    .await;
+    let admin = s.tenant_with_app("acme", "app").await;
+    for endpoint in ["token/introspect", "revoke", "logout"] {
+        let (id, _) = s.register_client("acme", &admin, "app").await;
+        let url = s.url(&format!("/auth/realms/acme/protocol/openid-connect/{endpoint}"));
+        let mut refused = 0;
+        for _ in 0..6 {
+            let form = [("token", "t"), ("refresh_token", "t"), ("client_id", id.as_str()), ("client_secret", "guess")];
+            let r = s.http.post(&url).form(&form).send().await.unwrap();
+            match r.status() {
+                StatusCode::TOO_MANY_REQUESTS => refused += 1,
+                other => assert_eq!(other, StatusCode::UNAUTHORIZED, "{endpoint}: a wrong secret"),
+            }
+        }
+        assert!(refused >= 3, "{endpoint}: {refused} of 6 guesses refused");
+    }
+    s.shutdown().await;
+}
+
 /// Repeats `attempt` until it is answered 429 with a Retry-After, and answers
 /// how many were let through before (each must be a judged 400); `rate` per
 /// second since `started` bounds how many may be.

@@ -13,7 +13,7 @@ pub use crate::library::realm::Introspection;
 
 pub async fn introspect(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
-    let params = Params::of(&cx)?;
+    let params = Params::limited(&cx)?;
     let caller = match crate::router::bearer(&cx.headers) {
         Some(_) => {
             let access = crate::library::realm::access::INTROSPECT;

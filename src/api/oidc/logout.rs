@@ -23,7 +23,7 @@ pub struct LogoutRequest {
 
 pub async fn logout(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
-    let params = Params::of(&cx)?;
+    let params = Params::limited(&cx)?;
     let client = OAuthClient::identify(&cx.engine, tenant, &cx.headers, &params)?;
     let req: LogoutRequest = params.decode()?;
     let session = if let Some(token) = req.refresh_token.as_deref() {

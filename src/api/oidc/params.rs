@@ -14,6 +14,21 @@ pub(crate) fn invalid_request(description: impl Into<String>) -> ApiError {
 }
 
 impl Params {
+    /// The parameters of a request to an endpoint that checks passwords or
+    /// client secrets, after its rate limits: per address, and per user or
+    /// client named (so guesses count whether they succeed or not).
+    pub(crate) fn limited(cx: &Cx) -> ApiResult<Params> {
+        if let Some(ip) = cx.peer {
+            cx.engine.limits.token_ip.check(&ip.to_string())?;
+        }
+        let params = Params::of(cx)?;
+        let client_id = super::client_auth::OAuthClient::named(&cx.headers, &params);
+        if let Some(who) = params.get("username").or(client_id.as_deref()) {
+            cx.engine.limits.token_user.check(&format!("{}\0{}", cx.tenant(), who.to_lowercase()))?;
+        }
+        Ok(params)
+    }
+
     /// The parameters of the request: the query of a GET, the body otherwise.
     pub(crate) fn of(cx: &Cx) -> ApiResult<Params> {
         let pairs: Vec<(String, String)> = if cx.method == Method::GET {

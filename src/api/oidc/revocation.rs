@@ -13,7 +13,7 @@ use http::StatusCode;
 
 pub async fn revoke(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
-    let params = Params::of(&cx)?;
+    let params = Params::limited(&cx)?;
     let client = OAuthClient::identify(&cx.engine, tenant, &cx.headers, &params)?;
     if client.id().is_none() {
         return Err(ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_client", "the client must identify itself"));

@@ -32,16 +32,9 @@ pub struct TokenRequest {
 pub async fn token(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant().to_string();
     let key = realm_key(&cx.engine, &tenant)?;
-    if let Some(ip) = cx.peer {
-        cx.engine.limits.token_ip.check(&ip.to_string())?;
-    }
-    let params = Params::of(&cx)?;
-    // Per user (password grant) or client (client credentials); a refresh grant
-    // names neither before its token is verified, and falls under the address limit only.
-    let client_id = OAuthClient::named(&cx.headers, &params);
-    if let Some(who) = params.get("username").or(client_id.as_deref()) {
-        cx.engine.limits.token_user.check(&format!("{tenant}\0{}", who.to_lowercase()))?;
-    }
+    // A refresh grant names neither user nor client before its token is
+    // verified, and falls under the address limit only.
+    let params = Params::limited(&cx)?;
     let client = OAuthClient::identify(&cx.engine, &tenant, &cx.headers, &params)?;
     let req: TokenRequest = params.decode()?;
     let pair = match req.grant_type.as_deref() {
