@@ -258,7 +258,7 @@ pub struct Refresh<'a> {
     /// The `jti` of the refresh token that replaces it.
     pub next_jti: String,
     /// Until when the session is remembered as ended if this is a reuse
-    /// ([`session::remembered_until`]).
+    /// (`auth::session::remembered_until`).
     pub remember_until: u64,
 }
 

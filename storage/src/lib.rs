@@ -6,6 +6,19 @@
 //! another tenant's. Secondary indexes are written in the same transaction as
 //! their record. A write is durable once [`Store::durable`] returns: callers
 //! acknowledge nothing before that.
+//!
+//! # Layout
+//!
+//! - `store`, `databases`: opening the databases and their trees; [`Store`]
+//! - `tx`: [`Tx`], one transaction over every record kind (what operations write through)
+//! - `codec`, `keys`: how values and keys are encoded
+//! - `seal`: secrets sealed at rest (AES-256-GCM)
+//! - `flusher`, `space`: grouped flushes, and refusing writes on a full disk
+//! - one module per record kind: `tenants`, `users` (and `user_directory`),
+//!   `identity` (addresses, sessions, realm configuration), `clients`, `links`,
+//!   `push_tokens`, `provider_tokens`, `apps`, `versions`, `properties`,
+//!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
+//!   `deliveries`
 
 mod codec;
 mod databases;

@@ -87,6 +87,16 @@
 //!
 //! HMS counts per token (a request may carry up to 1000). See `control` for the other
 //! routes (`/requests`, `/accepted`, `/reset`, `/ca.pem`).
+//!
+//! ## Layout
+//!
+//! - `server`, `tls`: the TLS listeners (HTTP/2 or HTTP/1.1) and the simulators' own CA
+//! - `provider`: the three simulated services; `apns`, `fcm`, `hms`: each one's endpoints
+//! - `jwt`, `credentials`: verifying what Herald signs; generating credentials the simulators accept
+//! - `control`: the plain-HTTP control API for tests, scripts and the load benchmark
+//! - `faults`, `body`: injected faults and hostile answers
+//! - `state`, `stats`, `record`: shared state, counters, the last requests in full
+//! - `files`, `util`, `error`: atomic writes, small helpers, the error type
 
 #![warn(missing_docs)]
 
