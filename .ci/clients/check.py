@@ -162,6 +162,23 @@ def setup(s: State):
         s["client_id"], s["client_secret"] = register_device_client(s.need("admin"))
 
 
+# ---------------------------------------------------------------- discovery (requests)
+
+
+def check_discovery(s: State):
+    with step("discovery.endpoints_served"):
+        # Every endpoint discovery advertises answers its method with something other than 404 or 405.
+        doc = requests.get(f"{REALM}/.well-known/openid-configuration", timeout=TIMEOUT).json()
+        methods = {"token_endpoint": "POST", "introspection_endpoint": "POST", "revocation_endpoint": "POST"}
+        unserved = []
+        for name, url in sorted(doc.items()):
+            if name.endswith("_endpoint") or name == "jwks_uri":
+                r = requests.request(methods.get(name, "GET"), url, timeout=TIMEOUT)
+                if r.status_code in (404, 405):
+                    unserved.append(f"{name} ({methods.get(name, 'GET')} {url}: {r.status_code})")
+        assert not unserved, f"advertised but not served: {unserved}"
+
+
 # ---------------------------------------------------------------- python-keycloak
 
 
@@ -730,6 +747,7 @@ def generated_client_calls(s: State, work: pathlib.Path):
 # ---------------------------------------------------------------- main
 
 CHECKS = [
+    ("discovery", check_discovery),
     ("keycloak", check_keycloak),
     ("authlib", check_authlib),
     ("requests_oauthlib", check_requests_oauthlib),
