@@ -3,9 +3,30 @@
 //! disabled, a client locked) can take it back before it expires. Every
 //! route, the userinfo endpoint and token introspection ask the same way.
 
-use super::tokens::AccessClaims;
+use super::tokens::{self, AccessClaims, TYP_ACCESS, TYP_REFRESH};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
+
+/// The claims of `token` if it is an access or a refresh token of realm
+/// `tenant` (signature, issuer and expiry checked; not whether it is still
+/// in force); the refresh kind is tried first when `refresh_first`.
+pub(crate) fn realm_token(engine: &Engine, tenant: &str, token: &str, refresh_first: bool) -> Option<AccessClaims> {
+    let kinds = if refresh_first { [TYP_REFRESH, TYP_ACCESS] } else { [TYP_ACCESS, TYP_REFRESH] };
+    kinds.iter().find_map(|typ| {
+        let (token_tenant, claims) =
+            tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, typ).ok()?;
+        (token_tenant == tenant).then_some(claims)
+    })
+}
+
+/// Whether a token of the realm (its claims) is still in force: an access
+/// token by [`check_access`], a refresh token by [`check_refresh`].
+pub(crate) fn check(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
+    match claims.typ.as_str() {
+        TYP_REFRESH => check_refresh(engine, tenant, claims),
+        _ => check_access(engine, tenant, claims),
+    }
+}
 
 /// Refuses an access token taken back since it was issued: its session
 /// ended (logout, revocation, a refresh token reused), or, for a user's

@@ -4,7 +4,6 @@
 //! and taking one back.
 
 use crate::auth::session;
-use crate::auth::tokens::{self, TYP_ACCESS, TYP_REFRESH};
 use crate::auth::{Access, Caller, TokenPair, ADMIN, ADMIN_OR_CLIENT, ADMIN_OR_READ};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
@@ -203,28 +202,15 @@ impl Realm<'_> {
     /// refresh token also stops being active once used).
     pub async fn introspect(&self, caller: &Caller, tenant: &str, token: &str) -> ApiResult<Introspection> {
         caller.authorize(Some(tenant), access::INTROSPECT)?;
-        let engine = self.0;
-        for typ in [TYP_ACCESS, TYP_REFRESH] {
-            let Ok((token_tenant, claims)) =
-                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, typ)
-            else {
-                continue;
-            };
-            if token_tenant != tenant {
-                break;
-            }
-            let in_force = match typ {
-                TYP_ACCESS => session::check_access(engine, tenant, &claims),
-                _ => session::check_refresh(engine, tenant, &claims),
-            };
-            return match in_force {
-                Ok(()) => Ok(Introspection::active(claims)),
-                // Storage failing is not an answer about the token.
-                Err(e) if e.status.is_server_error() => Err(e),
-                Err(_) => Ok(Introspection::default()),
-            };
+        let Some(claims) = session::realm_token(self.0, tenant, token, false) else {
+            return Ok(Introspection::default());
+        };
+        match session::check(self.0, tenant, &claims) {
+            Ok(()) => Ok(Introspection::active(claims)),
+            // Storage failing is not an answer about the token.
+            Err(e) if e.status.is_server_error() => Err(e),
+            Err(_) => Ok(Introspection::default()),
         }
-        Ok(Introspection::default())
     }
 
     /// Takes back `token` (an access or refresh token of the tenant) by
@@ -232,18 +218,10 @@ impl Realm<'_> {
     /// Answers whether there was such a token to take back.
     pub async fn revoke(&self, caller: &Caller, tenant: &str, token: &str) -> ApiResult<bool> {
         caller.authorize(Some(tenant), access::REVOKE)?;
-        let engine = self.0;
-        for typ in [TYP_ACCESS, TYP_REFRESH] {
-            if let Ok((token_tenant, claims)) =
-                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, typ)
-            {
-                if token_tenant != tenant {
-                    return Ok(false);
-                }
-                ops::end_session(engine, tenant, &claims.session_state).await?;
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let Some(claims) = session::realm_token(self.0, tenant, token, false) else {
+            return Ok(false);
+        };
+        ops::end_session(self.0, tenant, &claims.session_state).await?;
+        Ok(true)
     }
 }

@@ -4,8 +4,7 @@
 
 use super::client_auth::OAuthClient;
 use super::params::{Params, TokenParams};
-use super::realm_token;
-use crate::auth::tokens::{TYP_ACCESS, TYP_REFRESH};
+use crate::auth::session;
 use crate::error::{ApiError, ApiResult};
 use crate::http::{empty, Cx, Response};
 use crate::ops::realm;
@@ -20,11 +19,8 @@ pub async fn revoke(cx: Cx) -> ApiResult<Response> {
     }
     let req: TokenParams = params.decode()?;
     // The hint only orders the search (§2.1).
-    let kinds = match req.token_type_hint.as_deref() {
-        Some("refresh_token") => [TYP_REFRESH, TYP_ACCESS],
-        _ => [TYP_ACCESS, TYP_REFRESH],
-    };
-    let Some(claims) = kinds.iter().find_map(|typ| realm_token(&cx.engine, tenant, &req.token, typ).ok()) else {
+    let refresh_first = req.token_type_hint.as_deref() == Some("refresh_token");
+    let Some(claims) = session::realm_token(&cx.engine, tenant, &req.token, refresh_first) else {
         // An invalid, expired or unknown token: nothing to revoke (§2.2).
         return Ok(empty(StatusCode::OK));
     };
