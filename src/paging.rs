@@ -10,7 +10,7 @@ pub struct Paging {
 }
 
 /// The spec's upper bound of `page`.
-const MAX_PAGE: usize = 21_474_837;
+pub const MAX_PAGE: usize = 21_474_837;
 
 impl Paging {
     /// Reads `page` and `size_name` (`page_size` or `pageSize`), default page 1 and size 20.

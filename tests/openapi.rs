@@ -154,3 +154,232 @@ async fn error_bodies_follow_the_documented_schemas() {
     assert_eq!(keys(&b), required("OpsErrorBody"), "{b}");
     server.shutdown().await;
 }
+
+/// The component schema a `$ref` names.
+fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str() {
+        Some(r) => &doc["components"]["schemas"][r.trim_start_matches("#/components/schemas/")],
+        None => schema,
+    }
+}
+
+fn strings_of(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn set(values: &[&str]) -> BTreeSet<String> {
+    values.iter().map(|s| s.to_string()).collect()
+}
+
+/// A query parameter of an operation.
+fn query_param<'a>(doc: &'a Value, method: &str, path: &str, name: &str) -> &'a Value {
+    doc["paths"][path][method]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["in"] == "query" && p["name"] == name)
+        .unwrap_or_else(|| panic!("{method} {path}: no query parameter {name}"))
+}
+
+/// The token request is declared form-encoded only (both encodings made
+/// openapi-python-client generate a module that fails on import), its grant
+/// types are exactly discovery's, and the form it declares is answered.
+#[tokio::test]
+async fn token_request_is_form_encoded_only() {
+    let server = TestServer::start().await;
+    server.create_tenant("acme").await;
+    let (_, doc) = server.call(Method::GET, "/openapi.json", None, None).await;
+    let path = "/auth/realms/{tenantId}/protocol/openid-connect/token";
+    let content = doc["paths"][path]["post"]["requestBody"]["content"].as_object().expect("token request body");
+    assert_eq!(content.keys().collect::<Vec<_>>(), ["application/x-www-form-urlencoded"], "{content:?}");
+    let form = resolve(&doc, &content["application/x-www-form-urlencoded"]["schema"]);
+    assert!(strings_of(&form["required"]).contains("grant_type"), "{form}");
+    let (s, discovery) =
+        server.call(Method::GET, "/auth/realms/acme/.well-known/openid-configuration", None, None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        strings_of(&form["properties"]["grant_type"]["enum"]),
+        strings_of(&discovery["grant_types_supported"]),
+        "grant types: document and discovery"
+    );
+    for field in ["username", "password", "client_id", "client_secret", "refresh_token", "scope"] {
+        assert!(form["properties"][field].is_object(), "{field} missing from {form}");
+    }
+    // The declared encoding is the one served.
+    let (s, b) = server.password_grant("acme", "admin", common::PASSWORD).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    server.shutdown().await;
+}
+
+/// Closed sets are enums of exactly the values the validators accept.
+#[tokio::test]
+async fn closed_sets_are_enums_of_exactly_the_accepted_values() {
+    use herald::models::{app::CATEGORIES, property, push_token::provider_names, webhook::AUTH_TYPES};
+    let server = TestServer::start().await;
+    server.create_tenant("acme").await;
+    let token = server.admin_token("acme").await;
+    let (_, doc) = server.call(Method::GET, "/openapi.json", None, None).await;
+    let schemas = &doc["components"]["schemas"];
+
+    // App categories: the enum, and the server's answer to each value and to another.
+    let categories = &schemas["AppBody"]["properties"]["categories"];
+    assert_eq!(categories["type"], "array", "{categories}");
+    assert_eq!(strings_of(&categories["items"]["enum"]), set(&CATEGORIES), "{categories}");
+    assert_eq!((categories["minItems"].as_u64(), categories["uniqueItems"].as_bool()), (Some(1), Some(true)));
+    for (i, c) in CATEGORIES.iter().enumerate() {
+        let mut body = common::fcm_app_body();
+        body["categories"] = serde_json::json!([c]);
+        let (s, b) =
+            server.call(Method::POST, &format!("/v1/tenants/acme/apps/app{i}"), Some(&token), Some(body)).await;
+        assert_eq!(s, StatusCode::CREATED, "category {c}: {b}");
+    }
+    let mut body = common::fcm_app_body();
+    body["categories"] = serde_json::json!(["marketing"]);
+    let (s, b) = server.call(Method::POST, "/v1/tenants/acme/apps/other", Some(&token), Some(body)).await;
+    assert_eq!((s, common::field(&b)), (StatusCode::BAD_REQUEST, "categories[0]".to_string()), "{b}");
+    let stored = &schemas["PushConfigView"]["properties"]["categories"]["items"]["enum"];
+    assert_eq!(strings_of(stored), set(&CATEGORIES));
+
+    // The other closed sets, each against the constant its validator reads.
+    let enum_of = |schema: &str, path: &[&str]| -> BTreeSet<String> {
+        let mut v = &schemas[schema];
+        for p in path {
+            v = &v[*p];
+        }
+        v["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{schema}.{path:?}: no enum in {v}"))
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let providers = provider_names();
+    let cases: Vec<(&str, Vec<&str>, BTreeSet<String>)> = vec![
+        ("PropertyBody", vec!["properties", "type"], set(&property::TYPES)),
+        ("PropertyBody", vec!["properties", "encryption"], set(&property::ENCRYPTIONS)),
+        ("PropertyBody", vec!["properties", "visibility", "items"], set(&property::VISIBILITY)),
+        ("PutPushToken", vec!["properties", "pushProvider"], set(&providers)),
+        ("PushTokenView", vec!["properties", "pushProvider"], set(&providers)),
+        ("WebhookBody", vec!["properties", "authType"], set(&AUTH_TYPES)),
+        ("WebhookView", vec!["properties", "authType"], set(&AUTH_TYPES)),
+        ("DomainEvent", vec!["properties", "type"], set(&["domain"])),
+        ("PolicyBody", vec!["properties", "type"], set(&[herald::models::version::QUORUM])),
+        ("CredentialWrite", vec!["properties", "type"], set(&[herald::models::user::PASSWORD])),
+        ("ArchView", vec!["properties", "registrationState"], set(&["VOTING", "REGISTERED", "FAILED"])),
+        ("SignerView", vec!["properties", "state"], set(&["ACTIVE", "RETIRED", "REVOKED"])),
+        ("SignerView", vec!["properties", "status"], set(&["REQUESTED", "ISSUED", "FAILED"])),
+        ("CertView", vec!["properties", "status"], set(&["REQUESTED", "ISSUED", "FAILED", "REVOKED"])),
+        (
+            "LdapBody",
+            vec!["properties", "config", "properties", "editMode", "items"],
+            set(&["READ_ONLY", "WRITABLE", "UNSYNCED"]),
+        ),
+        ("MessagePriority", vec![], set(&["HIGH", "NORMAL", "LOW"])),
+        ("Category", vec![], set(&CATEGORIES)),
+    ];
+    for (schema, path, expected) in cases {
+        assert_eq!(enum_of(schema, &path), expected, "{schema}.{path:?}");
+    }
+    // A value outside a declared set is refused, naming the field.
+    let (s, b) = server
+        .call(
+            Method::POST,
+            "/v1/tenants/acme/webhooks",
+            Some(&token),
+            Some(serde_json::json!({"filter": "type=domain", "callbackUrl": "https://example.com/h", "authType": "DIGEST"})),
+        )
+        .await;
+    assert_eq!((s, common::field(&b)), (StatusCode::BAD_REQUEST, "authType".to_string()), "{b}");
+    server.shutdown().await;
+}
+
+/// Numeric and timestamp query parameters are typed, with the bounds the
+/// server enforces: every bounded integer of a tenant-wide GET list answers at
+/// its minimum and maximum and refuses one past either.
+#[tokio::test]
+async fn numeric_and_time_query_parameters_are_typed() {
+    let server = TestServer::start().await;
+    server.create_tenant("acme").await;
+    let token = server.admin_token("acme").await;
+    let (_, doc) = server.call(Method::GET, "/openapi.json", None, None).await;
+
+    let users = "/auth/realms/{tenantId}/users";
+    let limit = &query_param(&doc, "get", users, "limit")["schema"];
+    assert_eq!(limit["type"], "integer", "{limit}");
+    assert_eq!(
+        (limit["minimum"].as_u64(), limit["maximum"].as_u64()),
+        (Some(1), Some(herald::api::user_lists::MAX_LIMIT as u64))
+    );
+    for name in ["offset", "from", "to"] {
+        let p = &query_param(&doc, "get", users, name)["schema"];
+        assert_eq!((p["type"].as_str(), p["minimum"].as_u64()), (Some("integer"), Some(0)), "{name}: {p}");
+    }
+    for name in ["isUserEnabled", "isEmailVerified"] {
+        assert_eq!(query_param(&doc, "get", users, name)["schema"]["type"], "boolean", "{name}");
+    }
+    assert_eq!(strings_of(&query_param(&doc, "get", users, "orderBy")["schema"]["enum"]), set(&["asc", "desc"]));
+    let since = &query_param(&doc, "post", "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay", "since")["schema"];
+    assert_eq!((since["type"].as_str(), since["format"].as_str()), (Some("string"), Some("date-time")), "{since}");
+    let (s, b) =
+        server.call(Method::GET, "/auth/realms/acme/users?from=0&to=99999999999999&limit=1", Some(&token), None).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(op) = item.get("get") else { continue };
+        if herald::openapi::path_params(path).ne(["tenantId"]) {
+            continue;
+        }
+        for p in op["parameters"].as_array().unwrap().iter().filter(|p| p["in"] == "query") {
+            let (name, schema) = (p["name"].as_str().unwrap(), &p["schema"]);
+            // MinResourceVersion waits for that version of the catalogue.
+            if schema["type"] != "integer" || name == "MinResourceVersion" {
+                continue;
+            }
+            let url = |v: &str| format!("{}?{name}={v}", path.replace("{tenantId}", "acme"));
+            let min = schema["minimum"].as_u64().unwrap_or_else(|| panic!("{path} {name}: no minimum"));
+            let (s, b) = server.call(Method::GET, &url(&min.to_string()), Some(&token), None).await;
+            assert!(s.is_success(), "{path} {name}={min}: {s} {b}");
+            if min > 0 {
+                let (s, b) = server.call(Method::GET, &url(&(min - 1).to_string()), Some(&token), None).await;
+                assert_eq!(s, StatusCode::BAD_REQUEST, "{path} {name}={}: {b}", min - 1);
+            }
+            if let Some(max) = schema["maximum"].as_u64() {
+                let (s, b) = server.call(Method::GET, &url(&max.to_string()), Some(&token), None).await;
+                assert!(s.is_success(), "{path} {name}={max}: {s} {b}");
+                let (s, b) = server.call(Method::GET, &url(&(max as u128 + 1).to_string()), Some(&token), None).await;
+                assert_eq!(s, StatusCode::BAD_REQUEST, "{path} {name}={}: {b}", max as u128 + 1);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} integer parameters checked");
+    server.shutdown().await;
+}
+
+/// The CRL is declared as binary under the content type it is served with.
+#[tokio::test]
+async fn crl_answer_is_binary() {
+    let server = TestServer::start().await;
+    server.create_tenant("acme").await;
+    let token = server.admin_token("acme").await;
+    let (_, doc) = server.call(Method::GET, "/openapi.json", None, None).await;
+    let content = doc["paths"]["/v2/tenants/{tenantId}/signers/{signerSpec}/crl"]["get"]["responses"]["200"]["content"]
+        .as_object()
+        .expect("CRL content");
+    assert_eq!(content.keys().collect::<Vec<_>>(), ["application/pkix-crl"]);
+    let schema = &content["application/pkix-crl"]["schema"];
+    assert_eq!((schema["type"].as_str(), schema["format"].as_str()), (Some("string"), Some("binary")), "{schema}");
+
+    let resp =
+        server.http.get(server.url("/v2/tenants/acme/signers/root/crl")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/pkix-crl");
+    let der = resp.bytes().await.unwrap();
+    assert_eq!(der.first(), Some(&0x30), "a DER SEQUENCE");
+    server.shutdown().await;
+}

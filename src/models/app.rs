@@ -12,6 +12,16 @@ use serde::{Deserialize, Serialize};
 
 pub const CATEGORIES: [&str; 3] = ["chat", "payment", "tms"];
 
+/// `categories` as [`AppBody::validate`] accepts them: one or more of [`CATEGORIES`], no repeats.
+fn categories_schema() -> utoipa::openapi::schema::Array {
+    crate::openapi::schema::string_array(&CATEGORIES).min_items(Some(1)).unique_items(true).build()
+}
+
+/// `categories` as stored (validated on write).
+fn stored_categories_schema() -> utoipa::openapi::schema::Array {
+    crate::openapi::schema::string_array(&CATEGORIES).unique_items(true).build()
+}
+
 /// What a read shows in place of a stored secret; sent back on update it keeps
 /// the stored value.
 pub const MASK: &str = "***";
@@ -22,6 +32,7 @@ pub const MASK: &str = "***";
 pub struct AppBody {
     /// Optional; when given it must equal the path's app name.
     pub app_name: Option<String>,
+    #[schema(schema_with = categories_schema)]
     pub categories: Vec<String>,
     pub android_api_key: Option<String>,
     #[serde(rename = "fcmServiceAccountJSON")]
@@ -203,6 +214,7 @@ pub struct AppView {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigView {
+    #[schema(schema_with = stored_categories_schema)]
     pub categories: Vec<String>,
     pub android_api_key: Option<String>,
     #[serde(rename = "fcmServiceAccountJSON")]

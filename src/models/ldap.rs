@@ -20,7 +20,51 @@ pub struct LdapBody {
     pub provider_id: Option<String>,
     pub provider_type: String,
     pub parent_id: Option<String>,
+    #[schema(schema_with = config_schema)]
     pub config: BTreeMap<String, Vec<String>>,
+}
+
+/// `config` as [`LdapBody::validate`] reads it: only the known fields, each an
+/// array of one string, booleans as `"true"`/`"false"`, integers in decimal
+/// (empty allowed but for `priority`), the closed sets of [`ENUMS`].
+fn config_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, ObjectBuilder, Type};
+    let one =
+        |item: utoipa::openapi::Object| ArrayBuilder::new().items(item).min_items(Some(1)).max_items(Some(1)).build();
+    let text = || ObjectBuilder::new().schema_type(Type::String).max_length(Some(4096));
+    let mut config = ObjectBuilder::new().schema_type(Type::Object);
+    for k in BOOLEANS {
+        config = config.property(k, one(crate::openapi::schema::strings(&["true", "false"])));
+    }
+    for (k, min, max) in INTEGERS {
+        // Empty is allowed but for `priority`; small ranges are listed, larger ones are decimal integers.
+        let empty = (k != "priority").then_some(String::new());
+        let schema = if max.checked_sub(min).is_some_and(|d| d <= 60) {
+            let values: Vec<String> = (min..=max).map(|n| n.to_string()).chain(empty).collect();
+            crate::openapi::schema::strings(&values.iter().map(String::as_str).collect::<Vec<_>>())
+        } else {
+            // As `str::parse::<i64>` reads them: an optional sign, decimal digits.
+            let number = match min {
+                0.. => "[+]?[0-9]+",
+                -1 => "-1|[+]?[0-9]+",
+                _ => "[+-]?[0-9]+",
+            };
+            let pattern = if empty.is_some() { format!("^({number})?$") } else { format!("^({number})$") };
+            text().pattern(Some(pattern)).build()
+        };
+        config = config.property(k, one(schema));
+    }
+    for (k, allowed) in ENUMS {
+        config = config.property(k, one(crate::openapi::schema::strings(allowed)));
+    }
+    for k in TEXTS {
+        config = config.property(k, one(text().build()));
+    }
+    config
+        .required("connectionUrl")
+        .required("usersDn")
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .build()
 }
 
 const BOOLEANS: [&str; 16] = [

@@ -34,6 +34,7 @@ pub struct NoncePayload {
     pub portal_session_id: Option<String>,
     pub expected_user_id: Option<String>,
     /// Seconds until the nonce expires: default 300, at most 3600.
+    #[schema(minimum = 1, maximum = 3600)]
     pub timeout: Option<i64>,
     pub credential: Option<NonceCredential>,
 }

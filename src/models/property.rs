@@ -7,6 +7,32 @@ use serde::{Deserialize, Serialize};
 
 pub const TYPES: [&str; 5] = ["OCTETSTRING", "INTEGER", "BOOLEAN", "UTF8STRING", "DATE"];
 pub const VISIBILITY: [&str; 3] = ["CLIENT", "INTERNAL", "EXTERNAL"];
+/// Values of `encryption` (absent: `NONE`).
+pub const ENCRYPTIONS: [&str; 2] = ["NONE", "SERVER_SIDE_DB"];
+/// Values of `cpFlags` (absent: 0).
+pub const CP_FLAGS: [u32; 3] = [0, 512, 768];
+
+fn type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&TYPES)
+}
+
+fn encryption_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::nullable_strings(&ENCRYPTIONS)
+}
+
+fn cp_flags_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let values = CP_FLAGS.iter().map(|&f| serde_json::Value::from(f)).chain([serde_json::Value::Null]);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .enum_values(Some(values))
+        .build()
+}
+
+fn visibility_schema() -> utoipa::openapi::schema::Array {
+    crate::openapi::schema::nullable_string_array(&VISIBILITY)
+}
+
 pub const FIELDS: [&str; 8] = ["name", "type", "encryption", "readOnly", "notify", "inKeystorage", "cpFlags", "value"];
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -14,13 +40,17 @@ pub const FIELDS: [&str; 8] = ["name", "type", "encryption", "readOnly", "notify
 pub struct PropertyBody {
     pub name: String,
     #[serde(rename = "type")]
+    #[schema(schema_with = type_schema)]
     pub kind: String,
     pub value: String,
+    #[schema(schema_with = encryption_schema)]
     pub encryption: Option<String>,
     pub read_only: Option<bool>,
     pub notify: Option<bool>,
     pub in_keystorage: Option<bool>,
+    #[schema(schema_with = cp_flags_schema)]
     pub cp_flags: Option<u32>,
+    #[schema(schema_with = visibility_schema)]
     pub visibility: Option<Vec<String>>,
 }
 
@@ -34,10 +64,10 @@ impl PropertyBody {
             return Err(ApiError::field("value", "must not be empty"));
         }
         check_value(&self.kind, &self.value)?;
-        if !matches!(self.encryption(), "NONE" | "SERVER_SIDE_DB") {
+        if !ENCRYPTIONS.contains(&self.encryption()) {
             return Err(ApiError::field("encryption", "must be NONE or SERVER_SIDE_DB"));
         }
-        if !matches!(self.cp_flags.unwrap_or(0), 0 | 512 | 768) {
+        if !CP_FLAGS.contains(&self.cp_flags.unwrap_or(0)) {
             return Err(ApiError::field("cpFlags", "must be 0, 512 or 768"));
         }
         for (i, v) in self.visibility.iter().flatten().enumerate() {

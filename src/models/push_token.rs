@@ -4,6 +4,19 @@ use crate::error::{ApiError, ApiResult};
 use herald_storage::push_tokens::PushProvider;
 use serde::{Deserialize, Serialize};
 
+/// The provider names `pushProvider` takes ([`PushProvider::parse`]).
+pub fn provider_names() -> Vec<&'static str> {
+    PushProvider::ALL.iter().map(|p| p.as_str()).collect()
+}
+
+fn provider_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::nullable_strings(&provider_names())
+}
+
+fn stored_provider_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&provider_names())
+}
+
 /// `PUT /v1/tenants/{t}/clients/{astClientId}/pushtoken`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -11,6 +24,8 @@ pub struct PutPushToken {
     pub app_name: String,
     /// Empty removes the stored token (the deprecated variant of spec 000).
     pub push_token: String,
+    /// Required unless the token carries a legacy prefix (`APNS:`, `FCM:`, ...).
+    #[schema(schema_with = provider_schema)]
     pub push_provider: Option<String>,
 }
 
@@ -20,6 +35,7 @@ pub struct PutPushToken {
 pub struct PushTokenView {
     pub app_name: String,
     pub push_token: String,
+    #[schema(schema_with = stored_provider_schema)]
     pub push_provider: String,
     pub is_valid: bool,
     pub assigned_users: Vec<String>,

@@ -10,6 +10,28 @@ use herald_storage::certificates::CertRecord;
 use herald_storage::signers::Signer;
 use serde::{Deserialize, Serialize};
 
+fn signer_state_schema() -> utoipa::openapi::Object {
+    use herald_storage::signers::{ACTIVE, RETIRED, REVOKED};
+    crate::openapi::schema::strings(&[ACTIVE, RETIRED, REVOKED])
+}
+
+fn signer_status_schema() -> utoipa::openapi::Object {
+    use herald_storage::signers::{FAILED, ISSUED, REQUESTED};
+    crate::openapi::schema::strings(&[REQUESTED, ISSUED, FAILED])
+}
+
+fn cert_status_schema() -> utoipa::openapi::Object {
+    use herald_storage::signers::{FAILED, ISSUED, REQUESTED};
+    crate::openapi::schema::strings(&[REQUESTED, ISSUED, FAILED, herald_storage::certificates::REVOKED])
+}
+
+/// The one profile client certificates are issued with.
+pub const CERT_PROFILE: &str = "AST_DEVICE";
+
+fn cert_profile_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&[CERT_PROFILE])
+}
+
 /// `POST /v2/.../signers`: an optional name.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -48,10 +70,14 @@ pub struct SignerView {
     pub id: String,
     pub tenant: String,
     pub name: String,
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub created_at: String,
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub updated_at: String,
     pub generation: u64,
+    #[schema(schema_with = signer_state_schema)]
     pub state: String,
+    #[schema(schema_with = signer_status_schema)]
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
@@ -108,19 +134,24 @@ pub struct SignerChain {
 #[serde(rename_all = "camelCase")]
 pub struct CertView {
     pub cert_ref: String,
+    #[schema(schema_with = cert_status_schema)]
     pub status: String,
     pub signer: String,
     pub user: String,
     pub client: String,
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub requested_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub issued_at: Option<String>,
+    #[schema(schema_with = cert_profile_schema)]
     pub cert_profile: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial_number: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub revoked_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate: Option<String>,

@@ -28,12 +28,20 @@ impl AttrValue {
     }
 }
 
+/// The one credential type a user write sets.
+pub const PASSWORD: &str = "password";
+
+fn credential_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&[PASSWORD])
+}
+
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialWrite {
     #[serde(default)]
     pub temporary: bool,
     #[serde(rename = "type")]
+    #[schema(schema_with = credential_type_schema)]
     pub kind: String,
     pub value: String,
 }
@@ -154,7 +162,7 @@ impl UserWrite {
         validate_names("realmRoles", self.realm_roles.as_deref().unwrap_or_default())?;
         validate_names("requiredActions", self.required_actions.as_deref().unwrap_or_default())?;
         for (i, c) in self.credentials.iter().flatten().enumerate() {
-            if c.kind != "password" {
+            if c.kind != PASSWORD {
                 return Err(ApiError::field(&format!("credentials[{i}].type"), "only password is supported"));
             }
             validate::length(&format!("credentials[{i}].value"), &c.value, 1, 1024)?;

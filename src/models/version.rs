@@ -96,12 +96,24 @@ pub struct LockBody {
     pub version_lock: bool,
 }
 
+fn registration_state_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&[VOTING, REGISTERED, FAILED])
+}
+
+/// The one kind of registration policy that can be created.
+pub const QUORUM: &str = "QUORUM";
+
+fn policy_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&[QUORUM])
+}
+
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchView {
     pub version_id: String,
     pub architecture: String,
     pub is_registered: bool,
+    #[schema(schema_with = registration_state_schema)]
     pub registration_state: String,
 }
 
@@ -155,7 +167,11 @@ impl VersionView {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyParameters {
+    /// At most `maxVotes`.
+    #[schema(minimum = 1, maximum = 1000)]
     pub quorum_size: u32,
+    /// Up to [`MAX_VOTES`].
+    #[schema(minimum = 1, maximum = 1000)]
     pub max_votes: u32,
 }
 
@@ -164,6 +180,7 @@ pub struct PolicyParameters {
 pub struct PolicyBody {
     pub name: String,
     #[serde(rename = "type")]
+    #[schema(schema_with = policy_type_schema)]
     pub kind: String,
     pub parameters: PolicyParameters,
 }
@@ -171,7 +188,7 @@ pub struct PolicyBody {
 impl PolicyBody {
     pub fn validate(&self) -> ApiResult<()> {
         validate::id("name", &self.name, 1, 50)?;
-        if self.kind != "QUORUM" {
+        if self.kind != QUORUM {
             return Err(ApiError::field("type", "must be QUORUM"));
         }
         let p = &self.parameters;

@@ -14,12 +14,28 @@ pub struct Credentials {
     pub password: String,
 }
 
+/// Values of `authType` (absent: `NONE`).
+pub const AUTH_TYPES: [&str; 2] = ["NONE", "BASIC"];
+
+fn auth_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::nullable_strings(&AUTH_TYPES)
+}
+
+fn stored_auth_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&AUTH_TYPES)
+}
+
+fn domain_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&["domain"])
+}
+
 /// Body of create and update.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookBody {
     pub filter: String,
     pub callback_url: String,
+    #[schema(schema_with = auth_type_schema)]
     pub auth_type: Option<String>,
     pub auth_credentials: Option<Credentials>,
     pub active: Option<bool>,
@@ -69,11 +85,14 @@ pub struct WebhookView {
     pub tenant_id: String,
     pub filter: String,
     pub callback_url: String,
+    #[schema(schema_with = stored_auth_type_schema)]
     pub auth_type: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_credentials: Option<CredentialsView>,
     pub active: bool,
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub created_at: String,
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub modified_at: String,
     pub created_by: String,
     pub modified_by: String,
@@ -217,8 +236,12 @@ pub fn requeue(entry: &OutboxEntry, since_ms: u64, now: u64) -> Option<OutboxEnt
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DomainEvent {
+    /// Only `domain` events can be published.
     #[serde(rename = "type")]
+    #[schema(schema_with = domain_type_schema)]
     pub kind: String,
+    /// UPPER_SNAKE_CASE.
+    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Z0-9_]+$")]
     pub event: String,
     #[serde(default)]
     pub data: Value,

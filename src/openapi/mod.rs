@@ -3,6 +3,7 @@
 //! types of [`operations`] (schemas derived with utoipa), so it cannot drift from the code.
 
 pub mod operations;
+pub mod schema;
 
 use crate::auth::Access;
 use crate::error::{ApiResult, Family};
@@ -113,6 +114,7 @@ fn operation(route: &Route, op: Option<&Op>, components: &mut Components) -> Val
                     r["content"] = json!({ "application/json": { "schema": f(components) } })
                 }
                 operations::Answer::Text(media) => r["content"] = json!({ *media: { "schema": { "type": "string" } } }),
+                operations::Answer::Binary(media) => r["content"] = json!({ *media: { "schema": schema::binary() } }),
                 operations::Answer::Empty => {}
             }
             responses.insert(status.to_string(), r);

@@ -2,6 +2,7 @@
 //! as Rust types whose schemas utoipa derives. Keyed by method and path; `tests/openapi.rs`
 //! fails when this table and the router's disagree.
 
+use super::schema::{query_integer, query_string_list, query_strings};
 use super::Components;
 use crate::models::{
     address::AddressWrite, app::AppBody, app::AppView, catalogue::CatalogueService, client::LinkBody, client::LinkView,
@@ -14,6 +15,7 @@ use crate::models::{
     version::VersionBody, version::VersionView, version::VoteBody, webhook::DomainEvent, webhook::WebhookBody,
     webhook::WebhookView,
 };
+use crate::paging::MAX_PAGE;
 use http::Method;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -50,6 +52,8 @@ pub fn objects(_: &mut Components) -> Value {
 pub enum Answer {
     Json(SchemaFn),
     Text(&'static str),
+    /// Raw bytes of this media type (`type: string, format: binary`).
+    Binary(&'static str),
     Empty,
 }
 
@@ -57,17 +61,14 @@ pub enum Answer {
 pub struct Query {
     pub name: &'static str,
     pub required: bool,
-    /// A 1-based integer (`page`, page sizes) rather than free text.
-    pub integer: bool,
+    /// Its JSON schema: free text unless the handler parses it (integers with
+    /// their bounds, booleans, closed sets, timestamps).
+    pub value: Value,
 }
 
 impl Query {
     pub fn schema(&self) -> Value {
-        if self.integer {
-            json!({ "type": "integer", "minimum": 1 })
-        } else {
-            json!({ "type": "string" })
-        }
+        self.value.clone()
     }
 }
 
@@ -106,9 +107,9 @@ impl Op {
         self.body_optional = true;
         self.body(f)
     }
-    /// Also (or only) accepted form-encoded.
+    /// Declared form-encoded only (the OAuth endpoints: RFC 6749 §4, RFC 7009, RFC 7662).
     pub fn form(mut self) -> Op {
-        self.media = &["application/x-www-form-urlencoded", "application/json"];
+        self.media = &["application/x-www-form-urlencoded"];
         self
     }
     pub fn json(mut self, status: u16, f: SchemaFn) -> Op {
@@ -119,47 +120,72 @@ impl Op {
         self.responses.push((status, Answer::Text(media)));
         self
     }
+    /// Raw bytes of `media` (a DER CRL).
+    pub fn binary(mut self, status: u16, media: &'static str) -> Op {
+        self.responses.push((status, Answer::Binary(media)));
+        self
+    }
     pub fn empty(mut self, status: u16) -> Op {
         self.responses.push((status, Answer::Empty));
         self
     }
+    /// Optional free-text parameters.
     pub fn query(mut self, names: &[&'static str]) -> Op {
-        self.query.extend(names.iter().map(|&name| Query { name, required: false, integer: false }));
+        self.query.extend(names.iter().map(|&name| Query {
+            name,
+            required: false,
+            value: json!({ "type": "string" }),
+        }));
         self
     }
+    /// Required free-text parameters.
     pub fn required(mut self, names: &[&'static str]) -> Op {
-        self.query.extend(names.iter().map(|&name| Query { name, required: true, integer: false }));
+        self.query.extend(names.iter().map(|&name| Query { name, required: true, value: json!({ "type": "string" }) }));
         self
     }
-    /// `page` and the route's page-size parameter.
-    pub fn paged(mut self, size: &'static str) -> Op {
-        for name in ["page", size] {
-            self.query.push(Query { name, required: false, integer: true });
-        }
+    /// Optional parameters the handler parses, with their schemas.
+    pub fn typed(mut self, params: &[(&'static str, Value)]) -> Op {
+        self.query.extend(params.iter().map(|(name, value)| Query { name, required: false, value: value.clone() }));
+        self
+    }
+    /// A required parameter the handler parses.
+    pub fn required_typed(mut self, name: &'static str, value: Value) -> Op {
+        self.query.push(Query { name, required: true, value });
+        self
+    }
+    /// `page` (from 1) and the route's page-size parameter (`size`, from `min` to `max`),
+    /// as `crate::paging::Paging::from_query` reads them.
+    pub fn paged(mut self, size: &'static str, min: u64, max: u64) -> Op {
+        self.query.push(Query { name: "page", required: false, value: query_integer(1, Some(MAX_PAGE as u64)) });
+        self.query.push(Query { name: size, required: false, value: query_integer(min, Some(max)) });
         self
     }
 }
 
 /// Every operation of the route table.
 pub fn operations() -> Vec<Op> {
-    use crate::api::{nonces::LoginConfigBody, oidc, oidc::TokenRequest, users::RealmEnvelope};
+    use crate::api::{nonces::LoginConfigBody, oidc, users::RealmEnvelope};
     use crate::api::{ops::Status, tenants::TenantCreated};
     use Method as M;
-    /// The list query of user lists (`user_lists::ListQuery`).
-    const USER_LIST: [&str; 13] = [
-        "limit",
-        "offset",
-        "isUserEnabled",
-        "isEmailVerified",
-        "firstName",
-        "lastName",
-        "email",
-        "username",
-        "genericSearchVal",
-        "from",
-        "to",
-        "orderByKey",
-        "orderBy",
+    let boolean = || json!({ "type": "boolean" });
+    let asc_desc = || query_strings(&["asc", "desc"]);
+    // The list query of user lists (`models::user::UserListQuery::from_params`).
+    let user_list = [
+        ("limit", query_integer(1, Some(crate::models::user::MAX_LIMIT as u64))),
+        ("offset", query_integer(0, Some((usize::MAX >> 1) as u64))),
+        ("isUserEnabled", boolean()),
+        ("isEmailVerified", boolean()),
+        ("firstName", json!({ "type": "string" })),
+        ("lastName", json!({ "type": "string" })),
+        ("email", json!({ "type": "string" })),
+        ("username", json!({ "type": "string" })),
+        ("genericSearchVal", json!({ "type": "string" })),
+        // Creation time bounds, in milliseconds since the epoch.
+        ("from", query_integer(0, None)),
+        ("to", query_integer(0, None)),
+        ("orderByKey", query_strings(&["username", "firstName", "lastName", "email"])),
+        // Read case-insensitively.
+        ("orderBy", asc_desc()),
     ];
     vec![
         // Operations.
@@ -176,7 +202,7 @@ pub fn operations() -> Vec<Op> {
             "/auth/realms/{tenantId}/protocol/openid-connect/token",
             "Access token (password, refresh_token, client_credentials grants)",
         )
-        .body(one::<TokenRequest>)
+        .body(one::<oidc::TokenRequest>)
         .form()
         .json(200, one::<crate::auth::tokens::TokenPair>),
         Op::new(M::GET, "/auth/realms/{tenantId}/.well-known/openid-configuration", "OpenID discovery")
@@ -214,7 +240,7 @@ pub fn operations() -> Vec<Op> {
             .json(200, one::<RealmEnvelope>),
         Op::new(M::GET, "/auth/realms/{tenantId}/users", "Search users")
             .query(&["key"])
-            .query(&USER_LIST)
+            .typed(&user_list)
             .json(200, one::<RealmEnvelope>),
         Op::new(M::GET, "/auth/realms/{tenantId}/users/by-attribute", "Search users by attribute")
             .required(&["key", "value"])
@@ -245,17 +271,17 @@ pub fn operations() -> Vec<Op> {
             .json(200, one::<RealmEnvelope>),
         Op::new(M::GET, "/auth/realms/{tenantId}/admins", "List admin users").json(200, one::<RealmEnvelope>),
         Op::new(M::GET, "/auth/realms/{tenantId}/roles/{role}/users", "Users with a role")
-            .query(&USER_LIST)
+            .typed(&user_list)
             .json(200, one::<RealmEnvelope>),
         Op::new(
             M::GET,
             "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users",
             "Users with a client role",
         )
-        .query(&USER_LIST)
+        .typed(&user_list)
         .json(200, one::<RealmEnvelope>),
         Op::new(M::GET, "/auth/realms/{tenantId}/groups/{groupID}/users", "Users of a group")
-            .query(&USER_LIST)
+            .typed(&user_list)
             .json(200, one::<RealmEnvelope>),
         Op::new(M::POST, "/auth/realms/{tenantId}/address/{userName}/add", "Add an address")
             .body(one::<AddressWrite>)
@@ -288,7 +314,7 @@ pub fn operations() -> Vec<Op> {
         Op::new(M::PUT, "/auth/realms/{tenantId}/core/v1/migrate/affiliations", "Migrate affiliations").empty(204),
         // Apps.
         Op::new(M::GET, "/v1/tenants/{tenantId}/apps", "List apps")
-            .paged("pageSize")
+            .paged("pageSize", 1, 100)
             .query(&["appName"])
             .json(200, many::<AppView>),
         Op::new(M::POST, "/v1/tenants/{tenantId}/apps/{appName}", "Save app configuration")
@@ -301,15 +327,24 @@ pub fn operations() -> Vec<Op> {
         Op::new(M::DELETE, "/v1/tenants/{tenantId}/apps/{appName}", "Delete app and its versions").empty(204),
         // Versions, policies, votes.
         Op::new(M::GET, "/v1/tenants/{tenantId}/apps-latest", "Apps with their latest version")
-            .paged("pageSize")
-            .query(&["appName", "platform", "category", "credential", "isTextSearch", "textSearch"])
+            .paged("pageSize", 1, 100)
+            .query(&["appName", "platform"])
+            .typed(&[
+                ("category", query_string_list(&crate::models::app::CATEGORIES, 3)),
+                ("credential", query_string_list(&crate::library::versions::CREDENTIALS, 3)),
+                ("isTextSearch", boolean()),
+            ])
+            .query(&["textSearch"])
             .json(200, object),
         Op::new(M::POST, "/v1/tenants/{tenantId}/versions", "Create a version")
             .body(one::<VersionBody>)
             .json(201, one::<VersionView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/versions", "Distinct version numbers")
-            .paged("pageSize")
-            .query(&["appName", "platform", "versionLock", "isCheckIntegrity", "versionStr", "orderByVersion"])
+            .paged("pageSize", 1, 100)
+            .query(&["appName", "platform"])
+            .typed(&[("versionLock", boolean()), ("isCheckIntegrity", boolean())])
+            .query(&["versionStr"])
+            .typed(&[("orderByVersion", asc_desc())])
             .json(200, object),
         Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}", "Get a version").json(200, one::<VersionView>),
         Op::new(M::PUT, "/v1/tenants/{tenantId}/versions/{versionId}", "Update a version")
@@ -328,7 +363,7 @@ pub fn operations() -> Vec<Op> {
             .body(one::<VoteBody>)
             .json(200, one::<ArchView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/versions/{versionId}/votes", "Votes of a version")
-            .paged("pageSize")
+            .paged("pageSize", 1, 100)
             .required(&["architectureName"])
             .query(&["integrityCheckId"])
             .json(200, object),
@@ -379,11 +414,15 @@ pub fn operations() -> Vec<Op> {
         Op::new(M::DELETE, "/v1/tenants/{tenantId}/users/{userId}", "Delete user data").empty(204),
         // Catalogue.
         Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services", "List catalogue services")
-            .paged("page_size")
-            .query(&["onlySearchable", "hideType", "MinResourceVersion"])
+            .paged("page_size", 1, 100)
+            .typed(&[
+                ("onlySearchable", boolean()),
+                ("hideType", json!({ "type": "array", "items": { "type": "string" } })),
+                ("MinResourceVersion", query_integer(0, Some(u64::MAX))),
+            ])
             .json(200, many::<CatalogueService>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/catalogue/services/{serviceId}", "Get a catalogue service")
-            .query(&["MinResourceVersion"])
+            .typed(&[("MinResourceVersion", query_integer(0, Some(u64::MAX)))])
             .json(200, one::<CatalogueService>),
         Op::new(
             M::PUT,
@@ -394,7 +433,7 @@ pub fn operations() -> Vec<Op> {
         .json(200, one::<CatalogueService>),
         // Properties.
         Op::new(M::GET, "/v1/tenants/{tenantId}/users/{userId}/properties", "Properties without a client")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .query(&["filter"])
             .json(200, objects),
         Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/properties", "Create a property without a client")
@@ -405,7 +444,7 @@ pub fn operations() -> Vec<Op> {
             "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties",
             "Properties of a user and client",
         )
-        .paged("page_size")
+        .paged("page_size", 5, 100)
         .query(&["filter"])
         .json(200, objects),
         Op::new(M::POST, "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties", "Create a property")
@@ -413,7 +452,7 @@ pub fn operations() -> Vec<Op> {
             .json(201, object),
         // Nonces and login.
         Op::new(M::POST, "/v1/tenants/{tenantId}/nonces", "Create a nonce")
-            .query(&["type"])
+            .typed(&[("type", query_strings(&["default", "short"]))])
             .body(one::<CreateNonce>)
             .json(201, object),
         Op::new(M::PUT, "/v1/tenants/{tenantId}/clients/events", "Login event")
@@ -439,7 +478,7 @@ pub fn operations() -> Vec<Op> {
             .body(one::<WebhookBody>)
             .json(201, one::<WebhookView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks", "List webhooks")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .query(&["filter"])
             .json(200, many::<WebhookView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks/{webhookId}", "Get a webhook").json(200, one::<WebhookView>),
@@ -448,10 +487,10 @@ pub fn operations() -> Vec<Op> {
             .json(200, one::<WebhookView>),
         Op::new(M::DELETE, "/v1/tenants/{tenantId}/webhooks/{webhookId}", "Delete a webhook").empty(204),
         Op::new(M::GET, "/v1/tenants/{tenantId}/webhooks/{webhookId}/attempts", "Delivery attempts of a webhook")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .json(200, objects),
         Op::new(M::POST, "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay", "Requeue deliveries since a time")
-            .required(&["since"])
+            .required_typed("since", json!({ "type": "string", "format": "date-time" }))
             .json(202, object),
         Op::new(M::POST, "/v1/tenants/{tenantId}/events", "Publish a domain event")
             .body(one::<DomainEvent>)
@@ -461,11 +500,11 @@ pub fn operations() -> Vec<Op> {
             .body(one::<PushNotificationEvent>)
             .json(202, many::<NotificationResponse>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/push_notification/{notificationId}", "Delivery report")
-            .paged("page_size")
+            .paged("page_size", 1, 1000)
             .json(200, object),
         // Signers and certificates.
         Op::new(M::GET, "/v2/tenants/{tenantId}/signers", "List signers")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .query(&["filter"])
             .json(200, many::<SignerView>),
         Op::new(M::POST, "/v2/tenants/{tenantId}/signers", "Create a signer (issued asynchronously)")
@@ -483,7 +522,7 @@ pub fn operations() -> Vec<Op> {
         Op::new(M::POST, "/v2/tenants/{tenantId}/signers/{signerSpec}/revoke", "Revoke a signer")
             .json(200, one::<SignerView>),
         Op::new(M::GET, "/v2/tenants/{tenantId}/signers/{signerSpec}/crl", "A signer's CRL (DER)")
-            .text(200, "application/pkix-crl"),
+            .binary(200, "application/pkix-crl"),
         Op::new(M::GET, "/v1/tenants/{tenantId}/signer", "The current signer (deprecated)").json(200, object),
         Op::new(M::POST, "/v1/tenants/{tenantId}/signer", "Create the signer (deprecated)")
             .body(one::<CreateSignerV1>)
@@ -496,13 +535,13 @@ pub fn operations() -> Vec<Op> {
             .body(one::<CsrBody>)
             .json(202, one::<CertView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/certificates", "List certificate requests")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .query(&["filter"])
             .json(200, many::<CertView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/certificates/{certRef}", "Check a certificate request")
             .json(200, one::<CertView>),
         Op::new(M::GET, "/v1/tenants/{tenantId}/certificates/admin/{signerId}", "Certificates issued by a signer")
-            .paged("page_size")
+            .paged("page_size", 5, 100)
             .query(&["filter"])
             .json(200, many::<CertView>),
         Op::new(M::POST, "/v1/tenants/{tenantId}/certificates/{certRef}/revoke", "Revoke a client certificate")

@@ -62,7 +62,7 @@ pub async fn discovery(cx: Cx) -> ApiResult<Response> {
         jwks_uri: format!("{p}/certs"),
         revocation_endpoint: format!("{p}/revoke"),
         issuer: iss,
-        grant_types_supported: vec!["password", "refresh_token", "client_credentials"],
+        grant_types_supported: super::token::GRANT_TYPES.to_vec(),
         response_types_supported: vec!["token"],
         subject_types_supported: vec!["public"],
         id_token_signing_alg_values_supported: vec!["ES256", "RS256"],

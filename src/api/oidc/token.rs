@@ -15,17 +15,33 @@ use http::{HeaderValue, StatusCode};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// The token request's parameters (form-encoded; JSON is accepted too).
-/// Unknown parameters are ignored, as OAuth 2.0 requires of the token
-/// endpoint. The client may instead authenticate with HTTP Basic.
+/// The grants served, as discovery lists them.
+pub const GRANT_TYPES: [&str; 3] = ["password", "refresh_token", "client_credentials"];
+
+fn grant_type_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&GRANT_TYPES)
+}
+
+/// The token request (RFC 6749 §4), form-encoded as OAuth clients send it;
+/// a JSON object of strings is accepted too, but not documented (a body
+/// declared under two encodings breaks generated clients). Unknown
+/// parameters are ignored, as OAuth 2.0 requires. The client may
+/// authenticate with HTTP Basic instead of `client_id` and `client_secret`.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct TokenRequest {
+    #[schema(schema_with = grant_type_schema, required = true)]
     pub grant_type: Option<String>,
+    /// Password grant.
     pub username: Option<String>,
+    /// Password grant.
     pub password: Option<String>,
+    /// The client (`client_secret_post`); optional for a public client.
     pub client_id: Option<String>,
+    /// The client's secret (`client_secret_post`).
     pub client_secret: Option<String>,
+    /// Refresh token grant.
     pub refresh_token: Option<String>,
+    /// Space-separated scopes; `openid` adds an ID token.
     pub scope: Option<String>,
 }
 
