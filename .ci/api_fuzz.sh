@@ -57,7 +57,17 @@ ADMIN_TOKEN=$(curl -fsS "$URL/auth/realms/demo/protocol/openid-connect/token" \
     -d grant_type=password -d username=admin -d password=demo-password 2>/dev/null \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])' 2>/dev/null || true)
 [ -n "$ADMIN_TOKEN" ] || { echo "no demo admin token; server log:" >&2; tail -50 "$WORK/herald.log" >&2; exit 1; }
-export HERALD_ADMIN_TOKEN=$ADMIN_TOKEN
+# The fuzzer's own admin, named nowhere in its dictionaries: cases that disable,
+# demote or delete the dictionary's users (admin among them) would otherwise
+# revoke the fuzzer's token and leave the rest of the run at 401.
+FUZZ_PASSWORD=fuzz-$RANDOM$RANDOM-password
+curl -fsS "$URL/auth/realms/demo/users" -H "authorization: Bearer $ADMIN_TOKEN" -H 'content-type: application/json' \
+    -d "{\"username\": \"fuzz-admin\", \"enabled\": true, \"credentials\": [{\"type\": \"password\", \"value\": \"$FUZZ_PASSWORD\"}]}" >/dev/null
+curl -fsS -X PUT "$URL/auth/realms/demo/users/fuzz-admin/admin" -H "authorization: Bearer $ADMIN_TOKEN" >/dev/null
+FUZZ_TOKEN=$(curl -fsS "$URL/auth/realms/demo/protocol/openid-connect/token" \
+    -d grant_type=password -d username=fuzz-admin -d "password=$FUZZ_PASSWORD" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+export HERALD_ADMIN_TOKEN=$FUZZ_TOKEN
 
 # The demo's client ids, as a schemathesis dictionary (path and query `astClientId`).
 CLIENTS=$(python3 - "$URL" "$ADMIN_TOKEN" <<'PY'
