@@ -75,10 +75,10 @@ fn at_zero() {
     }
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
-    for op in crate::openapi::operations::operations() {
-        let status = op.responses.iter().map(|(s, _)| *s).find(|s| (200..300).contains(s)).unwrap_or(200);
+    for route in crate::api::routes() {
+        let status = route.doc.responses.iter().map(|(s, _)| *s).find(|s| (200..300).contains(s)).unwrap_or(200);
         let labels =
-            [("route", op.path.to_string()), ("method", op.method.to_string()), ("status", status.to_string())];
+            [("route", route.path.to_string()), ("method", route.method.to_string()), ("status", status.to_string())];
         counter!("herald_http_requests_total", &labels).absolute(0);
         let _ = histogram!("herald_http_request_duration_seconds", &labels);
     }

@@ -25,18 +25,23 @@ pub struct Route {
     pub family: Family,
     pub access: Access,
     pub handler: Handler,
+    /// What the OpenAPI document says of it (the builder methods of
+    /// [`crate::openapi::doc`] fill it in).
+    pub doc: crate::openapi::doc::Doc,
 }
 
-/// Builds a [`Route`] from an `async fn(Cx) -> ApiResult<Response>`.
+/// Builds a [`Route`] from an `async fn(Cx) -> ApiResult<Response>`; its
+/// summary, body, answers and parameters follow as builder calls.
 #[macro_export]
 macro_rules! route {
-    ($method:ident $path:literal, $family:expr, $access:expr, $handler:path) => {
+    ($method:ident, $path:literal, $family:expr, $access:expr, $handler:path) => {
         $crate::router::Route {
             method: ::http::Method::$method,
             path: $path,
             family: $family,
             access: $access,
             handler: |cx| Box::pin($handler(cx)),
+            doc: $crate::openapi::doc::Doc::default(),
         }
     };
 }

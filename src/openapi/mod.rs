@@ -1,16 +1,17 @@
-//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, assembled at start-up from
-//! the router's own table (paths, methods, access, error family) and the request and response
-//! types of [`operations`] (schemas derived with utoipa), so it cannot drift from the code.
+//! `GET /openapi.json`: the OpenAPI 3.1 document of every route, generated from the router's
+//! own table alone: each route's path, method, access and error family, and what it declares of
+//! itself ([`doc`]: body, answers, query parameters, as types whose schemas utoipa derives),
+//! so the document cannot drift from the code.
 
-pub mod operations;
+pub mod doc;
 pub mod schema;
 
 use crate::auth::Access;
 use crate::error::{ApiResult, Family};
 use crate::http::{with_body, Cx, Response};
 use crate::router::{Route, Router};
+use doc::{Doc, SchemaFn};
 use http::StatusCode;
-use operations::{Op, SchemaFn};
 use serde_json::{json, Map, Value};
 use std::sync::OnceLock;
 use utoipa::openapi::{RefOr, Schema};
@@ -25,21 +26,19 @@ pub async fn serve(_cx: Cx) -> ApiResult<Response> {
     Ok(with_body(StatusCode::OK, "application/json", body.clone()))
 }
 
-/// The document of `router`: every route of the router, described by its entry in [`operations`].
+/// The document of `router`: every route of the router, as it describes itself.
 pub fn document(router: &Router) -> Value {
-    let ops = operations::operations();
     let mut components: Components = Vec::new();
     let mut paths: Map<String, Value> = Map::new();
     for route in router.routes() {
-        let op = ops.iter().find(|o| o.method == route.method && o.path == route.path);
         let item = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
-        item[route.method.as_str().to_lowercase()] = operation(route, op, &mut components);
+        item[route.method.as_str().to_lowercase()] = operation(route, &mut components);
     }
     for body in [
-        operations::one::<crate::error::AdminErrorBody> as SchemaFn,
-        operations::one::<crate::error::RealmErrorBody>,
-        operations::one::<crate::error::OAuthErrorBody>,
-        operations::one::<crate::error::OpsErrorBody>,
+        doc::one::<crate::error::AdminErrorBody> as SchemaFn,
+        doc::one::<crate::error::RealmErrorBody>,
+        doc::one::<crate::error::OAuthErrorBody>,
+        doc::one::<crate::error::OpsErrorBody>,
     ] {
         body(&mut components);
     }
@@ -86,7 +85,7 @@ fn schema_ref(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-fn operation(route: &Route, op: Option<&Op>, components: &mut Components) -> Value {
+fn operation(route: &Route, components: &mut Components) -> Value {
     let mut parameters: Vec<Value> = path_params(route.path)
         .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string", "minLength": 1 } }))
         .collect();
@@ -94,31 +93,28 @@ fn operation(route: &Route, op: Option<&Op>, components: &mut Components) -> Val
     let mut out = Map::new();
     let method = route.method.as_str().to_lowercase();
     out.insert("operationId".into(), json!(operation_id(&method, route.path)));
-    if let Some(op) = op {
-        out.insert("summary".into(), json!(op.summary));
-        for q in &op.query {
-            parameters.push(json!({ "name": q.name, "in": "query", "required": q.required, "schema": q.schema() }));
+    let op: &Doc = &route.doc;
+    out.insert("summary".into(), json!(op.summary));
+    for q in &op.query {
+        parameters.push(json!({ "name": q.name, "in": "query", "required": q.required, "schema": q.schema() }));
+    }
+    if let Some(body) = op.body {
+        let schema = body(components);
+        let mut content = Map::new();
+        for media in op.media {
+            content.insert(media.to_string(), json!({ "schema": schema }));
         }
-        if let Some(body) = op.body {
-            let schema = body(components);
-            let mut content = Map::new();
-            for media in op.media {
-                content.insert(media.to_string(), json!({ "schema": schema }));
-            }
-            out.insert("requestBody".into(), json!({ "required": !op.body_optional, "content": content }));
+        out.insert("requestBody".into(), json!({ "required": !op.body_optional, "content": content }));
+    }
+    for (status, schema) in &op.responses {
+        let mut r = json!({ "description": StatusCode::from_u16(*status).ok().and_then(|s| s.canonical_reason()).unwrap_or("answer") });
+        match schema {
+            doc::Answer::Json(f) => r["content"] = json!({ "application/json": { "schema": f(components) } }),
+            doc::Answer::Text(media) => r["content"] = json!({ *media: { "schema": { "type": "string" } } }),
+            doc::Answer::Binary(media) => r["content"] = json!({ *media: { "schema": schema::binary() } }),
+            doc::Answer::Empty => {}
         }
-        for (status, schema) in &op.responses {
-            let mut r = json!({ "description": StatusCode::from_u16(*status).ok().and_then(|s| s.canonical_reason()).unwrap_or("answer") });
-            match schema {
-                operations::Answer::Json(f) => {
-                    r["content"] = json!({ "application/json": { "schema": f(components) } })
-                }
-                operations::Answer::Text(media) => r["content"] = json!({ *media: { "schema": { "type": "string" } } }),
-                operations::Answer::Binary(media) => r["content"] = json!({ *media: { "schema": schema::binary() } }),
-                operations::Answer::Empty => {}
-            }
-            responses.insert(status.to_string(), r);
-        }
+        responses.insert(status.to_string(), r);
     }
     let error = json!({
         "description": "An error, in the body shape of the route's family",
