@@ -2,7 +2,7 @@
 //! validators accept (built from the validators' own constants, so the
 //! document and the server cannot disagree), RFC 3339 timestamps, and binary
 //! bodies. Model fields use them with `#[schema(schema_with = ...)]`; query
-//! parameters with [`super::operations::Query`].
+//! parameters with [`super::doc::Query`].
 
 use serde_json::{json, Value};
 use utoipa::openapi::schema::{
