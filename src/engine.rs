@@ -96,12 +96,13 @@ pub fn random_token() -> Result<String, String> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// Deletes expired nonces and forgets ended sessions whose tokens have all
-/// expired, every few seconds, so neither outlives its expiry for long.
+/// Deletes expired nonces every few seconds, so none outlives its expiry
+/// for long; once a minute, forgets ended sessions whose tokens have all
+/// expired (a full scan of the ended ones: no need to do it more often).
 fn spawn_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
-        loop {
+        for round in 0u64.. {
             tick.tick().await;
             if store.writable().is_err() {
                 continue;
@@ -109,8 +110,10 @@ fn spawn_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
             if let Err(e) = store.nonces().sweep(clock.now_ms()) {
                 tracing::warn!(error = %e, "nonce sweep failed");
             }
-            if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
-                tracing::warn!(error = %e, "ended-session sweep failed");
+            if round % 12 == 0 {
+                if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
+                    tracing::warn!(error = %e, "ended-session sweep failed");
+                }
             }
         }
     });
