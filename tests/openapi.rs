@@ -359,3 +359,109 @@ async fn crl_answer_is_binary() {
     assert_eq!(der.first(), Some(&0x30), "a DER SEQUENCE");
     server.shutdown().await;
 }
+
+/// Members whose value is free-form JSON by the spec, so their schema is a bare object
+/// (or any value) on purpose: `Component.member` (`.*`: a map's values, `[]`: an array's items).
+const FREE_FORM: &[(&str, &str)] = &[
+    ("OpenApiDocument.paths.*", "path items: their shape is the OpenAPI 3.1 specification's, not Herald's"),
+    ("OpenApiComponents.schemas.*", "JSON Schemas (2020-12): their shape is JSON Schema's, not Herald's"),
+    ("DomainEvent.data", "a published event's payload: whatever object its publisher defines, relayed as is"),
+    ("Payload.customData.*", "a notification's custom data: the app's own keys and values, passed to the device"),
+    (
+        "CatalogueService.launchInstructions.*",
+        "how a client launches a service: defined per service type, kept as given",
+    ),
+];
+
+/// Whether a schema says nothing of what it holds: an object (or any value)
+/// without properties, typed `additionalProperties`, a `$ref`, a composition
+/// or an enum.
+fn is_bare(s: &Value) -> bool {
+    let Some(m) = s.as_object() else { return s == &Value::Bool(true) };
+    let typed = ["$ref", "allOf", "oneOf", "anyOf", "enum", "const", "properties", "items", "prefixItems"];
+    if typed.iter().any(|k| m.contains_key(*k)) {
+        return false;
+    }
+    if let Some(extra) = m.get("additionalProperties") {
+        // `false`: no member at all; a schema: the members' own (checked in turn).
+        if extra != &Value::Bool(true) {
+            return false;
+        }
+    }
+    match m.get("type") {
+        None => true,
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        Some(_) => false,
+    }
+}
+
+/// Collects, as `Component.member`, every bare schema in `s` and in the
+/// components it refers to (each visited once).
+fn bare_schemas(doc: &Value, s: &Value, at: &str, seen: &mut BTreeSet<String>, out: &mut BTreeSet<String>) {
+    if let Some(r) = s["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        if seen.insert(name.to_string()) {
+            bare_schemas(doc, &doc["components"]["schemas"][name], name, seen, out);
+        }
+        return;
+    }
+    if is_bare(s) {
+        out.insert(at.to_string());
+        return;
+    }
+    if let Some(props) = s["properties"].as_object() {
+        for (name, p) in props {
+            bare_schemas(doc, p, &format!("{at}.{name}"), seen, out);
+        }
+    }
+    if s["items"].is_object() {
+        bare_schemas(doc, &s["items"], &format!("{at}[]"), seen, out);
+    }
+    if s["additionalProperties"].is_object() {
+        bare_schemas(doc, &s["additionalProperties"], &format!("{at}.*"), seen, out);
+    }
+    for k in ["allOf", "oneOf", "anyOf", "prefixItems"] {
+        for sub in s[k].as_array().into_iter().flatten() {
+            bare_schemas(doc, sub, at, seen, out);
+        }
+    }
+}
+
+/// No success answer and no request body is typed as a bare JSON object, nor
+/// anything they refer to, but for the members the spec leaves free-form
+/// ([`FREE_FORM`]): each answer's schema is generated from the Rust type the
+/// handler encodes, so clients see its members.
+#[tokio::test]
+async fn no_response_is_a_bare_object() {
+    let server = TestServer::start().await;
+    let (_, doc) = server.call(Method::GET, "/openapi.json", None, None).await;
+    let mut seen = BTreeSet::new();
+    let mut bare = BTreeSet::new();
+    let mut roots = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let what = format!("{} {path}", method.to_uppercase());
+            let mut schemas: Vec<(String, &Value)> = Vec::new();
+            for (media, c) in op["requestBody"]["content"].as_object().into_iter().flatten() {
+                schemas.push((format!("{what} body ({media})"), &c["schema"]));
+            }
+            for (status, r) in op["responses"].as_object().unwrap() {
+                if let (true, Some(s)) = (status.starts_with('2'), r["content"].get("application/json")) {
+                    schemas.push((format!("{what} {status}"), &s["schema"]));
+                }
+            }
+            for (at, s) in schemas {
+                roots += 1;
+                bare_schemas(&doc, s, &at, &mut seen, &mut bare);
+            }
+        }
+    }
+    assert!(roots > 100, "only {roots} bodies and answers walked");
+    let allowed: BTreeSet<String> = FREE_FORM.iter().map(|(at, _)| at.to_string()).collect();
+    let untyped: Vec<_> = bare.difference(&allowed).collect();
+    assert!(untyped.is_empty(), "bare objects (type them, or list them in FREE_FORM with the reason):\n  {untyped:#?}");
+    let stale: Vec<_> = allowed.difference(&bare).collect();
+    assert!(stale.is_empty(), "FREE_FORM lists members that are typed now: {stale:?}");
+    server.shutdown().await;
+}

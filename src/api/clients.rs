@@ -2,9 +2,8 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::client::{LinkBody, RegisterClient, UpdateClient};
+use crate::models::client::{ClientUser, LinkBody, RegisterClient, UpdateClient};
 use http::StatusCode;
-use serde_json::json;
 
 pub async fn register(cx: Cx) -> ApiResult<Response> {
     let body: RegisterClient = cx.json()?;
@@ -63,7 +62,7 @@ pub async fn overview(cx: Cx) -> ApiResult<Response> {
 pub async fn users_of_client(cx: Cx) -> ApiResult<Response> {
     let id = cx.query_param("astClientId").ok_or_else(|| ApiError::field("astClientId", "is required"))?;
     let links = cx.engine.clients().links_of_client(&cx.caller, cx.tenant(), &id).await?;
-    let users: Vec<_> = links.into_iter().map(|l| json!({ "userId": l.user_id, "mLoA": l.mloa })).collect();
+    let users: Vec<ClientUser> = links.into_iter().map(ClientUser::of).collect();
     json(StatusCode::OK, &users)
 }
 

@@ -23,22 +23,30 @@ pub mod users;
 pub mod versions;
 pub mod webhooks;
 
-use crate::api::{nonces::LoginConfigBody, ops::Status, tenants::TenantCreated, users::RealmEnvelope};
+use crate::api::users::{
+    AddressesEnvelope, CreatedUserEnvelope, LdapEnvelope, OtpLockEnvelope, OtpResentEnvelope, OtpUnlockedEnvelope,
+    RealmEnvelope, UserEnvelope, UserPageEnvelope, UserTenantEnvelope, UsersEnvelope,
+};
+use crate::api::{nonces::LoginConfigBody, ops::Status, tenants::TenantCreated};
 use crate::auth::Access;
 use crate::error::{subsystem, Family};
 use crate::library as lib;
 use crate::models::{
-    address::AddressWrite, app::AppBody, app::AppView, catalogue::CatalogueService, client::LinkBody, client::LinkView,
-    client::LockBody, client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne,
-    client::UpdateClient, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent, property::PropertyBody,
+    address::AddressWrite, app::AppBody, app::AppView, catalogue::CatalogueService, client::ClientDetail,
+    client::ClientOverview, client::ClientUser, client::LinkBody, client::LinkView, client::LockBody,
+    client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne, client::UpdateClient,
+    ldap::AppSettings, ldap::AppSettingsWrite, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent,
+    nonce::LoginRecorded, nonce::NonceView, property::PropertyBody, property::PropertyView, push::DeliveryReport,
     push::NotificationResponse, push::PushNotificationEvent, push_token::PushTokenView, push_token::PutPushToken,
-    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew,
-    signer::SdkConfigRequest, signer::SignerView, tenant::CreateTenant, user::ProfileWrite, user::RevokeActions,
-    user::RevokeRoles, user::UserWrite, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
-    version::VersionBody, version::VersionView, version::VoteBody, webhook::DomainEvent, webhook::WebhookBody,
-    webhook::WebhookView,
+    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig,
+    signer::SdkConfigRequest, signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant,
+    user::CredentialView, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation,
+    user::UserWrite, version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
+    version::PolicyView, version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody,
+    version::VoteList, version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published,
+    webhook::Replayed, webhook::WebhookBody, webhook::WebhookView,
 };
-use crate::openapi::doc::{many, object, objects, one};
+use crate::openapi::doc::{many, one};
 use crate::openapi::schema::{query_integer, query_string_list, query_strings};
 use crate::route;
 use crate::router::Route;
@@ -82,7 +90,9 @@ pub fn routes() -> Vec<Route> {
         route!(GET, "/healthz", OPS, Public, ops::healthz).summary("Liveness").json(200, one::<Status>),
         route!(GET, "/readyz", OPS, Public, ops::readyz).summary("Readiness: storage answers").json(200, one::<Status>),
         route!(GET, "/metrics", OPS, Public, ops::metrics).summary("Prometheus metrics").text(200, "text/plain"),
-        route!(GET, "/openapi.json", OPS, Public, crate::openapi::serve).summary("This document").json(200, object),
+        route!(GET, "/openapi.json", OPS, Public, crate::openapi::serve)
+            .summary("This document")
+            .json(200, one::<crate::openapi::OpenApiDocument>),
         route!(POST, "/v1/tenants", OPS, lib::tenants::access::CREATE, tenants::create)
             .summary("Create a tenant (operator)")
             .body(one::<CreateTenant>)
@@ -155,22 +165,22 @@ pub fn routes() -> Vec<Route> {
         route!(POST, "/auth/realms/{tenantId}/users", REALM, lib::users::access::ADMINISTER, users::create)
             .summary("Create user")
             .body(one::<UserWrite>)
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<CreatedUserEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/users", REALM, lib::users::access::READ, users::search)
             .summary("Search users")
             .query(&["key"])
             .typed(&user_list)
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UserPageEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/users/by-attribute", REALM, lib::users::access::READ, users::by_attribute)
             .summary("Search users by attribute")
             .required(&["key", "value"])
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UsersEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/users/id/{id}", REALM, lib::users::access::READ, users::get_by_id)
             .summary("Get user by UUID (bare object)")
-            .json(200, object),
+            .json(200, one::<UserRepresentation>),
         route!(GET, "/auth/realms/{tenantId}/users/{userId}", REALM, lib::users::access::READ, users::info)
             .summary("Get user info")
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UserEnvelope>),
         route!(PUT, "/auth/realms/{tenantId}/users/{userId}", REALM, lib::users::access::ADMINISTER, users::update)
             .summary("Update user")
             .body(one::<UserWrite>)
@@ -249,17 +259,17 @@ pub fn routes() -> Vec<Route> {
             users::credentials
         )
         .summary("Get credentials")
-        .json(200, objects),
+        .json(200, many::<CredentialView>),
         route!(GET, "/auth/realms/{tenantId}/users/{userId}/tenants", REALM, lib::users::access::READ, users::tenants)
             .summary("User tenant list")
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UserTenantEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/admins", REALM, lib::users::access::READ, users::admins)
             .summary("List admin users")
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UsersEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/roles/{role}/users", REALM, lib::users::access::READ, users::by_role)
             .summary("Users with a role")
             .typed(&user_list)
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UserPageEnvelope>),
         route!(
             GET,
             "/auth/realms/{tenantId}/clients/{clientid}/roles/{assignedRole}/users",
@@ -269,11 +279,11 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Users with a client role")
         .typed(&user_list)
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<UserPageEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/groups/{groupID}/users", REALM, lib::users::access::READ, users::by_group)
             .summary("Users of a group")
             .typed(&user_list)
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<UserPageEnvelope>),
         route!(
             POST,
             "/auth/realms/{tenantId}/address/{userName}/add",
@@ -286,7 +296,7 @@ pub fn routes() -> Vec<Route> {
         .json(200, one::<RealmEnvelope>),
         route!(GET, "/auth/realms/{tenantId}/address/{userName}", REALM, lib::users::access::READ, addresses::get)
             .summary("Addresses of a user")
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<AddressesEnvelope>),
         route!(
             PUT,
             "/auth/realms/{tenantId}/address/{userName}/edit",
@@ -305,7 +315,7 @@ pub fn routes() -> Vec<Route> {
             otp_lock::resend
         )
         .summary("Count an OTP resend")
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<OtpResentEnvelope>),
         route!(
             GET,
             "/auth/realms/{tenantId}/users/{userId}/otp-lock",
@@ -314,7 +324,7 @@ pub fn routes() -> Vec<Route> {
             otp_lock::status
         )
         .summary("OTP resend lock status")
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<OtpLockEnvelope>),
         route!(
             DELETE,
             "/auth/realms/{tenantId}/users/{userId}/otp-lock",
@@ -326,7 +336,7 @@ pub fn routes() -> Vec<Route> {
         .json(200, one::<RealmEnvelope>),
         route!(DELETE, "/auth/realms/{tenantId}/otp-lock", REALM, lib::realm::access::OTP_UNLOCK, otp_lock::unlock_all)
             .summary("Unlock all users")
-            .json(200, one::<RealmEnvelope>),
+            .json(200, one::<OtpUnlockedEnvelope>),
         // Identity: realm configuration.
         route!(
             POST,
@@ -337,7 +347,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Create the LDAP component")
         .body(one::<LdapBody>)
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<LdapEnvelope>),
         route!(
             GET,
             "/auth/realms/{tenantId}/v3_ldap/components/{componentId}",
@@ -346,7 +356,7 @@ pub fn routes() -> Vec<Route> {
             realm_settings::get_ldap
         )
         .summary("Get the LDAP component")
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<LdapEnvelope>),
         route!(
             PUT,
             "/auth/realms/{tenantId}/v3_ldap/components/{componentId}",
@@ -356,7 +366,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Update the LDAP component")
         .body(one::<LdapBody>)
-        .json(200, one::<RealmEnvelope>),
+        .json(200, one::<LdapEnvelope>),
         route!(
             GET,
             "/auth/realms/{tenantId}/v4_realm/appsettings",
@@ -365,7 +375,7 @@ pub fn routes() -> Vec<Route> {
             realm_settings::get_app_settings
         )
         .summary("App settings")
-        .json(200, object),
+        .json(200, one::<AppSettings>),
         route!(
             PUT,
             "/auth/realms/{tenantId}/v4_realm/appsettings",
@@ -374,8 +384,8 @@ pub fn routes() -> Vec<Route> {
             realm_settings::put_app_settings
         )
         .summary("Update app settings")
-        .body(object)
-        .json(200, object),
+        .body(one::<AppSettingsWrite>)
+        .json(200, one::<AppSettings>),
         route!(
             PUT,
             "/auth/realms/{tenantId}/core/v1/migrate/affiliations",
@@ -416,7 +426,7 @@ pub fn routes() -> Vec<Route> {
                 ("isTextSearch", boolean()),
             ])
             .query(&["textSearch"])
-            .json(200, object),
+            .json(200, one::<AppsLatest>),
         route!(POST, "/v1/tenants/{tenantId}/versions", VERSIONS, lib::versions::access::ADMINISTER, versions::create)
             .summary("Create a version")
             .body(one::<VersionBody>)
@@ -428,7 +438,7 @@ pub fn routes() -> Vec<Route> {
             .typed(&[("versionLock", boolean()), ("isCheckIntegrity", boolean())])
             .query(&["versionStr"])
             .typed(&[("orderByVersion", asc_desc())])
-            .json(200, object),
+            .json(200, one::<VersionNumbers>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/versions/{versionId}",
@@ -507,7 +517,7 @@ pub fn routes() -> Vec<Route> {
         .paged("pageSize", 1, 100)
         .required(&["architectureName"])
         .query(&["integrityCheckId"])
-        .json(200, object),
+        .json(200, one::<VoteList>),
         route!(
             DELETE,
             "/v1/tenants/{tenantId}/versions/{versionId}/votes",
@@ -527,7 +537,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Vote summary")
         .required(&["architectureName"])
-        .json(200, object),
+        .json(200, one::<VoteSummary>),
         route!(
             POST,
             "/v1/tenants/{tenantId}/policies",
@@ -537,10 +547,10 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Create a registration policy")
         .body(one::<PolicyBody>)
-        .json(201, object),
+        .json(201, one::<PolicyView>),
         route!(GET, "/v1/tenants/{tenantId}/policies", TENANT, lib::versions::access::READ, versions::list_policies)
             .summary("List registration policies")
-            .json(200, objects),
+            .json(200, many::<PolicyView>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/policies/{policyId}",
@@ -549,7 +559,7 @@ pub fn routes() -> Vec<Route> {
             versions::get_policy
         )
         .summary("Get a registration policy")
-        .json(200, object),
+        .json(200, one::<PolicyView>),
         route!(
             DELETE,
             "/v1/tenants/{tenantId}/policies/{policyId}",
@@ -587,7 +597,7 @@ pub fn routes() -> Vec<Route> {
             .summary("Overview of a user's linked clients")
             .required(&["userId"])
             .query(&["filter"])
-            .json(200, objects),
+            .json(200, many::<ClientOverview>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/clients/{astClientId}",
@@ -596,7 +606,7 @@ pub fn routes() -> Vec<Route> {
             clients::detail
         )
         .summary("Client detail")
-        .json(200, object),
+        .json(200, one::<ClientDetail>),
         route!(
             PUT,
             "/v1/tenants/{tenantId}/clients/{astClientId}",
@@ -606,7 +616,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Update a client's device data")
         .body(one::<UpdateClient>)
-        .json(200, object),
+        .json(200, one::<ClientDetail>),
         route!(
             DELETE,
             "/v1/tenants/{tenantId}/clients/{astClientId}",
@@ -619,7 +629,7 @@ pub fn routes() -> Vec<Route> {
         route!(GET, "/v1/tenants/{tenantId}/users", TENANT, lib::clients::access::LIST, clients::users_of_client)
             .summary("Users linked to a client")
             .required(&["astClientId"])
-            .json(200, objects),
+            .json(200, many::<ClientUser>),
         route!(
             POST,
             "/v1/tenants/{tenantId}/clients/lock",
@@ -719,7 +729,7 @@ pub fn routes() -> Vec<Route> {
         .summary("Properties without a client")
         .paged("page_size", 5, 100)
         .query(&["filter"])
-        .json(200, objects),
+        .json(200, many::<PropertyView>),
         route!(
             POST,
             "/v1/tenants/{tenantId}/users/{userId}/properties",
@@ -729,7 +739,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Create a property without a client")
         .body(one::<PropertyBody>)
-        .json(201, object),
+        .json(201, one::<PropertyView>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties",
@@ -740,7 +750,7 @@ pub fn routes() -> Vec<Route> {
         .summary("Properties of a user and client")
         .paged("page_size", 5, 100)
         .query(&["filter"])
-        .json(200, objects),
+        .json(200, many::<PropertyView>),
         route!(
             POST,
             "/v1/tenants/{tenantId}/users/{userId}/clients/{astClientId}/properties",
@@ -750,13 +760,13 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Create a property")
         .body(one::<PropertyBody>)
-        .json(201, object),
+        .json(201, one::<PropertyView>),
         // Nonces, login events, login configuration.
         route!(POST, "/v1/tenants/{tenantId}/nonces", TENANT, lib::nonces::access::CREATE, nonces::create)
             .summary("Create a nonce")
             .typed(&[("type", query_strings(&["default", "short"]))])
             .body(one::<CreateNonce>)
-            .json(201, object),
+            .json(201, one::<NonceView>),
         route!(
             PUT,
             "/v1/tenants/{tenantId}/clients/events",
@@ -766,10 +776,10 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Login event")
         .body(one::<LoginEvent>)
-        .json(200, object),
+        .json(200, one::<LoginRecorded>),
         route!(GET, "/v1/tenants/{tenantId}/config/login", TENANT, lib::realm::access::READ, nonces::get_login_config)
             .summary("Login runtime configuration")
-            .json(200, object),
+            .json(200, one::<LoginConfigBody>),
         route!(
             PUT,
             "/v1/tenants/{tenantId}/config/login",
@@ -779,7 +789,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Update login runtime configuration")
         .body(one::<LoginConfigBody>)
-        .json(200, object),
+        .json(200, one::<LoginConfigBody>),
         route!(
             PUT,
             "/v1/tenants/{tenantId}/clients/{astClientId}/pushtoken",
@@ -847,7 +857,7 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Delivery attempts of a webhook")
         .paged("page_size", 5, 100)
-        .json(200, objects),
+        .json(200, many::<AttemptView>),
         route!(
             POST,
             "/v1/tenants/{tenantId}/webhooks/{webhookId}/replay",
@@ -857,11 +867,11 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Requeue deliveries since a time")
         .required_typed("since", json!({ "type": "string", "format": "date-time" }))
-        .json(202, object),
+        .json(202, one::<Replayed>),
         route!(POST, "/v1/tenants/{tenantId}/events", WEBHOOKS, lib::webhooks::access::PUBLISH, webhooks::publish)
             .summary("Publish a domain event")
             .body(one::<DomainEvent>)
-            .json(202, object),
+            .json(202, one::<Published>),
         // Push.
         route!(POST, "/v1/tenants/{tenantId}/push_notification/send", PUSH, lib::push::access::SEND, push::send)
             .summary("Send a push notification")
@@ -876,11 +886,11 @@ pub fn routes() -> Vec<Route> {
         )
         .summary("Delivery report")
         .paged("page_size", 1, 1000)
-        .json(200, object),
+        .json(200, one::<DeliveryReport>),
         // Signers, client certificates, the signed SDK config.
         route!(GET, "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::READ, signers::v1_get)
             .summary("The current signer (deprecated)")
-            .json(200, object),
+            .json(200, one::<SignerDetail>),
         route!(POST, "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::ADMINISTER, signers::v1_create)
             .summary("Create the signer (deprecated)")
             .body(one::<CreateSignerV1>)
@@ -909,7 +919,7 @@ pub fn routes() -> Vec<Route> {
             .json(202, one::<SignerView>),
         route!(GET, "/v2/tenants/{tenantId}/signers/{signerSpec}", SIGNERS, lib::signers::access::READ, signers::get)
             .summary("A signer with its certificate")
-            .json(200, object),
+            .json(200, one::<SignerDetail>),
         route!(
             DELETE,
             "/v2/tenants/{tenantId}/signers/{signerSpec}",
@@ -927,7 +937,7 @@ pub fn routes() -> Vec<Route> {
             signers::chain
         )
         .summary("A signer's chain, leaf to root")
-        .json(200, object),
+        .json(200, one::<SignerChain>),
         route!(
             POST,
             "/v2/tenants/{tenantId}/signers/{signerSpec}/renew",
@@ -1009,6 +1019,6 @@ pub fn routes() -> Vec<Route> {
         route!(POST, "/v1/tenants/{tenantId}/sdkconfig", SIGNERS, lib::signers::access::SDK_CONFIG, sdk_config::create)
             .summary("Create a signed SDK configuration")
             .body(one::<SdkConfigRequest>)
-            .json(200, object),
+            .json(200, one::<SdkConfig>),
     ]
 }

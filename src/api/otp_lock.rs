@@ -2,7 +2,7 @@
 //! tenant's window; past the limit the user is locked until the window ends or
 //! an admin unlocks (see [`crate::library::realm`]).
 
-use super::users::{envelope, envelope_with};
+use super::users::{envelope, OtpLockEnvelope, OtpResentEnvelope, OtpUnlockedEnvelope};
 use crate::error::ApiResult;
 use crate::http::{Cx, Response};
 
@@ -11,27 +11,27 @@ const DISABLED: &str = "Resend OTP brute force protection is disabled for this t
 /// `POST /users/{userId}/otp/resend` (ext): counts one resend.
 pub async fn resend(cx: Cx) -> ApiResult<Response> {
     let resent = cx.engine.realm().otp_resend(&cx.caller, cx.tenant(), cx.param("userId")).await?;
-    envelope_with("OTP resend accepted", &resent)
+    OtpResentEnvelope::answer("OTP resend accepted", resent)
 }
 
 pub async fn status(cx: Cx) -> ApiResult<Response> {
     match cx.engine.realm().otp_lock(&cx.caller, cx.tenant(), cx.param("userId")).await? {
-        None => envelope(DISABLED, None),
-        Some(s) if s.locked => envelope_with("User is locked for resend OTP", &s),
-        Some(s) => envelope_with("User is not locked for resend OTP", &s),
+        None => OtpLockEnvelope::answer(DISABLED, None),
+        Some(s) if s.locked => OtpLockEnvelope::answer("User is locked for resend OTP", Some(s)),
+        Some(s) => OtpLockEnvelope::answer("User is not locked for resend OTP", Some(s)),
     }
 }
 
 pub async fn unlock(cx: Cx) -> ApiResult<Response> {
     if !cx.engine.realm().otp_unlock(&cx.caller, cx.tenant(), cx.param("userId")).await? {
-        return envelope(DISABLED, None);
+        return envelope(DISABLED);
     }
-    envelope("User unlocked successfully", None)
+    envelope("User unlocked successfully")
 }
 
 pub async fn unlock_all(cx: Cx) -> ApiResult<Response> {
     match cx.engine.realm().otp_unlock_all(&cx.caller, cx.tenant()).await? {
-        None => envelope(DISABLED, None),
-        Some(n) => envelope_with("All users unlocked successfully", &n),
+        None => OtpUnlockedEnvelope::answer(DISABLED, None),
+        Some(n) => OtpUnlockedEnvelope::answer("All users unlocked successfully", Some(n)),
     }
 }

@@ -1,47 +1,41 @@
 //! Realm configuration: the LDAP component, app settings, affiliation
 //! migration (see [`crate::library::realm`]).
 
-use crate::error::{ApiError, ApiResult};
+use super::users::LdapEnvelope;
+use crate::error::ApiResult;
 use crate::http::{empty, json, Cx, Response};
-use crate::models::ldap::{app_settings_body, LdapBody, LdapView};
+use crate::models::ldap::{app_settings_body, AppSettings, AppSettingsWrite, LdapBody};
 use http::StatusCode;
-use serde_json::Value;
-use std::collections::BTreeMap;
-
-fn ldap_envelope(message: &str, data: &LdapView) -> ApiResult<Response> {
-    let data = serde_json::to_value(data).map_err(|e| ApiError::internal(e.to_string()))?;
-    super::users::envelope_of(message, 9, Some(data))
-}
 
 /// `POST /v3_ldap/components` (ext).
 pub async fn create_ldap(cx: Cx) -> ApiResult<Response> {
     let body: LdapBody = cx.json()?;
     let c = cx.engine.realm().create_ldap(&cx.caller, cx.tenant(), body).await?;
-    ldap_envelope("Successfully created LDAP Details", &c)
+    LdapEnvelope::answer("Successfully created LDAP Details", c)
 }
 
 pub async fn get_ldap(cx: Cx) -> ApiResult<Response> {
     let c = cx.engine.realm().ldap(&cx.caller, cx.tenant(), cx.param("componentId")).await?;
-    ldap_envelope("OK", &c)
+    LdapEnvelope::answer("OK", c)
 }
 
 pub async fn update_ldap(cx: Cx) -> ApiResult<Response> {
     let body: LdapBody = cx.json()?;
     let c = cx.engine.realm().update_ldap(&cx.caller, cx.tenant(), cx.param("componentId"), body).await?;
-    ldap_envelope("Successfully updated LDAP Details", &c)
+    LdapEnvelope::answer("Successfully updated LDAP Details", c)
 }
 
 /// `GET /v4_realm/appsettings`: public; every key present (empty when unset).
 pub async fn get_app_settings(cx: Cx) -> ApiResult<Response> {
-    json(StatusCode::OK, &cx.engine.realm().app_settings(&cx.caller, cx.tenant()).await?)
+    json(StatusCode::OK, &AppSettings(cx.engine.realm().app_settings(&cx.caller, cx.tenant()).await?))
 }
 
 /// `PUT /v4_realm/appsettings` (ext): sets some keys; a changed version or link
 /// stamps `<prefix>_update_by` unless the body sets it.
 pub async fn put_app_settings(cx: Cx) -> ApiResult<Response> {
-    let body: BTreeMap<String, Value> = cx.json()?;
-    let body = app_settings_body(&body)?;
-    json(StatusCode::OK, &cx.engine.realm().set_app_settings(&cx.caller, cx.tenant(), body).await?)
+    let body: AppSettingsWrite = cx.json()?;
+    let body = app_settings_body(&body.0)?;
+    json(StatusCode::OK, &AppSettings(cx.engine.realm().set_app_settings(&cx.caller, cx.tenant(), body).await?))
 }
 
 /// `PUT /core/v1/migrate/affiliations`: Herald keeps no address book of

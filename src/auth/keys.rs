@@ -54,9 +54,41 @@ impl TenantKey {
         Ok(Self { kid: kid.to_string(), encoding: EncodingKey::from_ec_der(pkcs8), decoding, x, y, spki })
     }
 
-    pub fn jwk(&self) -> serde_json::Value {
-        serde_json::json!({ "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid, "x": self.x, "y": self.y })
+    /// The public key, as the realm's JWKS publishes it.
+    pub fn public_jwk(&self) -> Jwk {
+        Jwk {
+            kty: "EC".into(),
+            crv: "P-256".into(),
+            alg: "ES256".into(),
+            use_: "sig".into(),
+            kid: self.kid.clone(),
+            x: self.x.clone(),
+            y: self.y.clone(),
+        }
     }
+
+    pub fn jwk(&self) -> serde_json::Value {
+        serde_json::to_value(self.public_jwk()).unwrap_or_default()
+    }
+}
+
+/// A public signing key of a realm (RFC 7517; an EC P-256 key, RFC 7518 §6.2).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Jwk {
+    /// `EC`.
+    pub kty: String,
+    /// `P-256`.
+    pub crv: String,
+    /// `ES256`.
+    pub alg: String,
+    /// `sig`.
+    #[serde(rename = "use")]
+    pub use_: String,
+    pub kid: String,
+    /// The point's X coordinate (base64url).
+    pub x: String,
+    /// The point's Y coordinate (base64url).
+    pub y: String,
 }
 
 /// Tenant keys by tenant id; a tenant's key is unsealed on first use.

@@ -6,7 +6,7 @@ pub mod password;
 pub(crate) mod session;
 pub mod tokens;
 
-pub use keys::{signing_key_context as keys_context, KeyCache, TenantKey};
+pub use keys::{signing_key_context as keys_context, Jwk, KeyCache, TenantKey};
 pub use tokens::{AccessClaims, TokenPair};
 
 use crate::error::{ApiError, ApiResult};

@@ -69,6 +69,21 @@ pub struct LinkView {
     pub mloa_updated_on: u64,
 }
 
+/// A user linked to a client, as the users of a client list them.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientUser {
+    pub user_id: String,
+    #[serde(rename = "mLoA")]
+    pub mloa: String,
+}
+
+impl ClientUser {
+    pub fn of(link: LinkView) -> ClientUser {
+        ClientUser { user_id: link.user_id, mloa: link.mloa }
+    }
+}
+
 /// Spec 002 `riskAnalysis`, checked for shape and kept as given.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -280,7 +295,8 @@ pub struct ClientOverview {
     /// Milliseconds since the Unix epoch.
     pub created_on: u64,
     pub locales: Vec<String>,
-    /// As the client reported it ([`RiskAnalysis`] checked its shape).
+    /// As the client reported it: stored as [`RiskAnalysis`] wrote it, so of its shape.
+    #[schema(value_type = Option<RiskAnalysis>)]
     pub risk_analysis: Option<serde_json::Value>,
 }
 
@@ -325,7 +341,8 @@ pub struct ClientDetail {
     pub client_os_version: Option<String>,
     pub sdk_version: Option<String>,
     pub device_name: Option<String>,
-    /// As the client reported it ([`RiskAnalysis`] checked its shape).
+    /// As the client reported it: stored as [`RiskAnalysis`] wrote it, so of its shape.
+    #[schema(value_type = Option<RiskAnalysis>)]
     pub risk_analysis: Option<serde_json::Value>,
     /// Milliseconds since the Unix epoch.
     pub created_on: u64,

@@ -272,6 +272,56 @@ pub fn app_setting_keys() -> Vec<String> {
         .collect()
 }
 
+/// The app settings of a realm as read: every key of [`app_setting_keys`]
+/// (empty when unset).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct AppSettings(pub BTreeMap<String, String>);
+
+/// App settings to write: some keys of [`app_setting_keys`], each a string
+/// ([`app_settings_body`] checks them, naming the key it refuses).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct AppSettingsWrite(pub BTreeMap<String, Value>);
+
+/// The keys of [`app_setting_keys`] as properties, strings of at most 2048
+/// characters; no other key.
+fn app_settings_schema(all_required: bool) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    let mut object = ObjectBuilder::new().additional_properties(Some(AdditionalProperties::FreeForm(false)));
+    for key in app_setting_keys() {
+        object = object.property(&key, ObjectBuilder::new().schema_type(Type::String).max_length(Some(2048)));
+        if all_required {
+            object = object.required(key);
+        }
+    }
+    object.into()
+}
+
+impl utoipa::PartialSchema for AppSettings {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        app_settings_schema(true)
+    }
+}
+
+impl utoipa::ToSchema for AppSettings {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "AppSettings".into()
+    }
+}
+
+impl utoipa::PartialSchema for AppSettingsWrite {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        app_settings_schema(false)
+    }
+}
+
+impl utoipa::ToSchema for AppSettingsWrite {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "AppSettingsWrite".into()
+    }
+}
+
 /// What a write does to the sealed `bindCredential` of a component.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BindCredential {

@@ -208,7 +208,21 @@ pub struct NotificationResponse {
     pub is_successful: bool,
     pub results: Vec<NotificationResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<ResponseMetadata>,
+}
+
+/// What a send answer says of its app: how many of its clients a broadcast
+/// targets, or which provider a client's notification went through.
+#[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseMetadata {
+    pub app_name: String,
+    /// A broadcast's: the app's clients it targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targeted: Option<u64>,
+    /// A client's: the push provider of its app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// Counts of one app, one provider or the whole notification.
@@ -241,6 +255,21 @@ pub struct ReportCounts {
     pub resent: u64,
 }
 
+/// `SENT`, `INVALID` or `FAILED` (what `library::push` writes of a client's outcome).
+fn client_state_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&["SENT", "INVALID", "FAILED"])
+}
+
+/// `client`, `user` or `topic` (the recipient kinds of `ops::push::send`).
+fn report_kind_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&["client", "user", "topic"])
+}
+
+/// `RUNNING`, `COMPLETED` or `FAILED` (what `library::push` writes of a report).
+fn report_state_schema() -> utoipa::openapi::Object {
+    crate::openapi::schema::strings(&["RUNNING", "COMPLETED", "FAILED"])
+}
+
 /// What became of one client.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -249,6 +278,7 @@ pub struct ClientDelivery {
     pub app_name: String,
     pub provider: String,
     /// `SENT`, `INVALID` or `FAILED`.
+    #[schema(schema_with = client_state_schema)]
     pub state: String,
     /// The provider's status (or Herald's, when it did not get that far).
     pub code: u16,
@@ -270,9 +300,11 @@ pub struct DeliveryReport {
     pub notification_id: String,
     pub tenant_id: String,
     /// `client`, `user` or `topic`.
+    #[schema(schema_with = report_kind_schema)]
     pub kind: String,
     pub recipient: String,
     /// `RUNNING`, `COMPLETED` or `FAILED`.
+    #[schema(schema_with = report_state_schema)]
     pub state: String,
     /// Why a broadcast was given up.
     pub failure: Option<String>,

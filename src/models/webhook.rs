@@ -159,6 +159,7 @@ pub struct AttemptView {
     /// 1 for the first try.
     pub attempt: u32,
     /// RFC 3339.
+    #[schema(schema_with = crate::openapi::schema::date_time)]
     pub at: String,
     /// The receiver's HTTP status, 0 when none answered.
     pub status_code: u16,
@@ -243,7 +244,9 @@ pub struct DomainEvent {
     /// UPPER_SNAKE_CASE.
     #[schema(min_length = 1, max_length = 128, pattern = "^[A-Z0-9_]+$")]
     pub event: String,
+    /// The event's payload: any JSON object, or `null`.
     #[serde(default)]
+    #[schema(value_type = Option<Object>)]
     pub data: Value,
 }
 

@@ -29,16 +29,6 @@ pub fn many<T: ToSchema>(c: &mut Components) -> Value {
     json!({ "type": "array", "items": one::<T>(c) })
 }
 
-/// A JSON object whose members the handler assembles (documented in the spec, not typed here).
-pub fn object(_: &mut Components) -> Value {
-    json!({ "type": "object" })
-}
-
-/// An array of such objects.
-pub fn objects(_: &mut Components) -> Value {
-    json!({ "type": "array", "items": { "type": "object" } })
-}
-
 /// One answer of an operation.
 pub enum Answer {
     Json(SchemaFn),

@@ -12,7 +12,9 @@ use crate::http::{with_body, Cx, Response};
 use crate::router::{Route, Router};
 use doc::{Doc, SchemaFn};
 use http::StatusCode;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use utoipa::openapi::{RefOr, Schema};
 
@@ -27,7 +29,7 @@ pub async fn serve(_cx: Cx) -> ApiResult<Response> {
 }
 
 /// The document of `router`: every route of the router, as it describes itself.
-pub fn document(router: &Router) -> Value {
+pub fn document(router: &Router) -> OpenApiDocument {
     let mut components: Components = Vec::new();
     let mut paths: Map<String, Value> = Map::new();
     for route in router.routes() {
@@ -46,29 +48,92 @@ pub fn document(router: &Router) -> Value {
     for (name, schema) in components {
         schemas.entry(name).or_insert_with(|| serde_json::to_value(schema).unwrap_or(Value::Null));
     }
-    json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Herald",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "Push and delivery engine: push, identity (Keycloak-style realms) and tenant administration.",
-            "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
+    let bearer = |description: &str, format: Option<&str>| SecurityScheme {
+        kind: "http".into(),
+        scheme: "bearer".into(),
+        bearer_format: format.map(str::to_string),
+        description: description.into(),
+    };
+    OpenApiDocument {
+        openapi: "3.1.0".into(),
+        info: OpenApiInfo {
+            title: "Herald".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: "Push and delivery engine: push, identity (Keycloak-style realms) and tenant administration."
+                .into(),
+            license: OpenApiLicense { name: "Apache-2.0".into(), identifier: "Apache-2.0".into() },
         },
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {
-                "bearerJwt": {
-                    "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-                    "description": "An ES256 access token of the path's tenant (password or client_credentials grant).",
-                },
-                "operatorToken": {
-                    "type": "http", "scheme": "bearer",
-                    "description": "The platform operator token configured at start-up.",
-                },
-            },
+        paths,
+        components: OpenApiComponents {
+            schemas,
+            security_schemes: [
+                (
+                    "bearerJwt".to_string(),
+                    bearer(
+                        "An ES256 access token of the path's tenant (password or client_credentials grant).",
+                        Some("JWT"),
+                    ),
+                ),
+                ("operatorToken".to_string(), bearer("The platform operator token configured at start-up.", None)),
+            ]
+            .into_iter()
+            .collect(),
         },
-    })
+    }
+}
+
+/// The document `GET /openapi.json` answers: its top-level members (OpenAPI 3.1 §4.8.1).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OpenApiDocument {
+    /// `3.1.0`.
+    pub openapi: String,
+    pub info: OpenApiInfo,
+    /// A path item (its operations) by path pattern; their shape is the OpenAPI specification's.
+    #[schema(value_type = BTreeMap<String, Object>)]
+    pub paths: Map<String, Value>,
+    pub components: OpenApiComponents,
+}
+
+/// The `info` member of the document.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OpenApiInfo {
+    pub title: String,
+    /// The engine's version.
+    pub version: String,
+    pub description: String,
+    pub license: OpenApiLicense,
+}
+
+/// The licence of the engine.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct OpenApiLicense {
+    pub name: String,
+    /// Its SPDX identifier.
+    pub identifier: String,
+}
+
+/// The `components` member of the document.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenApiComponents {
+    /// JSON Schemas (2020-12) by name.
+    #[schema(value_type = BTreeMap<String, Object>)]
+    pub schemas: Map<String, Value>,
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+}
+
+/// How a route's caller authenticates (always an HTTP bearer token here).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecurityScheme {
+    /// `http`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `bearer`.
+    pub scheme: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_format: Option<String>,
+    pub description: String,
 }
 
 /// The error body schema of a family.

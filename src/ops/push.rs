@@ -4,10 +4,11 @@
 
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
-use crate::models::push::{NotificationResponse, NotificationResult, PushNotificationEvent, ResultError, ResultValue};
+use crate::models::push::{
+    NotificationResponse, NotificationResult, PushNotificationEvent, ResponseMetadata, ResultError, ResultValue,
+};
 use herald_actors::send::{ClientResult, Recipient, SendAnswer, SendError, SendRequest};
 use herald_storage::deliveries::State;
-use serde_json::json;
 
 const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 
@@ -53,7 +54,7 @@ pub async fn send(engine: &Engine, tenant: &str, event: PushNotificationEvent) -
                         }]
                     })
                     .unwrap_or_default(),
-                metadata: Some(json!({ "appName": a.app, "targeted": a.targeted })),
+                metadata: Some(ResponseMetadata { app_name: a.app, targeted: Some(a.targeted), provider: None }),
             })
             .collect(),
     };
@@ -91,7 +92,11 @@ fn client_responses(
                 notification_id: id.to_string(),
                 is_successful: ok,
                 results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
-                metadata: Some(json!({ "appName": r.outcome.app, "provider": r.outcome.provider })),
+                metadata: Some(ResponseMetadata {
+                    app_name: r.outcome.app.clone(),
+                    targeted: None,
+                    provider: Some(r.outcome.provider.clone()),
+                }),
             }
         })
         .collect()

@@ -104,8 +104,7 @@ pub async fn discovery(cx: Cx) -> ApiResult<Response> {
 /// The realm's JSON Web Key Set.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Jwks {
-    #[schema(value_type = Vec<Object>)]
-    keys: Vec<serde_json::Value>,
+    keys: Vec<crate::auth::Jwk>,
 }
 
 pub async fn certs(cx: Cx) -> ApiResult<Response> {
@@ -114,7 +113,7 @@ pub async fn certs(cx: Cx) -> ApiResult<Response> {
         .keys
         .get(&cx.engine.store, cx.tenant())?
         .ok_or_else(|| ApiError::not_found("Realm does not exist"))?;
-    json(StatusCode::OK, &Jwks { keys: vec![key.jwk()] })
+    json(StatusCode::OK, &Jwks { keys: vec![key.public_jwk()] })
 }
 
 /// Keycloak's realm info (`GET /auth/realms/{realm}`), which client
