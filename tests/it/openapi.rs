@@ -2,9 +2,7 @@
 //! parameters, security and error bodies, and every schema reference resolves.
 //! (`.ci/api_fuzz.sh` validates it with openapi-spec-validator and runs schemathesis on it.)
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use herald::auth::Access;
 use herald::openapi::operations::operations;
 use herald::router::Router;
