@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 HERALD_CRASH_KILLS="${HERALD_CRASH_KILLS:-100}" \
-  cargo test --release -p herald --test crash -- --nocapture
+  cargo test --release -p herald --test it -- crash:: --nocapture
 HERALD_RESEND_KILLS="${HERALD_RESEND_KILLS:-25}" \
-  cargo test --release -p herald --test resends -- --nocapture
+  cargo test --release -p herald --test it -- resends:: --nocapture
 HERALD_SOAK_TOKENS="${HERALD_SOAK_TOKENS:-200000}" HERALD_SOAK_SECS="${HERALD_SOAK_SECS:-600}" \
-  cargo test --release -p herald --test fault_soak -- --nocapture
+  cargo test --release -p herald --test it -- fault_soak:: --nocapture
 FUZZ_SECS="${FUZZ_SECS:-600}" .ci/fuzz.sh

@@ -3,7 +3,9 @@
 //! user by id in the same run, so the ratio says what the list itself costs.
 //! `-- --users N` sizes the tenant.
 
-#[path = "../tests/common/mod.rs"]
+// The integration tests' helpers, of which the benchmark uses a few.
+#[path = "../tests/it/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 use common::*;
 use herald_storage::users::User;

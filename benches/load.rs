@@ -793,7 +793,7 @@ const SEED_THREADS: u64 = 4;
 
 /// Seeds `n` iOS clients of `tenant`'s app with valid APNs tokens
 /// `offset..offset+n`, straight into the storage of a stopped Herald (as
-/// `tests/broadcast.rs` does: a client and its push token per client), from
+/// `tests/it/broadcast.rs` does: a client and its push token per client), from
 /// [`SEED_THREADS`] threads, flushed once at the end. Answers the time it took.
 fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
     let t0 = Instant::now();

@@ -162,6 +162,22 @@ fn user_directory_follows_every_write_even_concurrent_ones() {
     assert_eq!(row[0].first_name(), stored);
 }
 
+/// `open()` once the database's previous handle let go of its file lock:
+/// sled releases it when its background threads finish, which under load can
+/// be a moment after the last handle (a `Store` or a `sled::Db`) was dropped.
+fn reopened<T, E: std::fmt::Debug>(open: impl Fn() -> Result<T, E>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match open() {
+            Ok(x) => return x,
+            Err(e) if format!("{e:?}").contains("could not acquire lock") && std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("reopening the database: {e:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
     use herald_storage::deliveries::{Job, Report};
@@ -184,7 +200,7 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
     // Rewrite the directory in the one-database layout of earlier releases.
     {
         let old = sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5);
-        let (old, deliveries) = (old.open().unwrap(), sled::open(dir.path().join("deliveries")).unwrap());
+        let (old, deliveries) = (reopened(|| old.open()), reopened(|| sled::open(dir.path().join("deliveries"))));
         for name in ["jobs", "reports", "outcomes"] {
             let (from, to) = (deliveries.open_tree(name).unwrap(), old.open_tree(name).unwrap());
             for kv in from.iter() {
@@ -196,13 +212,13 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
     }
     std::fs::remove_dir_all(dir.path().join("deliveries")).unwrap();
 
-    let s = open(dir.path());
+    let s = reopened(|| Store::open(&StoreOptions::new(dir.path().to_path_buf())));
     assert_eq!(s.deliveries().report("acme", "n1").unwrap(), Some(report));
     assert_eq!(s.deliveries().unfinished_jobs().unwrap(), vec![job]);
     assert!(s.apps().get("acme", "shop").unwrap().is_some());
     drop(s);
-    let old =
-        sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5).open().unwrap();
+    let old = sled::Config::new().path(dir.path().join("db")).use_compression(true).compression_factor(5);
+    let old = reopened(|| old.open());
     assert!(!old.tree_names().iter().any(|n| n.as_ref() == b"jobs"), "the old trees are dropped");
 }
 

@@ -1,8 +1,7 @@
 //! Catalogue services through the HTTP API: put, paging and filters,
 //! MinResourceVersion waits, traceparent.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

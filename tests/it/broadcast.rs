@@ -1,8 +1,8 @@
 //! Topic broadcasts: durable fan-out jobs across apps and providers, and their
 //! resumption after `kill -9`.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use herald_sim::{Faults, Provider, ProviderFaults, StatusFault};
 use herald_storage::push_tokens::PushProvider;
 use reqwest::{Method, StatusCode};

@@ -7,8 +7,8 @@
 //! CI: 6 000 tokens and about a minute. Long form: `HERALD_SOAK_TOKENS=200000
 //! HERALD_SOAK_SECS=600`; `HERALD_SOAK_SEED` replays the faults.
 
-mod common;
-use common::{apns_token, Herald, OPERATOR, PASSWORD};
+use crate::common;
+use crate::common::{apns_token, Herald, OPERATOR, PASSWORD};
 use herald_sim::{Faults, Provider, ProviderFaults, StatusFault};
 use herald_storage::push_tokens::PushProvider;
 use herald_storage::{Store, StoreOptions};

@@ -1,5 +1,4 @@
 //! A local webhook receiver on loopback for tests.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,6 @@
 //! Bad input gets a 400 naming the field, through the real HTTP API.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

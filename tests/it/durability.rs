@@ -2,8 +2,7 @@
 //! killed right after its 2xx answers, restarted on the same data dir, and
 //! every acknowledged record is read back.
 
-mod common;
-use common::{fcm_app_body, Herald, PASSWORD};
+use crate::common::{fcm_app_body, Herald, PASSWORD};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use std::process::Command;

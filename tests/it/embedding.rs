@@ -1,9 +1,7 @@
 //! The embedding API: an engine built in-process with the builder, its HTTP
 //! API mounted in a server of the test's own, and the typed operations.
-#![cfg(feature = "demo")]
 
-mod common;
-use common::receiver::Receiver;
+use crate::common::receiver::Receiver;
 use herald::models::app::AppBody;
 use herald::models::push::PushNotificationEvent;
 use herald::models::tenant::CreateTenant;

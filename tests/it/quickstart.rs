@@ -1,7 +1,6 @@
 //! The README quickstart, end to end through the HTTP API.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 

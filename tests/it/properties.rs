@@ -1,7 +1,7 @@
 //! Properties of users and clients through the HTTP API.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

@@ -1,6 +1,5 @@
 //! A Herald server in this process on an ephemeral port, and helpers to drive
 //! it through its HTTP API as a client would.
-#![allow(dead_code)]
 
 pub mod receiver;
 
@@ -154,9 +153,34 @@ impl TestServer {
     }
 }
 
+/// Runs the calling test alone, in a child process of this test binary, for
+/// a test that needs the process to itself: Herald's Prometheus recorder and
+/// its tenant-label registry are process-wide, so exact totals in an
+/// in-process server's `/metrics` would include what the other tests' servers
+/// count. `test` is the test's full name (`module::function`). Answers `true`
+/// in the child, where the test's body runs, and `false` here once the child
+/// passed (the test is then done); panics with the child's output if it failed.
+pub fn alone_in_a_process(test: &str) -> bool {
+    const CHILD: &str = "HERALD_IT_ALONE";
+    if std::env::var(CHILD).is_ok_and(|t| t == test) {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, test)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{stdout}");
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{test} failed in its own process");
+    assert!(stdout.contains("1 passed"), "no test named {test} ran in the child process");
+    false
+}
+
 /// A throwaway RSA-2048 PKCS#8 key (ring cannot generate RSA keys): the
 /// private_key of test service accounts, which saving an app checks.
-pub const TEST_RSA_PEM: &str = include_str!("../../actors/src/providers/testdata/rsa2048.pem");
+pub const TEST_RSA_PEM: &str = include_str!("../../../actors/src/providers/testdata/rsa2048.pem");
 
 /// A new APNs token-auth key (a P-256 PKCS#8 PEM, as Apple's `.p8`) in base64,
 /// as an app body carries it.

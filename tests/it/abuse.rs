@@ -2,8 +2,7 @@
 //! per-tenant send rate, the per-user and per-IP token endpoint rates, and no
 //! secret ever written to the logs.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};

@@ -1,10 +1,8 @@
 //! The library API alone (no HTTP, no `herald::api`): a device client's whole
 //! life and a webhook's, as a daemon embedding Herald would drive them. The
 //! provider simulators stand in for Apple; the webhook receiver is local.
-#![cfg(feature = "demo")]
 
-mod common;
-use common::receiver::Receiver;
+use crate::common::receiver::Receiver;
 use herald::models::app::AppBody;
 use herald::models::client::RegisterClient;
 use herald::models::push::PushNotificationEvent;

@@ -2,9 +2,7 @@
 //! parameters, security and error bodies, and every schema reference resolves.
 //! (`.ci/api_fuzz.sh` validates it with openapi-spec-validator and runs schemathesis on it.)
 
-mod common;
-
-use common::TestServer;
+use crate::common::TestServer;
 use herald::auth::Access;
 use herald::router::Router;
 use reqwest::{Method, StatusCode};
@@ -186,7 +184,7 @@ async fn token_request_is_form_encoded_only() {
         assert!(form["properties"][field].is_object(), "{field} missing from {form}");
     }
     // The declared encoding is the one served.
-    let (s, b) = server.password_grant("acme", "admin", common::PASSWORD).await;
+    let (s, b) = server.password_grant("acme", "admin", crate::common::PASSWORD).await;
     assert_eq!(s, StatusCode::OK, "{b}");
     server.shutdown().await;
 }
@@ -207,16 +205,16 @@ async fn closed_sets_are_enums_of_exactly_the_accepted_values() {
     assert_eq!(strings_of(&categories["items"]["enum"]), set(&CATEGORIES), "{categories}");
     assert_eq!((categories["minItems"].as_u64(), categories["uniqueItems"].as_bool()), (Some(1), Some(true)));
     for (i, c) in CATEGORIES.iter().enumerate() {
-        let mut body = common::fcm_app_body();
+        let mut body = crate::common::fcm_app_body();
         body["categories"] = serde_json::json!([c]);
         let (s, b) =
             server.call(Method::POST, &format!("/v1/tenants/acme/apps/app{i}"), Some(&token), Some(body)).await;
         assert_eq!(s, StatusCode::CREATED, "category {c}: {b}");
     }
-    let mut body = common::fcm_app_body();
+    let mut body = crate::common::fcm_app_body();
     body["categories"] = serde_json::json!(["marketing"]);
     let (s, b) = server.call(Method::POST, "/v1/tenants/acme/apps/other", Some(&token), Some(body)).await;
-    assert_eq!((s, common::field(&b)), (StatusCode::BAD_REQUEST, "categories[0]".to_string()), "{b}");
+    assert_eq!((s, crate::common::field(&b)), (StatusCode::BAD_REQUEST, "categories[0]".to_string()), "{b}");
     let stored = &schemas["PushConfigView"]["properties"]["categories"]["items"]["enum"];
     assert_eq!(strings_of(stored), set(&CATEGORIES));
 
@@ -269,7 +267,7 @@ async fn closed_sets_are_enums_of_exactly_the_accepted_values() {
             Some(serde_json::json!({"filter": "type=domain", "callbackUrl": "https://example.com/h", "authType": "DIGEST"})),
         )
         .await;
-    assert_eq!((s, common::field(&b)), (StatusCode::BAD_REQUEST, "authType".to_string()), "{b}");
+    assert_eq!((s, crate::common::field(&b)), (StatusCode::BAD_REQUEST, "authType".to_string()), "{b}");
     server.shutdown().await;
 }
 

@@ -1,9 +1,8 @@
 //! Bearer verification on every tenant route, generated from the route table.
 
-mod common;
+use crate::common::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use common::*;
 use herald::auth::{tokens, Access};
 use reqwest::{Method, StatusCode};
 use serde_json::json;

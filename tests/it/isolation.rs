@@ -3,10 +3,9 @@
 //! another tenant's valid credentials aimed at the identifiers of tenant `acme`.
 //! Each must get the right 401/403, and no answer may carry `acme`'s data.
 
-mod common;
+use crate::common::*;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use common::*;
 use herald::auth::{tokens, Access, Grant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -1,7 +1,6 @@
 //! HTTP/1.1, h2c and TLS on one port; metrics; graceful shutdown.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

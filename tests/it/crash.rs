@@ -11,8 +11,8 @@
 //! CI runs 5 kills; `HERALD_CRASH_KILLS=100` runs the long form, and
 //! `HERALD_CRASH_SEED` replays a run.
 
-mod common;
-use common::Herald;
+use crate::common;
+use crate::common::Herald;
 use herald_sim::{Faults, Provider, ProviderFaults};
 use herald_storage::push_tokens::PushProvider;
 use reqwest::StatusCode;

@@ -1,8 +1,7 @@
 //! Provider faults injected by the simulators: dead tokens, 429/503, GOAWAY,
 //! oversize payloads, provider-token hygiene, actor supervision.
 
-mod common;
-use common::*;
+use crate::common::*;
 use herald_sim::{Faults, ProviderFaults, StatusFault};
 use reqwest::{Method, StatusCode};
 use serde_json::json;

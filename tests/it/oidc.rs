@@ -1,7 +1,6 @@
 //! The realm's OIDC endpoints used the way an external client library does.
 
-mod common;
-use common::*;
+use crate::common::*;
 use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, Validation};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

@@ -1,11 +1,10 @@
 //! Signers and client certificates through the HTTP API, verified with
 //! x509-parser (and, in one test, the openssl CLI).
 
-mod common;
+use crate::common::receiver::Receiver;
+use crate::common::*;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use common::receiver::Receiver;
-use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -1,8 +1,7 @@
 //! App versions, registration policies, integrity voting and the latest-version
 //! app listing, through the real HTTP API.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

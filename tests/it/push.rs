@@ -1,8 +1,7 @@
 //! The send API end to end: HTTP → engine → simulators over TLS, and what the
 //! simulators received.
 
-mod common;
-use common::*;
+use crate::common::*;
 use herald_sim::Provider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -8,8 +8,7 @@
 //!
 //! CI runs 5 kills; `HERALD_RESEND_KILLS=25` runs the long form.
 
-mod common;
-use common::{acme_with_apns_clients, sim_env, Herald};
+use crate::common::{acme_with_apns_clients, sim_env, Herald};
 use herald_sim::{Faults, Provider, ProviderFaults};
 use reqwest::StatusCode;
 use serde_json::{json, Value};

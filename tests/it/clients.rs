@@ -1,8 +1,7 @@
 //! Client lifecycle through the HTTP API: detail, overview, links, lock and
 //! unlock, disconnect, unlink, delete client, delete user data.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

@@ -1,9 +1,8 @@
 //! Webhooks through the real HTTP API, delivered to a local receiver on loopback.
 
-mod common;
+use crate::common::receiver::{Received, Receiver};
+use crate::common::*;
 use base64::Engine as _;
-use common::receiver::{Received, Receiver};
-use common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

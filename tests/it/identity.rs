@@ -1,8 +1,7 @@
 //! Identity (spec 001): users, lists, tokens, brute force, addresses — through
 //! the HTTP API as a client would use it.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

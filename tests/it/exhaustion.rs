@@ -2,8 +2,7 @@
 //! closed; one address holds only its share of connections; the operations
 //! port answers its probes whatever the public port is going through.
 
-mod common;
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};

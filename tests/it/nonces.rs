@@ -1,7 +1,7 @@
 //! Nonces, login events and the login configuration through the HTTP API.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
