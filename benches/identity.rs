@@ -3,6 +3,12 @@
 //! user by id in the same run, so the ratio says what the list itself costs.
 //! `-- --users N` sizes the tenant.
 
+// Benchmarks and examples: a failure is a visible abort, not a served request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+// The shared test helpers compiled in below (`tests/common`) signal a child with
+// `libc::kill`; the benchmark itself has no unsafe code.
+#![allow(unsafe_code)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::*;
