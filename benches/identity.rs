@@ -3,6 +3,9 @@
 //! user by id in the same run, so the ratio says what the list itself costs.
 //! `-- --users N` sizes the tenant.
 
+// Benchmarks and examples: a failure is a visible abort, not a served request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+
 // The integration tests' helpers, of which the benchmark uses a few.
 #[path = "../tests/it/common/mod.rs"]
 #[allow(dead_code)]

@@ -44,6 +44,13 @@
 //! killed when its guard drops, including while unwinding from a panic, and asks
 //! the kernel to kill it should this process die first.
 
+// Benchmarks and examples: a failure is a visible abort, not a served request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+// `Command::pre_exec` is unsafe by nature (the closure runs between fork and
+// exec); the benchmark needs it to have its children die with it. Nothing else
+// here is unsafe.
+#![allow(unsafe_code)]
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use bytes::Bytes;
@@ -266,20 +273,23 @@ fn cpu_secs(pid: u32) -> Option<f64> {
     let rest = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some(ticks / hz.max(1.0))
+    Some(ticks / clock_ticks())
 }
 
-/// CPU seconds of this process's waited-for children (the node-apn peer).
+/// CPU seconds of this process's waited-for children (the node-apn peer):
+/// `cutime` and `cstime` of `/proc/self/stat`, what `getrusage(RUSAGE_CHILDREN)`
+/// reports (rustix has no safe `getrusage`), in clock ticks.
 fn children_cpu_secs() -> f64 {
-    // SAFETY: getrusage writes into the struct we give it.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-        t(u.ru_utime) + t(u.ru_stime)
-    }
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else { return 0.0 };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (field(13) + field(14)) / clock_ticks()
+}
+
+/// Clock ticks a second, the unit of `/proc`'s CPU times (`_SC_CLK_TCK`).
+fn clock_ticks() -> f64 {
+    (rustix::param::clock_ticks_per_second() as f64).max(1.0)
 }
 
 /// Busy CPU seconds of the whole machine so far: `/proc/stat` less idle and iowait.
@@ -289,9 +299,7 @@ fn machine_busy_secs() -> f64 {
     let f: Vec<f64> = cpu.split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
     let total: f64 = f.iter().take(8).sum();
     let idle = f.get(3).copied().unwrap_or(0.0) + f.get(4).copied().unwrap_or(0.0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (total - idle) / hz.max(1.0)
+    (total - idle) / clock_ticks()
 }
 
 /// Measures how much of the machine other processes (the lead's builds, say)
@@ -963,10 +971,8 @@ impl Perf {
     /// Stops the recording with SIGINT so perf writes its file.
     fn stop(mut self) {
         if let Some(mut p) = self.0.take() {
-            // SAFETY: signalling our own child.
-            unsafe {
-                libc::kill(p.pid() as i32, libc::SIGINT);
-            }
+            let _ =
+                rustix::process::kill_process(rustix::process::Pid::from_child(&p.child), rustix::process::Signal::INT);
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = p.child.try_wait() {

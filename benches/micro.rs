@@ -18,6 +18,9 @@
 //! Durable storage writes with grouped flushes are measured by
 //! `cargo bench --bench storage` and not repeated here.
 
+// Benchmarks and examples: a failure is a visible abort, not a served request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use herald::auth::tokens::{self, AccessClaims, RoleSet};
 use herald::auth::KeyCache;

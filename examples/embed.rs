@@ -5,6 +5,9 @@
 //!
 //! `cargo run --example embed`
 
+// Benchmarks and examples: a failure is a visible abort, not a served request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+
 use herald::models::push::PushNotificationEvent;
 use herald::Engine;
 use hyper_util::rt::{TokioExecutor, TokioIo};

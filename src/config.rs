@@ -291,7 +291,7 @@ impl AbuseLimits {
             Some(n) => n,
             None => {
                 let fds = crate::server::fd_limit();
-                usize::try_from(fds - fds / 4).unwrap_or(usize::MAX).clamp(64, 1 << 20)
+                usize::try_from(fds.saturating_sub(fds / 4)).unwrap_or(usize::MAX).clamp(64, 1 << 20)
             }
         }
     }
@@ -369,7 +369,7 @@ impl Config {
         if !(1..=3650).contains(&days) {
             return Err("client_cert_validity_days: must be from 1 to 3650".into());
         }
-        let pki = PkiSettings { ca, client_cert_validity: Duration::from_secs(days * 86_400) };
+        let pki = PkiSettings { ca, client_cert_validity: Duration::from_secs(days.saturating_mul(86_400)) };
         let metrics_tenant_label = match &s.metrics_tenant_label {
             Some(text) => text.parse().map_err(|e| format!("metrics_tenant_label: {e}"))?,
             None => TenantLabel::On,

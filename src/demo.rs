@@ -126,7 +126,7 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
             )
             .await?;
             let push_token = match *provider {
-                "APNS" => format!("{:064x}", n * 10 + i + 1),
+                "APNS" => format!("{:064x}", n.saturating_mul(10).saturating_add(i).saturating_add(1)),
                 other => format!("{}-demo-token-{user}", other.to_lowercase()),
             };
             expect(

@@ -34,6 +34,8 @@
 //! - `router`: matching, authenticating and dispatching one request
 //! - `server`: the listeners, HTTP/1.1 and HTTP/2, TLS, connection limits
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod auth;
 pub mod cli;

@@ -1,3 +1,5 @@
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 
 /// The server's allocator (the library leaves the choice to embedding programs).

@@ -21,7 +21,7 @@ impl Paging {
     }
 
     pub fn offset(&self) -> usize {
-        (self.page - 1).saturating_mul(self.size)
+        self.page.saturating_sub(1).saturating_mul(self.size)
     }
 }
 

@@ -352,7 +352,7 @@ impl<P: Provider> Channel<P> {
                     last => done[i] = Some(last),
                 }
             }
-            if pending.is_empty() || attempt + 1 == tries {
+            if pending.is_empty() || attempt.saturating_add(1) == tries {
                 break;
             }
             if refused {

@@ -198,7 +198,10 @@ impl GroupCommit {
         }
         let store = self.store.clone();
         self.flush = Some((self.written, Box::pin(async move { store.durable().await })));
-        self.due.as_mut().reset(now + GROUP_COMMIT);
+        // An `Instant` is time since boot: a few milliseconds more cannot overflow it.
+        #[allow(clippy::arithmetic_side_effects)]
+        let next = now + GROUP_COMMIT;
+        self.due.as_mut().reset(next);
     }
 
     /// Waits for the running flush to finish, or for the next one to be due.
@@ -262,7 +265,7 @@ impl Window {
         report: &mut Report,
         written: u64,
     ) -> Result<(), ActorProcessingErr> {
-        while !self.exhausted && self.unsettled <= ctx.cap + ctx.batch {
+        while !self.exhausted && self.unsettled <= ctx.cap.saturating_add(ctx.batch) {
             let batch =
                 ctx.store.push_tokens().valid_of_app(&job.tenant, ctx.app, self.read_cursor.as_deref(), ctx.batch)?;
             let Some((last, _)) = batch.last() else {
@@ -270,22 +273,23 @@ impl Window {
                 break;
             };
             if let Some(mark) = self.resume_mark.as_deref() {
-                report.resent += batch.iter().filter(|(client, _)| client.as_str() <= mark).count() as u64;
+                let resent = batch.iter().filter(|(client, _)| client.as_str() <= mark).count() as u64;
+                report.resent = report.resent.saturating_add(resent);
             }
             if job.read_mark.as_deref().is_none_or(|m| m < last.as_str()) {
                 job.read_mark = Some(last.clone());
             }
             self.read_cursor = Some(last.clone());
-            let seq = self.first_seq + self.open.len();
+            let seq = self.first_seq.saturating_add(self.open.len());
             self.open.push_back(OpenBatch {
                 last_client: last.clone(),
                 size: batch.len(),
                 remaining: batch.len(),
-                reserved_by: written + 1,
+                reserved_by: written.saturating_add(1),
                 undelivered: Vec::new(),
                 counts: Report::default(),
             });
-            self.unsettled += batch.len();
+            self.unsettled = self.unsettled.saturating_add(batch.len());
             self.pending.extend(batch.into_iter().map(|(client, token)| (seq, client, token)));
             self.dirty = true;
         }
@@ -302,7 +306,8 @@ impl Window {
     /// clients read so far waits for its mark to be durable. Meanwhile the
     /// clients of other providers go on one by one.
     fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64, idle: bool) -> Option<Request> {
-        let room = (ctx.cap + ctx.batch).saturating_sub(self.unsettled - self.pending.len());
+        // Pending clients are unsettled ones, so the subtraction is exact.
+        let room = ctx.cap.saturating_add(ctx.batch).saturating_sub(self.unsettled.saturating_sub(self.pending.len()));
         if room == 0 {
             return None;
         }
@@ -314,7 +319,7 @@ impl Window {
 
     /// The indexes in `pending` of the next request's clients (see [`Window::next_send`]).
     fn pick(&self, cap: usize, room: usize, durable: u64, idle: bool) -> Option<Pick> {
-        let durable_at = |seq: usize| self.open[seq - self.first_seq].reserved_by <= durable;
+        let durable_at = |seq: usize| self.open[self.slot(seq)].reserved_by <= durable;
         let mut deferred: Vec<Option<crate::providers::Backend>> = Vec::new();
         for (i, (seq, _, token)) in self.pending.iter().enumerate() {
             if !durable_at(*seq) {
@@ -357,7 +362,7 @@ impl Window {
     fn take(&mut self, indexes: &[usize]) -> Vec<Pending> {
         let mut taken = Vec::with_capacity(indexes.len());
         let mut next = indexes.iter().peekable();
-        let mut kept = VecDeque::with_capacity(self.pending.len() - indexes.len());
+        let mut kept = VecDeque::with_capacity(self.pending.len().saturating_sub(indexes.len()));
         for (i, entry) in std::mem::take(&mut self.pending).into_iter().enumerate() {
             if next.peek() == Some(&&i) {
                 next.next();
@@ -372,7 +377,15 @@ impl Window {
 
     /// Whether the next send waits for a read mark to be durable.
     fn waits_for(&self, durable: u64) -> bool {
-        self.pending.front().is_some_and(|(seq, _, _)| self.open[seq - self.first_seq].reserved_by > durable)
+        self.pending.front().is_some_and(|(seq, _, _)| self.open[self.slot(*seq)].reserved_by > durable)
+    }
+
+    /// The index in `open` of the batch numbered `seq`.
+    // A client pending or in flight belongs to an open batch, and open batches
+    // are numbered from `first_seq` on, so `seq >= first_seq`.
+    #[allow(clippy::arithmetic_side_effects)]
+    fn slot(&self, seq: usize) -> usize {
+        seq - self.first_seq
     }
 
     /// Records one outcome; commits (in memory) the batches now complete, in
@@ -386,16 +399,18 @@ impl Window {
         client: String,
         outcome: ClientOutcome,
     ) {
-        let batch = &mut self.open[seq - self.first_seq];
-        batch.remaining -= 1;
+        let slot = self.slot(seq);
+        let batch = &mut self.open[slot];
+        // One outcome per client of the batch.
+        batch.remaining = batch.remaining.saturating_sub(1);
         batch.counts.record(&outcome);
         if outcome.state != State::Sent {
             batch.undelivered.push((client, outcome));
         }
         while self.open.front().is_some_and(|b| b.remaining == 0) {
             let Some(done) = self.open.pop_front() else { break };
-            self.first_seq += 1;
-            self.unsettled -= done.size;
+            self.first_seq = self.first_seq.saturating_add(1);
+            self.unsettled = self.unsettled.saturating_sub(done.size);
             report.add(&done.counts);
             job.apps[i].cursor = Some(done.last_client);
             self.to_write.extend(done.undelivered);
@@ -417,7 +432,7 @@ impl Window {
             ctx.store.deliveries().commit_batch(job, report, &self.to_write)?;
             self.to_write.clear();
             self.dirty = false;
-            commits.written += 1;
+            commits.written = commits.written.saturating_add(1);
         }
         Ok(())
     }

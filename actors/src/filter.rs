@@ -403,7 +403,15 @@ impl Parser {
     }
 
     fn peek_next(&self) -> Option<char> {
-        self.chars.get(self.pos + 1).copied()
+        self.chars.get(self.pos..)?.get(1).copied()
+    }
+
+    /// Moves past `n` characters the caller has just peeked.
+    // `pos` only moves over characters seen by `peek`/`peek_next`, so it stays
+    // within `chars.len()` and `pos + n` (n ≤ 2) cannot overflow.
+    #[allow(clippy::arithmetic_side_effects)]
+    fn advance(&mut self, n: usize) {
+        self.pos += n;
     }
 
     fn at_end(&self) -> bool {
@@ -412,15 +420,15 @@ impl Parser {
 
     fn skip_ws(&mut self) {
         while self.peek().is_some_and(char::is_whitespace) {
-            self.pos += 1;
+            self.advance(1);
         }
     }
 
     fn end_of_run(&self, accept: fn(char) -> bool) -> usize {
-        let mut end = self.pos;
-        while self.chars.get(end).copied().is_some_and(accept) {
-            end += 1;
-        }
+        let run = self.chars.get(self.pos..).unwrap_or_default().iter().take_while(|c| accept(**c)).count();
+        // The run lies within `chars`, so its end is at most `chars.len()`.
+        #[allow(clippy::arithmetic_side_effects)]
+        let end = self.pos + run;
         end
     }
 
@@ -441,7 +449,7 @@ impl Parser {
     }
 
     fn enter(&mut self, at: usize) -> Result<(), ParseError> {
-        self.nesting += 1;
+        self.nesting = self.nesting.saturating_add(1);
         if self.nesting > MAX_NESTING {
             return Err(ParseError::new(at, format!("too deeply nested (at most {MAX_NESTING} brackets and nots)")));
         }
@@ -481,7 +489,7 @@ impl Parser {
         if self.eat_keyword("not") {
             self.enter(at)?;
             let inner = self.unary()?;
-            self.nesting -= 1;
+            self.nesting = self.nesting.saturating_sub(1);
             return Ok(Expr::Not(Box::new(inner)));
         }
         self.primary()
@@ -494,13 +502,13 @@ impl Parser {
         }
         let open = self.pos;
         self.enter(open)?;
-        self.pos += 1;
+        self.advance(1);
         let inner = self.or_expr()?;
         self.skip_ws();
         match self.peek() {
             Some(')') => {
-                self.pos += 1;
-                self.nesting -= 1;
+                self.advance(1);
+                self.nesting = self.nesting.saturating_sub(1);
                 Ok(inner)
             }
             // Blame the bracket: the end of input says nothing about which
@@ -518,7 +526,7 @@ impl Parser {
         self.skip_ws();
         let start = self.pos;
         let attr = self.attribute(expected)?;
-        self.conditions += 1;
+        self.conditions = self.conditions.saturating_add(1);
         if self.conditions > MAX_CONDITIONS {
             return Err(ParseError::new(start, format!("too many conditions (at most {MAX_CONDITIONS})")));
         }
@@ -540,12 +548,15 @@ impl Parser {
             return Err(ParseError::new(start, format!("{expected}, found the keyword '{word}'")));
         }
         let mut segment_start = start;
-        for (i, &c) in self.chars[start..end].iter().enumerate() {
+        for (i, &c) in self.chars.iter().enumerate().take(end).skip(start) {
             if c == '.' {
-                if start + i == segment_start {
+                if i == segment_start {
                     return Err(ParseError::new(segment_start, "expected a name between the dots of an attribute"));
                 }
-                segment_start = start + i + 1;
+                // `i` indexes `chars`, so `i + 1 <= chars.len()`.
+                #[allow(clippy::arithmetic_side_effects)]
+                let next = i + 1;
+                segment_start = next;
             }
         }
         if segment_start == end {
@@ -564,7 +575,7 @@ impl Parser {
             (Some('*'), Some('=')) => (Op::Contains, 2),
             _ => return Err(ParseError::new(self.pos, "expected an operator (=, !=, ^=, $=, *=)")),
         };
-        self.pos += len;
+        self.advance(len);
         Ok(op)
     }
 
@@ -589,19 +600,19 @@ impl Parser {
 
     fn quoted(&mut self) -> Result<String, ParseError> {
         let open = self.pos;
-        self.pos += 1;
+        self.advance(1);
         let mut value = String::new();
         loop {
             match self.peek() {
                 None => return Err(ParseError::new(open, "unterminated quoted value")),
                 Some('"') => {
-                    self.pos += 1;
+                    self.advance(1);
                     return Ok(value);
                 }
                 Some('\\') => match self.peek_next() {
                     Some(c @ ('"' | '\\')) => {
                         value.push(c);
-                        self.pos += 2;
+                        self.advance(2);
                     }
                     None => return Err(ParseError::new(open, "unterminated quoted value")),
                     Some(_) => {
@@ -613,7 +624,7 @@ impl Parser {
                 },
                 Some(c) => {
                     value.push(c);
-                    self.pos += 1;
+                    self.advance(1);
                 }
             }
         }

@@ -23,6 +23,8 @@
 //! - `settings`: where the providers are and how hard to push them
 //! - `telemetry`: per-tenant metric handles and the tenant-label policy
 
+#![forbid(unsafe_code)]
+
 pub mod channels;
 pub mod credentials;
 pub mod delivery;

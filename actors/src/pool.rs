@@ -98,7 +98,7 @@ impl Drop for Pool {
     fn drop(&mut self) {
         let shared = self.conns.get_mut().map(|c| c.len()).unwrap_or(0);
         let own = self.interactive.get_mut().map(|c| c.is_some() as usize).unwrap_or(0);
-        self.connections_gauge.decrement((shared + own) as f64);
+        self.connections_gauge.decrement(shared.saturating_add(own) as f64);
     }
 }
 
@@ -142,7 +142,7 @@ impl Pool {
     /// Connections currently open.
     pub fn connections(&self) -> usize {
         let own = self.interactive.lock().map(|c| c.is_some() as usize).unwrap_or(0);
-        self.conns.lock().map(|c| c.len()).unwrap_or(0) + own
+        self.conns.lock().map(|c| c.len()).unwrap_or(0).saturating_add(own)
     }
 
     /// A stream on the interactive lane's own connection, opening it when
@@ -200,7 +200,7 @@ impl Pool {
                 let before = conns.len();
                 conns.retain(|c| c.is_alive());
                 if conns.len() != before {
-                    self.connections_gauge.decrement((before - conns.len()) as f64);
+                    self.connections_gauge.decrement(before.saturating_sub(conns.len()) as f64);
                 }
                 if let Some(conn) = self.free_stream(&conns, lane) {
                     return Ok(Lease { pool: self, conn });
@@ -243,7 +243,7 @@ impl Pool {
             let cap = c.capacity(self.limits.max_streams);
             let limit = match lane {
                 Lane::Interactive => cap,
-                Lane::Bulk => cap - (cap / 10).max(1).min(cap - 1),
+                Lane::Bulk => cap.saturating_sub((cap / 10).max(1).min(cap.saturating_sub(1))),
             };
             let used = c.in_flight.load(Ordering::Acquire);
             if used < limit && best.is_none_or(|(_, u)| used < u) {

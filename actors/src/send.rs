@@ -133,7 +133,8 @@ async fn interactive(
         ..Report::default()
     };
     for r in &results {
-        *report.targeted.entry(r.outcome.app.clone()).or_default() += 1;
+        let targeted = report.targeted.entry(r.outcome.app.clone()).or_default();
+        *targeted = targeted.saturating_add(1);
         report.record(&r.outcome);
     }
     let mut outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();

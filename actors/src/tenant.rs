@@ -99,6 +99,8 @@ impl Actor for Tenant {
         }
         // Checked a few times per idle period (at most every 30 s).
         let idle_timer = args.deliverer.settings().tenant_idle_stop.map(|idle| {
+            // A quarter of a duration cannot overflow.
+            #[allow(clippy::arithmetic_side_effects)]
             let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
             myself.send_interval(every, || TenantMsg::IdleCheck)
         });
@@ -163,6 +165,9 @@ impl Actor for Tenant {
                     myself.stop(Some("idle".into()));
                 }
             }
+            // A failure on request (`Push::crash_tenant`), to exercise supervision in
+            // tests: ractor turns the handler's panic into the actor's failure.
+            #[allow(clippy::panic)]
             TenantMsg::Crash => panic!("tenant {} crashed on request", state.tenant),
         }
         Ok(())

@@ -162,7 +162,7 @@ impl Connection {
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(|e| self.classify(e))?;
             let _ = body.flow_control().release_capacity(chunk.len());
-            buf.extend_from_slice(&chunk[..chunk.len().min(MAX_ANSWER - buf.len())]);
+            buf.extend_from_slice(&chunk[..chunk.len().min(MAX_ANSWER.saturating_sub(buf.len()))]);
             if buf.len() == MAX_ANSWER {
                 // The rest is never read: dropping the stream resets it.
                 break;

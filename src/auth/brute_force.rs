@@ -34,19 +34,20 @@ impl Policy {
     pub fn record_failure(&self, f: &mut LoginFailure, now: u64) {
         let delta = if f.last_failure_ms > 0 { now.saturating_sub(f.last_failure_ms) } else { 0 };
         f.last_failure_ms = now;
-        if delta > 0 && delta > self.max_delta_time_seconds * 1000 {
+        if delta > 0 && delta > self.max_delta_time_seconds.saturating_mul(1000) {
             f.num_failures = 0;
             f.not_before_ms = 0;
         }
-        f.num_failures += 1;
-        let mut wait = self.wait_increment_seconds * u64::from(f.num_failures / self.failure_factor.max(1));
+        f.num_failures = f.num_failures.saturating_add(1);
+        let steps = f.num_failures.checked_div(self.failure_factor.max(1)).unwrap_or(0);
+        let mut wait = self.wait_increment_seconds.saturating_mul(u64::from(steps));
         if delta > 0 && delta < self.quick_login_check_millis && wait < self.minimum_quick_login_wait_seconds {
             wait = self.minimum_quick_login_wait_seconds;
         }
         wait = wait.min(self.max_failure_wait_seconds);
         if wait > 0 {
             // Keycloak keeps the instant in whole seconds.
-            f.not_before_ms = (now + wait * 1000) / 1000 * 1000;
+            f.not_before_ms = (now.saturating_add(wait.saturating_mul(1000)) / 1000).saturating_mul(1000);
         }
     }
 
@@ -68,7 +69,7 @@ pub struct Clock {
 impl Clock {
     pub fn now_ms(&self) -> u64 {
         match self.frozen_ms.load(Ordering::SeqCst) {
-            0 => herald_storage::now_ms() + self.offset_ms.load(Ordering::SeqCst),
+            0 => herald_storage::now_ms().saturating_add(self.offset_ms.load(Ordering::SeqCst)),
             t => t,
         }
     }

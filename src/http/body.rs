@@ -22,6 +22,8 @@ where
     let mut data = bytes::BytesMut::new();
     loop {
         let wait = limits.body_timeout.min(time_for(data.len(), limits.min_body_rate));
+        // `body_timeout` is at most a day (`Limits` clamps it): `started` plus it fits.
+        #[allow(clippy::arithmetic_side_effects)]
         let deadline = started.checked_add(wait).unwrap_or(started + limits.body_timeout);
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(too_slow()),
@@ -50,7 +52,7 @@ fn time_for(received: usize, min_rate: u64) -> Duration {
         return Duration::MAX;
     }
     let next = u64::try_from(received).unwrap_or(u64::MAX).saturating_add(1);
-    let ms = next.saturating_mul(1000) / min_rate;
+    let ms = next.saturating_mul(1000).checked_div(min_rate).unwrap_or(u64::MAX);
     BODY_GRACE.saturating_add(Duration::from_millis(ms))
 }
 

@@ -36,6 +36,8 @@ impl Catalogue<'_> {
     /// resource version `wanted`, when one is given.
     async fn reach(&self, tenant: &str, wanted: Option<u64>) -> ApiResult<()> {
         let Some(wanted) = wanted else { return Ok(()) };
+        // A short constant wait after now: no overflow.
+        #[allow(clippy::arithmetic_side_effects)]
         let deadline = Instant::now() + VERSION_WAIT;
         while self.0.store.catalogue().version(tenant)? < wanted {
             if Instant::now() >= deadline {

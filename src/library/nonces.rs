@@ -63,7 +63,7 @@ impl Nonces<'_> {
                 credential_user: body.payload.credential.as_ref().map(|c| c.user.clone()),
                 credential_secret: credential_secret.clone(),
                 created_ms: now,
-                expires_ms: now + ttl * 1000,
+                expires_ms: now.saturating_add(ttl.saturating_mul(1000)),
                 used: false,
             })
         };

@@ -298,6 +298,9 @@ impl Users<'_> {
         query.validate()?;
         let q = query.clone().normalized();
         let (page, total) = page(self.0, tenant, &q, source)?;
+        // `validate` bounds the query: `limit` from 1, `offset` at most `usize::MAX >> 1`.
+        #[allow(clippy::arithmetic_side_effects)]
+        let current_page = q.offset / q.limit + 1;
         let users = self.0.store.users();
         let mut list = Vec::with_capacity(page.len());
         for row in &page {
@@ -308,7 +311,7 @@ impl Users<'_> {
         Ok(UserPage {
             user_list: list,
             page: UserPageInfo {
-                current_page: q.offset / q.limit + 1,
+                current_page,
                 page_size: q.limit,
                 total_pages: total.div_ceil(q.limit),
                 total_records: total,
@@ -325,13 +328,13 @@ fn page(engine: &Engine, tenant: &str, q: &UserListQuery, source: Source<'_>) ->
     let users = engine.store.users();
     let order_key = q.order_by.field();
     let keep = |r: &UserRow| q.matches(r);
-    let (mut total, mut page) = (0, Vec::new());
+    let (mut total, mut page) = (0usize, Vec::new());
     let mut count = |r: &Arc<UserRow>| {
         if keep(r) {
             if total >= q.offset && page.len() < q.limit {
                 page.push(r.clone());
             }
-            total += 1;
+            total = total.saturating_add(1);
         }
     };
     if matches!(source, Source::All) {
@@ -344,13 +347,13 @@ fn page(engine: &Engine, tenant: &str, q: &UserListQuery, source: Source<'_>) ->
     }
     let rows = users.select(tenant, source, keep)?;
     let total = rows.len();
-    let end = (q.offset + q.limit).min(total);
+    let end = q.offset.saturating_add(q.limit).min(total);
     if q.offset >= end {
         return Ok((Vec::new(), total));
     }
     if order_key == Field::Username {
         // Descending: the page counted from the end.
-        return Ok(((total - end..total - q.offset).rev().map(|i| rows[i].clone()).collect(), total));
+        return Ok((rows.iter().rev().skip(q.offset).take(q.limit).cloned().collect(), total));
     }
     // Only the first `end` places of the order matter: partition around
     // place `end` (linear), then sort those. Ties stay in username order

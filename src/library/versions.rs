@@ -263,10 +263,10 @@ impl Versions<'_> {
         };
         let mut tally = store.arch(tenant, &v.id, arch)?.map(|s| s.tally).unwrap_or_default();
         tally.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let total: u32 = tally.iter().map(|(_, n)| n).sum();
+        let total = tally.iter().fold(0u32, |t, (_, n)| t.saturating_add(*n));
         let votes = tally
             .into_iter()
-            .map(|(id, n)| VoteCount { integrity_check_id: id, num: n, percent: (n * 100 + total / 2) / total.max(1) })
+            .map(|(id, n)| VoteCount { integrity_check_id: id, num: n, percent: percent(n, total) })
             .collect();
         Ok(VoteSummary {
             version_id: v.id,
@@ -402,4 +402,12 @@ impl Versions<'_> {
         let data = out.into_iter().skip(paging.offset()).take(paging.size).collect();
         Ok(AppsLatest { data, total_count })
     }
+}
+
+/// `n` of `total` votes in whole percent, rounded half up; computed in u64 so
+/// that `n * 100` cannot overflow whatever the counts.
+fn percent(n: u32, total: u32) -> u32 {
+    let (n, total) = (u64::from(n), u64::from(total.max(1)));
+    let p = n.saturating_mul(100).saturating_add(total / 2).checked_div(total).unwrap_or(0);
+    u32::try_from(p).unwrap_or(u32::MAX)
 }

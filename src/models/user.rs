@@ -341,7 +341,7 @@ pub fn password_unchanged(u: &User, verified: Option<&str>) -> bool {
 /// A resend-OTP counter as it stands at `now`: an expired window counts
 /// from zero (a lock outlives its window only while it lasts).
 pub fn otp_current(c: OtpCounter, p: &OtpPolicy, now: u64) -> OtpCounter {
-    if c.locked_until_ms > now || now.saturating_sub(c.window_start_ms) < p.window_seconds * 1000 {
+    if c.locked_until_ms > now || now.saturating_sub(c.window_start_ms) < p.window_seconds.saturating_mul(1000) {
         c
     } else {
         OtpCounter::default()
@@ -366,10 +366,10 @@ pub fn otp_resend(stored: OtpCounter, p: &OtpPolicy, now: u64) -> OtpResend {
     if c.count == 0 {
         c.window_start_ms = now;
     }
-    c.count += 1;
+    c.count = c.count.saturating_add(1);
     let locked = c.count > p.max_resends;
     if locked {
-        c.locked_until_ms = c.window_start_ms + p.window_seconds * 1000;
+        c.locked_until_ms = c.window_start_ms.saturating_add(p.window_seconds.saturating_mul(1000));
     }
     OtpResend::Counted { counter: c, locked }
 }

@@ -29,6 +29,8 @@ pub fn parse_version_str(field: &str, s: &str) -> ApiResult<(String, u64)> {
             return Err(bad());
         }
     }
+    // Each part is at most MAX_PART (6 digits): the key is below 10^18 < u64::MAX.
+    #[allow(clippy::arithmetic_side_effects)]
     let key = nums[0] * 1_000_000_000_000 + nums[1] * 1_000_000 + nums[2];
     Ok((format!("{}.{}.{}", nums[0], nums[1], nums[2]), key))
 }

@@ -228,7 +228,7 @@ pub async fn delete_user_data(engine: &Engine, tenant: &str, user: &str) -> ApiR
     };
     // A property created between the look and the transaction moves the
     // generation on: the look is made again.
-    let mut attempts = 0;
+    let mut attempts: u32 = 0;
     let links = loop {
         let generation = store.properties().generation(tenant, user)?;
         let properties = store.properties().of_user(tenant, user)?;
@@ -240,7 +240,7 @@ pub async fn delete_user_data(engine: &Engine, tenant: &str, user: &str) -> ApiR
             remove_all(tx, tenant, user, &properties, &links, realm_user.as_ref())?;
             Ok::<_, ApiError>(true)
         })?;
-        attempts += 1;
+        attempts = attempts.saturating_add(1);
         if done {
             break links;
         }

@@ -9,12 +9,12 @@ use serde_json::json;
 /// Stores a new nonce made by `make` (called again on the rare collision of
 /// a short value, at most five times).
 pub async fn create(engine: &Engine, tenant: &str, make: impl Fn() -> ApiResult<Nonce>) -> ApiResult<Nonce> {
-    let mut attempt = 0;
+    let mut attempt: u32 = 0;
     let nonce = loop {
         let n = make()?;
         match engine.store.transact(|tx| tx.insert_nonce(tenant, &n)) {
             Ok(()) => break n,
-            Err(herald_storage::Error::Conflict(_)) if attempt < 5 => attempt += 1,
+            Err(herald_storage::Error::Conflict(_)) if attempt < 5 => attempt = attempt.saturating_add(1),
             Err(e) => return Err(e.into()),
         }
     };

@@ -168,9 +168,9 @@ pub async fn otp_unlock_all(engine: &Engine, tenant: &str) -> ApiResult<Option<u
             if tx.otp_counters_generation(tenant)? != generation {
                 return Ok(None);
             }
-            let mut n = 0;
+            let mut n: usize = 0;
             for u in &users {
-                n += usize::from(tx.delete_otp_counter(tenant, u)?);
+                n = n.saturating_add(usize::from(tx.delete_otp_counter(tenant, u)?));
             }
             Ok::<_, ApiError>(Some(Some(n)))
         })?;

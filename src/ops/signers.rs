@@ -182,7 +182,7 @@ pub async fn revoke(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<Sign
         let crl_number = store.signers().root_crl(tenant)?.map(|c| c.number);
         let mut listed = revoked_signers(store, tenant)?;
         listed.extend(seen.serials.iter().map(|n| (n.clone(), now)));
-        let number = crl_number.unwrap_or(0) + 1;
+        let number = crl_number.unwrap_or(0).saturating_add(1);
         let der = engine.pki.root_crl(number, &listed)?;
         store.transact(|tx| {
             let Some(mut s) = named_in(tx, tenant, &named)? else { return Ok(None) };

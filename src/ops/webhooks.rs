@@ -127,11 +127,11 @@ pub async fn replay(engine: &Engine, tenant: &str, id: &str, since_ms: u64) -> A
         if tx.webhook(tenant, id)?.is_none() {
             return Err(not_found(id));
         }
-        let mut n = 0;
+        let mut n: usize = 0;
         for (k, e) in &failed {
             if let Some(again) = model::requeue(e, since_ms, now) {
                 if tx.requeue_failed(tenant, id, k, &again)? {
-                    n += 1;
+                    n = n.saturating_add(1);
                 }
             }
         }

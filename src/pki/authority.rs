@@ -144,7 +144,7 @@ impl Authority {
         };
         let key = keys::signing_key(&pkcs8)?;
         let now = now_ms();
-        let until = (now + SIGNER_VALIDITY.as_millis() as u64).min(self.root.not_after_ms());
+        let until = now.saturating_add(SIGNER_VALIDITY.as_millis() as u64).min(self.root.not_after_ms());
         let issued = issue::signer(&self.root.issuer()?, &key, tenant, &s.name, now, until)?;
         let issuer = rcgen::Issuer::from_ca_cert_pem(&issued.pem, &key).map_err(|e| e.to_string())?;
         let number = crate::models::signer::next_crl_number(s);
@@ -162,7 +162,14 @@ impl Authority {
         let key = keys::signing_key(&pkcs8)?;
         let issuer = rcgen::Issuer::from_ca_cert_pem(pem, &key).map_err(|e| e.to_string())?;
         let now = now_ms();
-        issue::client(&issuer, &csr.spki_der, tenant, &c.client, now, now + self.client_validity.as_millis() as u64)
+        issue::client(
+            &issuer,
+            &csr.spki_der,
+            tenant,
+            &c.client,
+            now,
+            now.saturating_add(self.client_validity.as_millis() as u64),
+        )
     }
 
     /// The signer's CRL number `number` over `revoked` (serial, revocation ms). Writes nothing.

@@ -26,7 +26,7 @@ pub fn build(
         .collect::<Result<Vec<_>, String>>()?;
     let params = CertificateRevocationListParams {
         this_update: keys::time_ms(now_ms),
-        next_update: keys::time_ms(now_ms + NEXT_UPDATE_MS),
+        next_update: keys::time_ms(now_ms.saturating_add(NEXT_UPDATE_MS)),
         crl_number: SerialNumber::from_slice(&number.to_be_bytes()),
         issuing_distribution_point: None,
         revoked_certs,

@@ -25,5 +25,6 @@ pub fn serial() -> Result<(rcgen::SerialNumber, String), String> {
 
 /// A time `ms` milliseconds after the epoch.
 pub fn time_ms(ms: u64) -> time::OffsetDateTime {
-    time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms).saturating_mul(1_000_000))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
 }

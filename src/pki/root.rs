@@ -75,7 +75,7 @@ impl Root {
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         p.not_before = keys::time_ms(now.saturating_sub(3_600_000));
-        p.not_after = keys::time_ms(now + ROOT_VALIDITY.as_millis() as u64);
+        p.not_after = keys::time_ms(now.saturating_add(ROOT_VALIDITY.as_millis() as u64));
         p.serial_number = Some(keys::serial()?.0);
         p.self_signed(key).map(|c| c.pem()).map_err(|e| format!("root CA certificate: {e}"))
     }

@@ -72,6 +72,8 @@ impl Activity {
             }
             // While a request is open, look again an idle period after now.
             let wake = if open > 0 { now.saturating_add(idle) } else { deadline };
+            // `idle` is at most a day (`Limits` clamps it): now plus it fits.
+            #[allow(clippy::arithmetic_side_effects)]
             let sleep =
                 tokio::time::sleep_until(self.opened.checked_add(wake).unwrap_or_else(|| Instant::now() + idle));
             if self.has_served() {
@@ -110,7 +112,7 @@ impl PerIp {
         if cap > 0 && *n >= cap {
             return None;
         }
-        *n += 1;
+        *n = n.saturating_add(1);
         Some(IpSlot { per_ip: self.clone(), ip })
     }
 }

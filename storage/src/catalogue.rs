@@ -47,7 +47,7 @@ impl Tx<'_> {
     /// resource version on; answers the new resource version.
     pub fn put_service(&self, tenant: &str, s: &Service) -> Result<u64> {
         let vk = version_key(tenant);
-        let next = self.get::<u64>(&self.t.settings, &vk)?.unwrap_or(0) + 1;
+        let next = self.get::<u64>(&self.t.settings, &vk)?.unwrap_or(0).saturating_add(1);
         self.put(&self.t.catalogue, &key(&[tenant, &s.id]), s)?;
         self.put(&self.t.settings, &vk, &next)?;
         Ok(next)

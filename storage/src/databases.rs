@@ -137,7 +137,7 @@ impl Dbs {
     pub(crate) fn open(opts: &StoreOptions) -> Result<Dbs> {
         // A modest page cache: Herald's working set is its indexes, and the process
         // must stay small during million-token broadcasts.
-        let db = open_db(&opts.data_dir.join("db"), opts.cache_bytes / 4 * 3, opts.compression_level)?;
+        let db = open_db(&opts.data_dir.join("db"), (opts.cache_bytes / 4).saturating_mul(3), opts.compression_level)?;
         let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
         move_delivery_trees(&db, &delivery_db)?;
         let trees = Trees::open(&db, &delivery_db)?;
@@ -177,14 +177,15 @@ impl Slot {
     /// within `within`; false, with the slot filled again, when not.
     pub(crate) fn close(&self, within: Duration) -> bool {
         let Some(mut old) = self.0.write().unwrap_or_else(|e| e.into_inner()).take() else { return true };
-        let deadline = Instant::now() + within;
+        // `None`: a wait too long for the clock, i.e. no deadline.
+        let deadline = Instant::now().checked_add(within);
         loop {
             match Arc::try_unwrap(old) {
                 Ok(dbs) => {
                     drop(dbs);
                     return true;
                 }
-                Err(still) if Instant::now() < deadline => {
+                Err(still) if deadline.is_none_or(|d| Instant::now() < d) => {
                     old = still;
                     std::thread::sleep(Duration::from_millis(10));
                 }

@@ -58,13 +58,20 @@ pub struct Counts {
 impl Counts {
     pub fn add(&mut self, state: State) {
         match state {
-            State::Sent => self.sent += 1,
-            State::Invalid => self.invalid += 1,
-            State::Failed => self.failed += 1,
+            State::Sent => self.sent = self.sent.saturating_add(1),
+            State::Invalid => self.invalid = self.invalid.saturating_add(1),
+            State::Failed => self.failed = self.failed.saturating_add(1),
         }
     }
+    /// Adds `c`'s counts to these.
+    fn merge(&mut self, c: &Counts) {
+        self.sent = self.sent.saturating_add(c.sent);
+        self.invalid = self.invalid.saturating_add(c.invalid);
+        self.failed = self.failed.saturating_add(c.failed);
+    }
+
     pub fn total(&self) -> u64 {
-        self.sent + self.invalid + self.failed
+        self.sent.saturating_add(self.invalid).saturating_add(self.failed)
     }
 }
 
@@ -97,9 +104,7 @@ impl Report {
     /// The counts of every app together.
     pub fn total(&self) -> Counts {
         self.by_app.values().fold(Counts::default(), |mut t, c| {
-            t.sent += c.sent;
-            t.invalid += c.invalid;
-            t.failed += c.failed;
+            t.merge(c);
             t
         })
     }
@@ -125,10 +130,7 @@ impl Report {
 }
 
 fn merge(map: &mut BTreeMap<String, Counts>, name: &str, c: &Counts) {
-    let t = map.entry(name.to_owned()).or_default();
-    t.sent += c.sent;
-    t.invalid += c.invalid;
-    t.failed += c.failed;
+    map.entry(name.to_owned()).or_default().merge(c);
 }
 
 /// Adds one outcome to `map[name]` without allocating once the name is known.

@@ -35,15 +35,15 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    pub(crate) fn start(dbs: Slot) -> Self {
+    pub(crate) fn start(dbs: Slot) -> Result<Self> {
         let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let (tx, done) = watch::channel(Done::default());
         let q = queue.clone();
         let thread = std::thread::Builder::new()
             .name("herald-flusher".into())
             .spawn(move || run(dbs, q, tx))
-            .expect("spawning the flusher thread");
-        Self { queue, done, thread: Some(thread) }
+            .map_err(|e| Error::Flush(format!("spawning the flusher thread: {e}")))?;
+        Ok(Self { queue, done, thread: Some(thread) })
     }
 
     /// Waits until everything written before this call is on disk.
@@ -51,7 +51,7 @@ impl Flusher {
         let ticket = {
             let (lock, cv) = &*self.queue;
             let mut q = lock.lock().map_err(|_| Error::Flush("flusher poisoned".into()))?;
-            q.requested += 1;
+            q.requested = q.requested.saturating_add(1);
             cv.notify_one();
             q.requested
         };

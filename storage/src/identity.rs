@@ -97,13 +97,13 @@ impl Identity<'_> {
     /// returns how many.
     pub fn sweep_ended_sessions(&self, now: u64) -> Result<usize> {
         let tree = &self.0.trees()?.ended_sessions;
-        let mut n = 0;
+        let mut n: usize = 0;
         for kv in tree.iter() {
             let (k, v) = kv?;
             let until: u64 = crate::codec::decode(&v)?;
             if until <= now {
                 tree.remove(k)?;
-                n += 1;
+                n = n.saturating_add(1);
             }
         }
         Ok(n)

@@ -5,7 +5,7 @@
 //! `tenant \0` holds exactly that tenant's records.
 
 pub(crate) fn key(parts: &[&str]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    let mut k = Vec::with_capacity(parts.iter().fold(0, |n, p| n.saturating_add(p.len()).saturating_add(1)));
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             k.push(0);
@@ -30,8 +30,8 @@ pub(crate) fn first_part(k: &[u8]) -> String {
 
 /// The last part of a key, as text.
 pub(crate) fn last_part(k: &[u8]) -> String {
-    let start = k.iter().rposition(|b| *b == 0).map_or(0, |i| i + 1);
-    String::from_utf8_lossy(&k[start..]).into_owned()
+    let last = k.rsplit(|b| *b == 0).next().unwrap_or(k);
+    String::from_utf8_lossy(last).into_owned()
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@
 //!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
 //!   `deliveries`
 
+#![forbid(unsafe_code)]
+
 mod codec;
 mod databases;
 mod error;

@@ -56,7 +56,7 @@ impl Nonces<'_> {
     pub fn sweep(&self, now: u64) -> Result<usize> {
         let t = self.0.trees()?;
         let end = format!("{now:020}");
-        let mut n = 0;
+        let mut n: usize = 0;
         for kv in t.nonce_expiry.range(..end.as_bytes()) {
             let (k, _) = kv?;
             let parts: Vec<&[u8]> = k.split(|b| *b == 0).collect();
@@ -65,7 +65,7 @@ impl Nonces<'_> {
                 t.nonces.remove(key(&[&String::from_utf8_lossy(tenant), &String::from_utf8_lossy(digest)]))?;
             }
             t.nonce_expiry.remove(k)?;
-            n += 1;
+            n = n.saturating_add(1);
         }
         Ok(n)
     }

@@ -55,7 +55,7 @@ impl MasterKey {
     pub fn seal(&self, plain: &[u8], context: &str) -> Result<Secret> {
         let mut nonce = [0u8; NONCE_LEN];
         self.rng.fill(&mut nonce).map_err(|_| Error::Seal("no randomness"))?;
-        let mut out = Vec::with_capacity(NONCE_LEN + plain.len() + 16);
+        let mut out = Vec::with_capacity(plain.len().saturating_add(NONCE_LEN + 16));
         out.extend_from_slice(&nonce);
         out.extend_from_slice(plain);
         let tag = self

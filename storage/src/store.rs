@@ -70,7 +70,7 @@ impl Store {
         let master = MasterKey::load_or_create(&key_file)?;
         let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
         let inner = Arc::new(Inner {
-            flusher: Flusher::start(dbs.clone()),
+            flusher: Flusher::start(dbs.clone())?,
             dbs,
             opts: opts.clone(),
             master,
@@ -128,7 +128,7 @@ impl Store {
 
     pub fn size_on_disk(&self) -> Result<u64> {
         let dbs = self.trees()?;
-        Ok(dbs.db.size_on_disk()? + dbs.delivery_db.size_on_disk()?)
+        Ok(dbs.db.size_on_disk()?.saturating_add(dbs.delivery_db.size_on_disk()?))
     }
 
     pub fn data_dir_exists(path: &Path) -> bool {

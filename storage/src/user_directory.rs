@@ -37,10 +37,13 @@ impl UserRow {
         let (first, last, email) = (lower(&u.first_name), lower(&u.last_name), lower(&u.email));
         let mut text = u.username.replace(SEP, " ");
         let c0 = text.len();
-        text.extend([SEP.to_string(), first, SEP.to_string()]);
-        let c1 = text.len() - 1;
-        text.extend([last, SEP.to_string()]);
-        let c2 = text.len() - 1;
+        text.push(SEP);
+        text.push_str(&first);
+        let c1 = text.len();
+        text.push(SEP);
+        text.push_str(&last);
+        let c2 = text.len();
+        text.push(SEP);
         text.push_str(&email);
         UserRow {
             id: u.id.clone(),
@@ -52,17 +55,25 @@ impl UserRow {
         }
     }
 
+    /// Where the field after cut `i` starts.
+    // Each cut is the index of a one-byte separator in `text`, so the byte after
+    // it is at most `text.len()`.
+    #[allow(clippy::arithmetic_side_effects)]
+    fn after(&self, i: usize) -> usize {
+        self.cuts[i] + 1
+    }
+
     pub fn username(&self) -> &str {
         &self.text[..self.cuts[0]]
     }
     pub fn first_name(&self) -> &str {
-        &self.text[self.cuts[0] + 1..self.cuts[1]]
+        &self.text[self.after(0)..self.cuts[1]]
     }
     pub fn last_name(&self) -> &str {
-        &self.text[self.cuts[1] + 1..self.cuts[2]]
+        &self.text[self.after(1)..self.cuts[2]]
     }
     pub fn email(&self) -> &str {
-        &self.text[self.cuts[2] + 1..]
+        &self.text[self.after(2)..]
     }
     /// Username, first and last name and e-mail, separated so that no needle
     /// without the separator matches across two fields.
@@ -152,7 +163,8 @@ impl Dir {
                     Some(f) => {
                         let mut last = usize::MAX;
                         for at in finder.find_iter(f.text.as_bytes()) {
-                            let i = f.starts.partition_point(|s| *s <= at) - 1;
+                            // The first row starts at 0, so some start is <= at: exact.
+                            let i = f.starts.partition_point(|s| *s <= at).saturating_sub(1);
                             if i != last {
                                 last = i;
                                 visit(&f.order[i]);
@@ -188,7 +200,7 @@ struct Flat {
 impl Flat {
     fn of(rows: &BTreeMap<String, Arc<UserRow>>) -> Flat {
         let mut flat = Flat {
-            text: String::with_capacity(rows.values().map(|r| r.text.len() + 1).sum()),
+            text: String::with_capacity(rows.values().fold(0, |n, r| n.saturating_add(r.text.len()).saturating_add(1))),
             starts: Vec::with_capacity(rows.len()),
             order: Vec::with_capacity(rows.len()),
         };

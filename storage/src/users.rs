@@ -200,10 +200,10 @@ impl Users<'_> {
 
     /// Number of users of the tenant.
     pub fn count(&self, tenant: &str) -> Result<usize> {
-        let mut n = 0;
+        let mut n: usize = 0;
         for kv in self.0.trees()?.users_by_name.scan_prefix(prefix(&[tenant])) {
             kv?;
-            n += 1;
+            n = n.saturating_add(1);
         }
         Ok(n)
     }

@@ -312,7 +312,7 @@ impl Tx<'_> {
         let Some(mut p) = self.get::<Policy>(&self.t.policies, &k)? else {
             return if delta > 0 { Err(Error::NotFound("policy")) } else { Ok(()) };
         };
-        p.uses = (p.uses as i64 + delta).max(0) as u32;
+        p.uses = u32::try_from(i64::from(p.uses).saturating_add(delta).max(0)).unwrap_or(u32::MAX);
         self.put(&self.t.policies, &k, &p)
     }
 

@@ -1,3 +1,6 @@
+// Tests assert by unwrapping and panicking, and compute with small numbers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+
 use herald_storage::apps::App;
 use herald_storage::push_tokens::{PushProvider, PushToken};
 use herald_storage::users::User;

@@ -235,9 +235,7 @@ impl LoggedHerald {
     }
 
     fn stop(mut self) -> String {
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
+        crate::common::signal(&self.child, crate::common::Signal::TERM);
         let _ = self.child.wait();
         let log = self.log.clone();
         drop(self);

@@ -56,9 +56,7 @@ async fn demo_run_sends(dir: &std::path::Path) {
     for p in ["apns", "fcm", "hms"] {
         assert_eq!(s[p]["accepted"], 1, "{p}: {s}");
     }
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
+    crate::common::signal(&child, crate::common::Signal::TERM);
     assert!(child.wait().unwrap().success(), "SIGTERM shuts down cleanly");
 }
 

@@ -12,6 +12,9 @@
 //!
 //! `cargo test --test it metrics::` runs one module; the names are `module::test`.
 
+// Tests assert by unwrapping and panicking, and compute with small numbers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
+
 mod common;
 
 mod abuse;

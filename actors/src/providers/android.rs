@@ -87,7 +87,7 @@ pub(super) fn suffix(android: Map<String, Value>, data: Value, provider: &str) -
     rest.insert("data".into(), data);
     let rest = serde_json::to_vec(&Value::Object(rest))
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the {provider} message: {e}") })?;
-    let mut suffix = Vec::with_capacity(rest.len() + 1);
+    let mut suffix = Vec::with_capacity(rest.len().saturating_add(1));
     suffix.push(b',');
     suffix.extend_from_slice(&rest[1..]);
     suffix.push(b'}');
@@ -104,11 +104,12 @@ pub(super) fn request(
     bearer: &str,
 ) -> Result<WireRequest, FormatError> {
     let [first, second, rest] = path;
-    let mut p = String::with_capacity(first.len() + second.len() + rest.len() + 8);
+    let mut p =
+        String::with_capacity(first.len().saturating_add(second.len()).saturating_add(rest.len()).saturating_add(8));
     p.push_str(first);
     super::push_path_segment(&mut p, second);
     p.push_str(rest);
-    let mut writer = BytesMut::with_capacity(prefix.len() + 64 + suffix.len()).writer();
+    let mut writer = BytesMut::with_capacity(prefix.len().saturating_add(64).saturating_add(suffix.len())).writer();
     writer.get_mut().put_slice(prefix);
     serde_json::to_writer(&mut writer, tokens)
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the token: {e}") })?;

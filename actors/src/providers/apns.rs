@@ -61,10 +61,10 @@ impl ApnsPayload {
     /// `authorization: bearer <jwt>` under token auth (`None` under certificate
     /// auth, where the TLS client certificate authenticates the connection).
     pub fn request(&self, token: &str, bearer: Option<&str>) -> WireRequest {
-        let mut path = String::with_capacity(10 + token.len());
+        let mut path = String::with_capacity(token.len().saturating_add(10));
         path.push_str("/3/device/");
         super::push_path_segment(&mut path, token);
-        let mut headers = Vec::with_capacity(self.headers.len() + 1);
+        let mut headers = Vec::with_capacity(self.headers.len().saturating_add(1));
         headers.extend(self.headers.iter().cloned());
         if let Some(jwt) = bearer {
             // Our own JWT is base64url and dots: it always makes a valid header.
@@ -340,7 +340,9 @@ impl ApnsJwt {
 
     fn sign(&self, iat: u64) -> Result<Arc<str>, String> {
         let claims = format!("{}{iat}}}", self.claims_prefix);
-        let mut jwt = String::with_capacity(self.header.len() + claims.len() * 4 / 3 + 90);
+        let mut jwt = String::with_capacity(
+            self.header.len().saturating_add(claims.len().saturating_mul(4) / 3).saturating_add(90),
+        );
         jwt.push_str(&self.header);
         URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut jwt);
         let signature = self.key.sign(&self.rng, jwt.as_bytes()).map_err(|_| "ECDSA signing failed".to_owned())?;
@@ -388,7 +390,7 @@ impl ApnsJwt {
     /// as an update at Apple, which refuses more than one per 20 minutes.
     pub fn adopt(&self, token: &str, iat: u64) -> bool {
         let now = (self.clock)();
-        if iat > now || now - iat >= JWT_REFRESH_AFTER.as_secs() {
+        if iat > now || now.saturating_sub(iat) >= JWT_REFRESH_AFTER.as_secs() {
             return false;
         }
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());

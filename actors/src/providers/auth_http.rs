@@ -162,7 +162,10 @@ pub const REFRESH_MARGIN: Duration = Duration::from_secs(5 * 60);
 /// granting short-lived tokens is not asked again on every send.
 pub fn usable_for(expires_in: u64) -> Duration {
     let life = Duration::from_secs(expires_in);
-    life.saturating_sub(REFRESH_MARGIN).max(life / 2)
+    // Halving a duration cannot overflow.
+    #[allow(clippy::arithmetic_side_effects)]
+    let half = life / 2;
+    life.saturating_sub(REFRESH_MARGIN).max(half)
 }
 
 struct Cached {
@@ -390,6 +393,8 @@ fn short_code(v: &serde_json::Value) -> Option<String> {
 }
 
 #[cfg(test)]
+// Test code is exempt from the workspace lints (clippy.toml exempts its unwraps and panics).
+#[allow(clippy::arithmetic_side_effects)]
 pub(crate) mod test_server {
     //! A loopback HTTP/1.1 token endpoint for unit tests: answers every request
     //! with the next canned answer (the last one repeats) after an optional delay,

@@ -75,10 +75,11 @@ pub fn prepare(n: &Notification) -> Result<FcmPayload, FormatError> {
     });
     let dialect = android::Dialect { priority: ("priority", "high", "normal"), max_ttl: MAX_TTL_SECS };
     let mut block = android::android(n, &dialect, n.collapse_key.as_ref().map(|k| json!(k)));
-    let mut size: usize = data.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+    let mut size: usize =
+        data.iter().fold(0, |n, (k, v)| n.saturating_add(k.len()).saturating_add(v.as_str().map_or(0, str::len)));
     if !n.silent {
         let notification = Value::Object(android::notification(n, n.title.as_ref(), n.body.as_ref()));
-        size += notification.to_string().len();
+        size = size.saturating_add(notification.to_string().len());
         block.insert("notification".into(), notification);
     }
     super::check_size(size, "FCM's")?;

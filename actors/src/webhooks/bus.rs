@@ -33,10 +33,11 @@ impl Event {
 
     /// The delivered body: `{ id, tenantId, type, event, timestamp, data }`.
     pub fn to_json(&self, timestamp_ms: u64) -> Value {
-        let timestamp = time::OffsetDateTime::from_unix_timestamp_nanos(timestamp_ms as i128 * 1_000_000)
-            .ok()
-            .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-            .unwrap_or_default();
+        let timestamp =
+            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(timestamp_ms).saturating_mul(1_000_000))
+                .ok()
+                .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+                .unwrap_or_default();
         json!({ "id": self.id, "tenantId": self.tenant, "type": self.kind, "event": self.event, "timestamp": timestamp, "data": self.data })
     }
 }

@@ -79,7 +79,7 @@ impl WebhookClient {
             let mut excerpt = Vec::new();
             while let Some(frame) = body.frame().await {
                 if let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() {
-                    excerpt.extend_from_slice(&data[..data.len().min(2048 - excerpt.len().min(2048))]);
+                    excerpt.extend_from_slice(&data[..data.len().min(2048_usize.saturating_sub(excerpt.len()))]);
                     if excerpt.len() >= 2048 {
                         break;
                     }

@@ -73,7 +73,7 @@ impl Actor for Target {
         let due = deliver_due(&state.args).await;
         report_depth(state);
         if let Some(delay) = due? {
-            let at = now_ms() + delay.as_millis() as u64;
+            let at = now_ms().saturating_add(delay.as_millis() as u64);
             if state.next_wake_ms.is_none_or(|w| w > at) {
                 state.next_wake_ms = Some(at);
                 myself.send_after(delay, || TargetMsg::Wake);
@@ -166,7 +166,7 @@ async fn attempt(
     }
     let started = Instant::now();
     let answer = a.client.post(&w.callback_url, headers, Bytes::from(entry.body.clone())).await;
-    entry.attempts += 1;
+    entry.attempts = entry.attempts.saturating_add(1);
     let (status, response, retry_after) = match &answer {
         Ok(r) => (r.status, r.body.clone(), r.retry_after),
         Err(e) => (0, e.clone(), None),

@@ -221,7 +221,7 @@ fn client_grant(engine: &Arc<Engine>, tenant: &str, key: &TenantKey, client: OAu
     let now = now_ms / 1000;
     let ttl = engine.config.access_token_ttl;
     let claims = AccessClaims {
-        exp: now + ttl,
+        exp: now.saturating_add(ttl),
         iat: now,
         iat_ms: now_ms,
         jti: ulid::Ulid::generate().to_string(),
@@ -278,7 +278,7 @@ fn issue_user_tokens(
     let now = grant.issued_ms / 1000;
     let cfg = &engine.config;
     let access = AccessClaims {
-        exp: now + cfg.access_token_ttl,
+        exp: now.saturating_add(cfg.access_token_ttl),
         iat: now,
         iat_ms: grant.issued_ms,
         jti: ulid::Ulid::generate().to_string(),
@@ -299,7 +299,7 @@ fn issue_user_tokens(
     let (refresh_token, refresh_expires_in) = match grant.refresh_jti {
         Some(jti) => {
             let refresh = AccessClaims {
-                exp: now + cfg.refresh_token_ttl,
+                exp: now.saturating_add(cfg.refresh_token_ttl),
                 jti: jti.to_string(),
                 typ: TYP_REFRESH.into(),
                 aud: access.iss.clone(),

@@ -395,9 +395,7 @@ impl Herald {
     }
 
     pub fn kill9(mut self) {
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGKILL);
-        }
+        signal(&self.child, Signal::KILL);
         let _ = self.child.wait();
     }
 }
@@ -511,4 +509,16 @@ pub fn seed_clients(
     }
     store.flush_now().unwrap();
     seeded
+}
+
+pub use rustix::process::Signal;
+
+/// Sends `sig` to a child process (gone already: nothing to do).
+pub fn signal(child: &std::process::Child, sig: Signal) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_child(child), sig);
+}
+
+/// Whether process `pid` exists (signal 0).
+pub fn process_exists(pid: u32) -> bool {
+    rustix::process::Pid::from_raw(pid as i32).is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
 }

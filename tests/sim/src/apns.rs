@@ -277,7 +277,7 @@ fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Resul
     {
         let cache = ctx.auth_cache.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = cache.iter().find(|e| e.bearer == bearer) {
-            if now > hit.iat + TOKEN_LIFETIME_SECS {
+            if now > hit.iat.saturating_add(TOKEN_LIFETIME_SECS) {
                 return Err(EXPIRED_TOKEN);
             }
             return Ok(hit.bundle.clone());
@@ -297,10 +297,11 @@ fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Resul
     if claims.iss != key.team_id {
         return Err(INVALID_TOKEN);
     }
-    if now > claims.iat + TOKEN_LIFETIME_SECS {
+    // `iat` is the peer's: saturate, so a far-future one is refused below, not overflowed.
+    if now > claims.iat.saturating_add(TOKEN_LIFETIME_SECS) {
         return Err(EXPIRED_TOKEN);
     }
-    if claims.iat > now + CLOCK_SKEW_SECS {
+    if claims.iat > now.saturating_add(CLOCK_SKEW_SECS) {
         return Err(INVALID_TOKEN);
     }
     {
@@ -308,7 +309,7 @@ fn verify_bearer(state: &SimState, ctx: &ConnCtx, bearer: &HeaderValue) -> Resul
         // tokens (still within their hour) stay usable, as other connections may hold them.
         let mut last = state.apns_last_iat.lock().unwrap_or_else(|p| p.into_inner());
         match last.get(kid).copied() {
-            Some(prev) if claims.iat > prev && claims.iat < prev + MIN_TOKEN_REFRESH_SECS => {
+            Some(prev) if claims.iat > prev && claims.iat < prev.saturating_add(MIN_TOKEN_REFRESH_SECS) => {
                 return Err(TOO_MANY_UPDATES);
             }
             Some(prev) if claims.iat <= prev => {}

@@ -71,7 +71,10 @@ impl Body for AnswerBody {
         if let Some((every, sleep)) = &mut h.tick {
             ready!(sleep.as_mut().poll(cx));
             let every = *every;
-            sleep.as_mut().reset(tokio::time::Instant::now() + every);
+            // `every` is a tick of a hostile answer (milliseconds): now plus it fits.
+            #[allow(clippy::arithmetic_side_effects)]
+            let next = tokio::time::Instant::now() + every;
+            sleep.as_mut().reset(next);
             if !h.head.is_empty() {
                 return Poll::Ready(Some(Ok(Frame::data(h.head.split_to(1)))));
             }
@@ -86,7 +89,7 @@ impl Body for AnswerBody {
             None => FILLER.len(),
         };
         if let Some(left) = &mut h.left {
-            *left -= n as u64;
+            *left = left.saturating_sub(n as u64);
         }
         Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&FILLER[..n])))))
     }
@@ -102,7 +105,7 @@ impl Body for AnswerBody {
         match self {
             AnswerBody::Full(b) => b.size_hint(),
             AnswerBody::Hostile(Hostile { head, left: Some(n), tick: None }) => {
-                SizeHint::with_exact(head.len() as u64 + n)
+                SizeHint::with_exact((head.len() as u64).saturating_add(*n))
             }
             AnswerBody::Hostile(_) => SizeHint::default(),
         }

@@ -319,11 +319,11 @@ impl ActiveFaults {
     pub(crate) fn delay_ms(&self) -> Option<u64> {
         let jitter = self.jitter_ms.map(|max| {
             let n = self.jitter_draws.fetch_add(1, Ordering::Relaxed);
-            splitmix(self.reset_seed ^ 0x6A09_E667_F3BC_C908, n) % (max + 1)
+            splitmix(self.reset_seed ^ 0x6A09_E667_F3BC_C908, n).checked_rem(max.saturating_add(1)).unwrap_or(0)
         });
         match (self.latency_ms, jitter) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
         }
     }
 
@@ -363,7 +363,7 @@ impl FaultState {
             let spec = faults.provider(p);
             let i = p.index();
             if spec.expire_access_tokens && !cur.spec.provider(p).expire_access_tokens {
-                cur.expired_before[i] = self.grants.load(Ordering::Acquire) + 1;
+                cur.expired_before[i] = self.grants.load(Ordering::Acquire).saturating_add(1);
             }
             if !spec.expire_access_tokens {
                 cur.expired_before[i] = 0;
@@ -389,7 +389,7 @@ impl FaultState {
 
     /// Numbers an access token being granted (from 1), for `expire_access_tokens`.
     pub(crate) fn grant(&self) -> u64 {
-        self.grants.fetch_add(1, Ordering::AcqRel) + 1
+        self.grants.fetch_add(1, Ordering::AcqRel).saturating_add(1)
     }
 
     /// Access tokens of `p` with a grant number below this count as expired; 0 if none.

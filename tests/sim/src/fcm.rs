@@ -153,9 +153,9 @@ fn oauth(state: &SimState, body: Option<&Bytes>, faults: Option<&ActiveFaults>) 
     }
     let now = now_secs();
     if claims.exp <= claims.iat
-        || claims.exp - claims.iat > TOKEN_LIFETIME_SECS
+        || claims.exp.saturating_sub(claims.iat) > TOKEN_LIFETIME_SECS
         || claims.exp <= now
-        || claims.iat > now + CLOCK_SKEW_SECS
+        || claims.iat > now.saturating_add(CLOCK_SKEW_SECS)
     {
         return invalid_grant(
             "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.",
@@ -446,16 +446,16 @@ fn validate(v: &Value) -> Result<(Target<'_>, bool), Invalid> {
         _ => {}
     }
 
-    let mut size = 0;
+    let mut size: usize = 0;
     if let Some(data) = message.get("data") {
-        size += check_data(data, "message.data")?;
+        size = size.saturating_add(check_data(data, "message.data")?);
     }
     if let Some(n) = message.get("notification") {
-        size += check_object(n, "message.notification", "Notification")?;
+        size = size.saturating_add(check_object(n, "message.notification", "Notification")?);
         check_strings(n, "message.notification", &["title", "body", "image"])?;
     }
     if let Some(android) = message.get("android") {
-        size += check_android(android)?;
+        size = size.saturating_add(check_android(android)?);
     }
     for (name, ty) in [
         ("apns", "ApnsConfig"),
@@ -484,13 +484,13 @@ fn check_data(data: &Value, path: &str) -> Result<usize, Invalid> {
             ),
         ));
     };
-    let mut size = 0;
+    let mut size: usize = 0;
     for (i, (k, v)) in map.iter().enumerate() {
         let Value::String(s) = v else {
             let field = format!("{path}[{i}].value");
             return Err(invalid_field(&field, format!("Invalid value at '{field}' (TYPE_STRING), {}", shown(v))));
         };
-        size += k.len() + s.len();
+        size = size.saturating_add(k.len()).saturating_add(s.len());
     }
     Ok(size)
 }
@@ -523,7 +523,7 @@ fn check_android(android: &Value) -> Result<usize, Invalid> {
     let Value::Object(a) = android else {
         return Ok(0);
     };
-    let mut size = 0;
+    let mut size: usize = 0;
     check_strings(
         android,
         "message.android",
@@ -553,10 +553,10 @@ fn check_android(android: &Value) -> Result<usize, Invalid> {
         }
     }
     if let Some(data) = a.get("data") {
-        size += check_data(data, "message.android.data")?;
+        size = size.saturating_add(check_data(data, "message.android.data")?);
     }
     if let Some(n) = a.get("notification") {
-        size += check_object(n, "message.android.notification", "AndroidNotification")?;
+        size = size.saturating_add(check_object(n, "message.android.notification", "AndroidNotification")?);
     }
     Ok(size)
 }

@@ -38,7 +38,9 @@ impl<'a> Jwt<'a> {
         let header_json = URL_SAFE_NO_PAD.decode(h).map_err(|_| Malformed)?;
         let header: JwtHeader = serde_json::from_slice(&header_json).map_err(|_| Malformed)?;
         let signature = URL_SAFE_NO_PAD.decode(s).map_err(|_| Malformed)?;
-        Ok(Jwt { header, signing_input: &token.as_bytes()[..h.len() + 1 + c.len()], claims_b64: c, signature })
+        // Exactly three parts: what precedes the last dot is `header.claims`.
+        let (signing_input, _) = token.rsplit_once('.').ok_or(Malformed)?;
+        Ok(Jwt { header, signing_input: signing_input.as_bytes(), claims_b64: c, signature })
     }
 
     /// Decodes the claims (not verified by itself: call a `verify_*` first).

@@ -99,6 +99,7 @@
 //! - `files`, `util`, `error`: atomic writes, small helpers, the error type
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod apns;
 mod body;

@@ -1,5 +1,7 @@
 //! `herald-sim`: runs the APNs, FCM and HMS simulators, or generates credentials for them.
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -224,7 +224,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
     let counters = state.counters(provider);
     counters.request();
     let received_ms = now_ms();
-    let stream_no = ctx.streams.fetch_add(1, Ordering::Relaxed) + 1;
+    let stream_no = ctx.streams.fetch_add(1, Ordering::Relaxed).saturating_add(1);
     let faults = state.faults.of(provider);
 
     if let Some(f) = faults.as_deref() {

@@ -96,7 +96,12 @@ impl SimState {
         let now = now_ms();
         self.access_tokens.insert(
             token.clone(),
-            AccessToken { provider, owner, grant: self.faults.grant(), expires_ms: now + lifetime_secs * 1000 },
+            AccessToken {
+                provider,
+                owner,
+                grant: self.faults.grant(),
+                expires_ms: now.saturating_add(lifetime_secs.saturating_mul(1000)),
+            },
         );
         self.counters(provider).token_grants.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         token

@@ -124,10 +124,11 @@ impl Counters {
         let _ = self.first_accepted_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
         self.last_accepted_ms.fetch_max(now, Ordering::Relaxed);
         if let Some(mut n) = self.tokens.get_mut(token) {
-            *n += 1;
+            *n = n.saturating_add(1);
             return;
         }
-        *self.tokens.entry(token.into()).or_insert(0) += 1;
+        let mut n = self.tokens.entry(token.into()).or_insert(0);
+        *n = n.saturating_add(1);
     }
 
     /// Counts `n` rejected notifications for `reason`.
@@ -135,7 +136,7 @@ impl Counters {
         self.rejected.fetch_add(n, Ordering::Relaxed);
         let mut map = self.by_reason.lock().unwrap_or_else(|p| p.into_inner());
         match map.get_mut(reason) {
-            Some(c) => *c += n,
+            Some(c) => *c = c.saturating_add(n),
             None => {
                 map.insert(reason.to_owned(), n);
             }

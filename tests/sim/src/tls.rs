@@ -75,8 +75,12 @@ impl Ca {
         params.key_usages =
             vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::days(1);
-        params.not_after = now + Duration::days(3650);
+        // Now give or take a few years: well inside `OffsetDateTime`'s range.
+        #[allow(clippy::arithmetic_side_effects)]
+        {
+            params.not_before = now - Duration::days(1);
+            params.not_after = now + Duration::days(3650);
+        }
         let cert = params.self_signed(&key)?;
         // Key first: a reader that sees ca.pem can then always find the key.
         write_atomic(&key_path, key.serialize_pem().as_bytes(), true)?;
@@ -97,8 +101,12 @@ impl Ca {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::days(1);
-        params.not_after = now + Duration::days(825);
+        // Now give or take a few years: well inside `OffsetDateTime`'s range.
+        #[allow(clippy::arithmetic_side_effects)]
+        {
+            params.not_before = now - Duration::days(1);
+            params.not_after = now + Duration::days(825);
+        }
         let cert = params.signed_by(&key, &self.issuer()?)?;
         let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         Ok((vec![cert.der().clone()], key_der))
@@ -119,8 +127,12 @@ impl Ca {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::days(1);
-        params.not_after = now + Duration::days(365);
+        // Now give or take a few years: well inside `OffsetDateTime`'s range.
+        #[allow(clippy::arithmetic_side_effects)]
+        {
+            params.not_before = now - Duration::days(1);
+            params.not_after = now + Duration::days(365);
+        }
         let cert = params.signed_by(&key, &self.issuer()?)?;
         Ok((cert.pem(), key.serialize_pem()))
     }

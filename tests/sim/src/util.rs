@@ -46,12 +46,15 @@ pub(crate) fn random_digits(n: usize) -> String {
     (0..n)
         .map(|i| {
             let lo = if i == 0 { 1 } else { 0 };
-            char::from(b'0' + rng.random_range(lo..10u8))
+            char::from(b"0123456789"[usize::from(rng.random_range(lo..10u8))])
         })
         .collect()
 }
 
 /// A random (version 4) UUID in its canonical upper-case form, as APNs writes `apns-id`.
+// `pos` ends at 36 (32 digits, 4 dashes) and the shift `124 - 4 * i` stays
+// within 0..=124 for `i < 32`: no arithmetic here can overflow.
+#[allow(clippy::arithmetic_side_effects)]
 pub(crate) fn uuid_v4() -> HeaderValue {
     let mut v: u128 = rand::rng().random();
     v = (v & !(0xf << 76)) | (0x4 << 76); // version 4
