@@ -1,6 +1,5 @@
 //! Test helpers: a shared credential set, TLS clients trusting the simulators' CA, JWT
 //! signing, and a small control-API client.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
