@@ -5,21 +5,36 @@ use crate::store::{get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// An app of a tenant: its push credentials per provider, keyed by name.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct App {
+    /// Unique in the tenant: the key of the record, and what clients and versions name.
     pub name: String,
+    /// Notification categories the app takes: a send of another category is not delivered to it.
     pub categories: Vec<String>,
+    /// Legacy FCM server key, sealed: no longer sent with; an app with only this has no FCM channel.
     pub android_api_key: Option<Secret>,
+    /// FCM v1 service-account JSON (base64), sealed: what FCM sends are authorised with.
     pub fcm_service_account: Option<Secret>,
+    /// APNs client certificate, sealed: when set, the private key is its key (certificate auth).
     pub ios_apns_certificate: Option<Secret>,
+    /// APNs private key, sealed: the certificate's key, or alone the token-auth key (with team and key ids).
     pub ios_apns_private_key: Option<Secret>,
+    /// APNs team id, the `iss` of provider tokens.
     pub ios_apns_team_id: Option<String>,
+    /// APNs key id, the `kid` of provider tokens.
     pub ios_apns_key_id: Option<String>,
+    /// iOS bundle id, sent as the APNs topic.
     pub ios_bundle_id: Option<String>,
+    /// Whether sends go to the APNs sandbox rather than production.
     pub ios_is_development: Option<bool>,
+    /// Huawei Push Kit OAuth client id.
     pub hpk_client_id: Option<String>,
+    /// Huawei Push Kit OAuth client secret, sealed.
     pub hpk_client_secret: Option<Secret>,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
+    /// Last change, ms since the epoch.
     pub modified_ms: u64,
 }
 
@@ -30,9 +45,11 @@ impl App {
     }
 }
 
+/// Reads and seeding of apps; writes go through [`Tx`].
 pub struct Apps<'a>(&'a Store);
 
 impl Store {
+    /// The app store of this store.
     pub fn apps(&self) -> Apps<'_> {
         Apps(self)
     }
@@ -47,6 +64,7 @@ impl Apps<'_> {
         created
     }
 
+    /// The app of that name; `None` when the tenant has none.
     pub fn get(&self, tenant: &str, name: &str) -> Result<Option<App>> {
         get(&self.0.trees()?.apps, &key(&[tenant, name]))
     }
@@ -70,6 +88,7 @@ impl Apps<'_> {
 }
 
 impl Tx<'_> {
+    /// The app of that name, read inside the transaction.
     pub fn app(&self, tenant: &str, name: &str) -> Result<Option<App>> {
         self.get(&self.t.apps, &key(&[tenant, name]))
     }

@@ -7,18 +7,24 @@ use crate::store::{get, Store};
 use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A catalogue service of a tenant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Service {
+    /// Chosen by the caller (from the path), unique in the tenant.
     pub id: String,
     /// The validated service document as JSON text.
     pub document: String,
+    /// The document's `type`, kept apart for filtering without parsing it.
     pub kind: String,
+    /// Whether the service appears in catalogue searches.
     pub searchable: bool,
 }
 
+/// Reads of the catalogue; writes go through [`Tx::put_service`].
 pub struct Catalogue<'a>(&'a Store);
 
 impl Store {
+    /// The catalogue of this store.
     pub fn catalogue(&self) -> Catalogue<'_> {
         Catalogue(self)
     }
@@ -29,14 +35,18 @@ fn version_key(tenant: &str) -> Vec<u8> {
 }
 
 impl Catalogue<'_> {
+    /// One service; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Service>> {
         get(&self.0.trees()?.catalogue, &key(&[tenant, id]))
     }
 
+    /// Every service of the tenant, in id order.
     pub fn list(&self, tenant: &str) -> Result<Vec<Service>> {
         self.0.trees()?.catalogue.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
+    /// The tenant's catalogue resource version (0 before its first write): a
+    /// reader waits until it reaches the one its own write answered.
     pub fn version(&self, tenant: &str) -> Result<u64> {
         Ok(get(&self.0.trees()?.settings, &version_key(tenant))?.unwrap_or(0))
     }

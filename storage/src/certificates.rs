@@ -10,41 +10,57 @@ use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Tx};
 use serde::{Deserialize, Serialize};
 
+/// Status of a certificate revoked after issue (the others are in [`crate::signers`]).
 pub const REVOKED: &str = "REVOKED";
 
+/// A client certificate request and, once issued, its certificate.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CertRecord {
+    /// Reference the caller gets at request time; the key of the record.
     pub cert_ref: String,
     /// `REQUESTED`, `ISSUED`, `FAILED` or `REVOKED`.
     pub status: String,
     /// The signer that issued (or will issue) it; empty until chosen.
     pub signer: String,
+    /// The user the certificate is for.
     pub user: String,
+    /// The client (device) the certificate is for.
     pub client: String,
+    /// The certificate profile it is issued with (the engine's one device profile).
     pub profile: String,
+    /// The certificate signing request as received (PEM).
     pub csr_pem: String,
+    /// The issued certificate (PEM); `None` until issued.
     pub cert_pem: Option<String>,
     /// Hex serial of the issued certificate.
     pub serial: Option<String>,
+    /// Why issuance failed, when the status is `FAILED`.
     pub failure: Option<String>,
+    /// When the request was stored, ms since the epoch.
     pub requested_ms: u64,
+    /// When it was issued (ms); `None` before.
     pub issued_ms: Option<u64>,
+    /// When it was revoked (ms); `None` unless revoked.
     pub revoked_ms: Option<u64>,
 }
 
+/// Reads of client certificates; writes go through [`Tx`].
 pub struct Certificates<'a>(&'a Store);
 
 impl Store {
+    /// The certificate store of this store.
     pub fn certificates(&self) -> Certificates<'_> {
         Certificates(self)
     }
 }
 
 impl Certificates<'_> {
+    /// One request by reference; `None` when absent.
     pub fn get(&self, tenant: &str, cert_ref: &str) -> Result<Option<CertRecord>> {
         get(&self.0.trees()?.certificates, &key(&[tenant, cert_ref]))
     }
 
+    /// Every request of the tenant, in reference order.
     pub fn list(&self, tenant: &str) -> Result<Vec<CertRecord>> {
         self.0.trees()?.certificates.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
@@ -69,6 +85,7 @@ impl Certificates<'_> {
 }
 
 impl Tx<'_> {
+    /// One request by reference, read inside the transaction.
     pub fn certificate(&self, tenant: &str, cert_ref: &str) -> Result<Option<CertRecord>> {
         self.get(&self.t.certificates, &key(&[tenant, cert_ref]))
     }

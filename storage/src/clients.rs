@@ -6,33 +6,54 @@ use crate::store::{get, Store};
 use crate::{Error, Result, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A registered client: one installation of an app on a device.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Client {
+    /// ULID, assigned at registration; the key of its push token and links.
     pub id: String,
+    /// The app it is an installation of.
     pub app_name: String,
+    /// The device platform as registered (1 to 100 characters).
     pub platform: String,
+    /// The app's version on the device, as last reported.
     pub app_version: Option<String>,
+    /// The Herald SDK version, as last reported.
     pub sdk_version: Option<String>,
+    /// User-facing device name.
     pub device_name: Option<String>,
+    /// Device model.
     pub client_device: Option<String>,
+    /// Operating-system version of the device.
     pub client_os_version: Option<String>,
+    /// Preferred locales, most preferred first.
     pub locales: Vec<String>,
     /// SHA-256 of the client secret (the secret is 256 random bits, so a fast hash suffices).
     pub secret_hash: Vec<u8>,
     /// `NONE` or `LOCKED`.
     pub lock_state: String,
+    /// Why it was locked, while `LOCKED`.
     pub lock_reason: Option<String>,
+    /// Registration time, ms since the epoch.
     pub created_ms: u64,
+    /// Free-text risk flags the client reported (at most 255 characters).
     pub risks: Option<String>,
     /// The client's risk analysis (spec 002 `riskAnalysis`), as JSON text.
     pub risk_analysis: Option<String>,
+    /// Outcome of the client's last login attempt, as it reported it.
     pub login_outcome: Option<String>,
+    /// Error of that last login attempt, if any.
     pub login_error: Option<String>,
+    /// When that last login attempt was made (ms).
     pub last_login_attempt: Option<u64>,
+    /// Outcome of the client's last activation attempt, as it reported it.
     pub activation_outcome: Option<String>,
+    /// Error of that last activation attempt, if any.
     pub activation_error: Option<String>,
+    /// When that last activation attempt was made (ms).
     pub last_activation_attempt: Option<u64>,
+    /// When the client last passed a verification (ms).
     pub last_successful_verification: Option<u64>,
+    /// When the client last failed a verification (ms).
     pub last_failed_verification: Option<u64>,
     /// Access tokens of this client issued before this time (ms) are refused:
     /// set by a forced disconnect.
@@ -40,14 +61,18 @@ pub struct Client {
 }
 
 impl Client {
+    /// Whether the client is locked (any state but `NONE`): it gets no push and
+    /// its token stays out of the broadcast index.
     pub fn is_locked(&self) -> bool {
         self.lock_state != "NONE"
     }
 }
 
+/// Reads and seeding of clients; writes go through [`Tx`].
 pub struct Clients<'a>(&'a Store);
 
 impl Store {
+    /// The client store of this store.
     pub fn clients(&self) -> Clients<'_> {
         Clients(self)
     }
@@ -59,12 +84,14 @@ impl Clients<'_> {
         self.0.transact(|tx| tx.insert_client(tenant, client))
     }
 
+    /// One client; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
         get(&self.0.trees()?.clients, &key(&[tenant, id]))
     }
 }
 
 impl Tx<'_> {
+    /// One client, read inside the transaction.
     pub fn client(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
         self.get(&self.t.clients, &key(&[tenant, id]))
     }

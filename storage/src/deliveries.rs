@@ -32,30 +32,42 @@ use std::collections::BTreeMap;
 /// What happened to one client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum State {
+    /// The provider accepted the message.
     Sent,
     /// The provider said the token is dead; it was marked invalid.
     Invalid,
+    /// Not delivered for another reason (provider error, timeout, no credentials).
     Failed,
 }
 
+/// One client's outcome of one send.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientOutcome {
+    /// The client's app: the report counts per app.
     pub app: String,
     /// `apns`, `fcm`, `hms`, or empty when no provider was reached.
     pub provider: String,
+    /// What became of the send to this client.
     pub state: State,
+    /// HTTP status: the provider's, or Herald's own (404, 423, 500, ...) when none was reached.
     pub code: u16,
+    /// The provider's error text, when it gave one.
     pub message: Option<String>,
 }
 
+/// Outcomes counted by state, per app or per provider in a report.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
+    /// Clients the provider accepted.
     pub sent: u64,
+    /// Clients whose token the provider declared dead.
     pub invalid: u64,
+    /// Clients not delivered for any other reason.
     pub failed: u64,
 }
 
 impl Counts {
+    /// Counts one more outcome in `state` (saturating).
     pub fn add(&mut self, state: State) {
         match state {
             State::Sent => self.sent = self.sent.saturating_add(1),
@@ -70,6 +82,7 @@ impl Counts {
         self.failed = self.failed.saturating_add(c.failed);
     }
 
+    /// Every outcome counted, whatever its state.
     pub fn total(&self) -> u64 {
         self.sent.saturating_add(self.invalid).saturating_add(self.failed)
     }
@@ -78,15 +91,21 @@ impl Counts {
 /// The report of one notification.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
+    /// The notification's id; the report's key.
     pub id: String,
     /// `client`, `user` or `topic`.
     pub kind: String,
+    /// The client id, user id or topic the notification was sent to.
     pub recipient: String,
+    /// When the send was accepted, ms since the epoch.
     pub created_ms: u64,
+    /// When the last client's outcome was counted; `None` while a broadcast runs.
     pub completed_ms: Option<u64>,
     /// Clients queued per app.
     pub targeted: BTreeMap<String, u64>,
+    /// Outcome counts per app name.
     pub by_app: BTreeMap<String, Counts>,
+    /// Outcome counts per provider reached (`apns`, `fcm`, `hms`).
     pub by_provider: BTreeMap<String, Counts>,
     /// Broadcast clients sent again after a crash, which may have been
     /// delivered before it: an upper bound of the duplicates. Not part of the
@@ -109,6 +128,7 @@ impl Report {
         })
     }
 
+    /// Counts one client's outcome under its app and its provider (if one was reached).
     pub fn record(&mut self, outcome: &ClientOutcome) {
         count(&mut self.by_app, &outcome.app, outcome.state);
         if !outcome.provider.is_empty() {
@@ -144,11 +164,15 @@ fn count(map: &mut BTreeMap<String, Counts>, name: &str, state: State) {
 /// A broadcast in progress: per app, the last client id checkpointed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
+    /// The notification's id, shared with its report.
     pub id: String,
+    /// The tenant the broadcast belongs to, kept in the job so recovery across tenants finds it.
     pub tenant: String,
     /// The notification (JSON), to rebuild it on resume.
     pub notification_json: String,
+    /// The apps to fan out to, in order, each with its cursor.
     pub apps: Vec<JobApp>,
+    /// When the broadcast was accepted, ms since the epoch.
     pub created_ms: u64,
     /// The highest client of the app in progress (the first not done) that
     /// may have been sent to: every send is preceded by a durable write of a
@@ -216,10 +240,14 @@ pub(crate) fn decode_broadcast_report(bytes: &[u8]) -> Result<Report> {
     }
 }
 
+/// The progress of a broadcast through one app's valid tokens.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobApp {
+    /// The app's name.
     pub app: String,
+    /// The last client id committed; `None` before the first batch (the fan-out resumes after it).
     pub cursor: Option<String>,
+    /// Whether every client of the app has been committed.
     pub done: bool,
 }
 
@@ -227,7 +255,9 @@ pub struct JobApp {
 /// outcome, in client-id order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendRecord {
+    /// The notification's report.
     pub report: Report,
+    /// Every client's outcome, keyed by client id, in client-id order.
     pub outcomes: Vec<(String, ClientOutcome)>,
 }
 
@@ -238,9 +268,11 @@ struct SendRecordRef<'a> {
     outcomes: &'a [(String, ClientOutcome)],
 }
 
+/// Delivery records: reports, outcomes and broadcast jobs (in the delivery database, uncompressed).
 pub struct Deliveries<'a>(&'a Store);
 
 impl Store {
+    /// The delivery records of this store.
     pub fn deliveries(&self) -> Deliveries<'_> {
         Deliveries(self)
     }
@@ -311,6 +343,7 @@ impl Deliveries<'_> {
         self.0.trees()?.jobs.iter().map(|kv| decode_job(&kv?.1)).collect()
     }
 
+    /// The report of a notification, whether a one-client send or a broadcast; `None` when unknown.
     pub fn report(&self, tenant: &str, notification: &str) -> Result<Option<Report>> {
         let k = key(&[tenant, notification]);
         match self.send(&k)? {

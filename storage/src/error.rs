@@ -4,8 +4,10 @@ use thiserror::Error;
 /// expected outcomes of a write against the current state; the rest are faults.
 #[derive(Debug, Error)]
 pub enum Error {
+    /// A write met an existing record (or a taken unique name); names the record kind.
     #[error("{0} already exists")]
     Conflict(&'static str),
+    /// The record a write or an update needs is absent; names the record kind.
     #[error("{0} not found")]
     NotFound(&'static str),
     /// The disk is full, or below Herald's reserve: writes wait for space.
@@ -14,14 +16,19 @@ pub enum Error {
     /// The store cannot take writes for another reason (it failed one).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// sled failed for a reason other than a full disk.
     #[error("storage engine: {0}")]
     Engine(sled::Error),
+    /// A stored value does not decode (unknown format byte, truncated or corrupt bytes).
     #[error("corrupt record: {0}")]
     Codec(String),
+    /// A secret did not seal or open: wrong master key or context, or a bad key file.
     #[error("sealing: {0}")]
     Seal(&'static str),
+    /// A grouped flush failed: writes since the last good flush may not be on disk.
     #[error("flush failed: {0}")]
     Flush(String),
+    /// Reading or writing a file beside the database (master key, ballast) failed.
     #[error("i/o: {0}")]
     Io(std::io::Error),
 }
@@ -45,6 +52,7 @@ impl From<std::io::Error> for Error {
     }
 }
 
+/// What every storage call returns.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl From<sled::transaction::TransactionError<Error>> for Error {

@@ -11,35 +11,55 @@ use std::collections::BTreeMap;
 /// One postal address of a user (all optional but the postal code).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Address {
+    /// Assigned when the address is added; unique among the user's addresses.
     pub id: String,
+    /// The one required field.
     pub postal_code: String,
+    /// First name of the addressee.
     pub first_name: Option<String>,
+    /// Last name of the addressee.
     pub last_name: Option<String>,
+    /// The caller's classification of the address.
     pub address_type: Option<String>,
+    /// A label the user gave the address.
     pub address_title: Option<String>,
+    /// City name.
     pub city: Option<String>,
+    /// City code in the caller's reference data.
     pub city_code: Option<String>,
+    /// Town name.
     pub town: Option<String>,
+    /// Town code in the caller's reference data.
     pub town_code: Option<String>,
+    /// District name.
     pub district: Option<String>,
+    /// District code in the caller's reference data.
     pub district_code: Option<String>,
+    /// The rest of the address, free text.
     pub address_details: Option<String>,
+    /// Directions, free text.
     pub directions: Option<String>,
+    /// Whether this is the user's default address.
     pub default_address: bool,
 }
 
 /// A login session: the one refresh token (by `jti`) that may still be used.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Session {
+    /// The user the session belongs to.
     pub user_id: String,
+    /// `jti` of the only refresh token that may still be used; each refresh moves it to the next.
     pub refresh_jti: String,
+    /// When the session was opened, ms since the epoch.
     pub created_ms: u64,
 }
 
 /// Keycloak's per-user login-failure record.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LoginFailure {
+    /// Consecutive failures since the last success or reset.
     pub num_failures: u32,
+    /// When the last failure happened, ms since the epoch.
     pub last_failure_ms: u64,
     /// No login is accepted before this instant (ms).
     pub not_before_ms: u64,
@@ -48,16 +68,24 @@ pub struct LoginFailure {
 /// An LDAP user-federation component; `bindCredential` is kept sealed apart.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LdapComponent {
+    /// Component id, unique in the tenant.
     pub id: String,
+    /// Display name.
     pub name: String,
+    /// Keycloak provider id (`ldap`).
     pub provider_id: String,
+    /// Keycloak provider type (the user-storage SPI class).
     pub provider_type: String,
+    /// The realm the component belongs to.
     pub parent_id: String,
+    /// Keycloak's component configuration (multi-valued), without `bindCredential`.
     pub config: BTreeMap<String, Vec<String>>,
+    /// The LDAP bind password, sealed under [`LdapComponent::secret_context`]; `None` when unset.
     pub bind_credential: Option<Secret>,
 }
 
 impl LdapComponent {
+    /// The sealing context of a component's bind credential.
     pub fn secret_context(tenant: &str, id: &str) -> String {
         format!("tenant/{tenant}/ldap/{id}/bindCredential")
     }
@@ -66,24 +94,31 @@ impl LdapComponent {
 /// Resend-OTP counter of one user.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct OtpCounter {
+    /// Start of the current counting window, ms since the epoch.
     pub window_start_ms: u64,
+    /// Resends within that window.
     pub count: u32,
+    /// No resend is accepted before this instant (ms); 0 when not locked.
     pub locked_until_ms: u64,
 }
 
+/// Reads of the realm records of this module; writes go through [`Tx`].
 pub struct Identity<'a>(&'a Store);
 
 impl Store {
+    /// The realm records (addresses, sessions, failures, configuration) of this store.
     pub fn identity(&self) -> Identity<'_> {
         Identity(self)
     }
 }
 
 impl Identity<'_> {
+    /// A user's addresses; empty when none.
     pub fn addresses(&self, tenant: &str, user_id: &str) -> Result<Vec<Address>> {
         Ok(get(&self.0.trees()?.user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
     }
 
+    /// A stored refresh session; `None` when absent or ended.
     pub fn session(&self, tenant: &str, id: &str) -> Result<Option<Session>> {
         get(&self.0.trees()?.user_sessions, &key(&[tenant, id]))
     }
@@ -109,6 +144,7 @@ impl Identity<'_> {
         Ok(n)
     }
 
+    /// A user's login-failure record; `None` after a success or a reset.
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
         get(&self.0.trees()?.login_failures, &key(&[tenant, user_id]))
     }
@@ -141,22 +177,27 @@ impl Identity<'_> {
 }
 
 impl Tx<'_> {
+    /// A user's addresses, read inside the transaction; empty when none.
     pub fn addresses(&self, tenant: &str, user_id: &str) -> Result<Vec<Address>> {
         Ok(self.get(&self.t.user_addresses, &key(&[tenant, user_id]))?.unwrap_or_default())
     }
 
+    /// Replaces a user's whole address list.
     pub fn put_addresses(&self, tenant: &str, user_id: &str, list: &[Address]) -> Result<()> {
         self.put(&self.t.user_addresses, &key(&[tenant, user_id]), &list)
     }
 
+    /// A stored refresh session, read inside the transaction.
     pub fn session(&self, tenant: &str, id: &str) -> Result<Option<Session>> {
         self.get(&self.t.user_sessions, &key(&[tenant, id]))
     }
 
+    /// Stores a refresh session (new, or with its rotated `jti`).
     pub fn put_session(&self, tenant: &str, id: &str, s: &Session) -> Result<()> {
         self.put(&self.t.user_sessions, &key(&[tenant, id]), s)
     }
 
+    /// Removes a refresh session (no error when absent); [`Tx::end_session`] also refuses its tokens.
     pub fn delete_session(&self, tenant: &str, id: &str) -> Result<()> {
         self.remove(&self.t.user_sessions, &key(&[tenant, id])).map(drop)
     }
@@ -169,14 +210,17 @@ impl Tx<'_> {
         self.put(&self.t.ended_sessions, &key(&[tenant, id]), &until)
     }
 
+    /// A user's login-failure record, read inside the transaction.
     pub fn login_failure(&self, tenant: &str, user_id: &str) -> Result<Option<LoginFailure>> {
         self.get(&self.t.login_failures, &key(&[tenant, user_id]))
     }
 
+    /// Stores a user's login-failure record.
     pub fn put_login_failure(&self, tenant: &str, user_id: &str, f: &LoginFailure) -> Result<()> {
         self.put(&self.t.login_failures, &key(&[tenant, user_id]), f)
     }
 
+    /// Forgets a user's login failures (after a success or an admin reset).
     pub fn clear_login_failure(&self, tenant: &str, user_id: &str) -> Result<()> {
         self.remove(&self.t.login_failures, &key(&[tenant, user_id])).map(drop)
     }
@@ -207,6 +251,7 @@ impl Tx<'_> {
         self.put(&self.t.realm_config, &k, value)
     }
 
+    /// A user's resend-OTP counter, read inside the transaction.
     pub fn otp_counter(&self, tenant: &str, user_id: &str) -> Result<Option<OtpCounter>> {
         self.config(tenant, &["otp", user_id])
     }
@@ -247,9 +292,11 @@ fn config_key(tenant: &str, parts: &[&str]) -> Vec<u8> {
 /// The resend-OTP brute-force policy of a tenant (`realm_config` at `otp-policy`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OtpPolicy {
+    /// When false, resends are not counted or limited.
     pub enabled: bool,
     /// Resends accepted within one window.
     pub max_resends: u32,
+    /// Length of the counting window, seconds.
     pub window_seconds: u64,
 }
 

@@ -21,6 +21,7 @@
 //!   `deliveries`
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod codec;
 mod databases;

@@ -5,18 +5,26 @@ use crate::store::{get, Store};
 use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A link between a user and a client (a device the user signed in on).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Link {
+    /// The linked user.
     pub user_id: String,
+    /// The linked client.
     pub client_id: String,
+    /// The level of assurance the user reached on this client.
     pub mloa: String,
+    /// When the link was made, ms since the epoch.
     pub linked_on: u64,
+    /// When `mloa` last changed (ms): with `linked_on`, the client's last link activity.
     pub mloa_updated_on: u64,
 }
 
+/// Reads of links; writes go through [`Tx`].
 pub struct Links<'a>(&'a Store);
 
 impl Store {
+    /// The links of this store.
     pub fn links(&self) -> Links<'_> {
         Links(self)
     }
@@ -31,11 +39,13 @@ impl Links<'_> {
         Ok(get(&self.0.trees()?.link_generations, &key(&[tenant, client_id]))?.unwrap_or(0))
     }
 
+    /// Every link of a user, in client-id order.
     pub fn of_user(&self, tenant: &str, user_id: &str) -> Result<Vec<Link>> {
         let t = &self.0.trees()?.links_by_user;
         t.scan_prefix(prefix(&[tenant, user_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
+    /// Every link of a client, in user-id order.
     pub fn of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<Link>> {
         let t = &self.0.trees()?.links_by_client;
         t.scan_prefix(prefix(&[tenant, client_id])).map(|kv| codec::decode(&kv?.1)).collect()
@@ -49,6 +59,7 @@ impl Links<'_> {
 }
 
 impl Tx<'_> {
+    /// The link between a user and a client, read inside the transaction.
     pub fn link(&self, tenant: &str, user_id: &str, client_id: &str) -> Result<Option<Link>> {
         self.get(&self.t.links_by_user, &key(&[tenant, user_id, client_id]))
     }

@@ -12,23 +12,34 @@ use crate::store::{get, Store};
 use crate::{Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A single-use nonce issued for a login or TMS action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nonce {
+    /// The nonce itself, as handed to the caller; stored under its digest only.
     pub value: String,
     /// `LOGIN_NONCE` or `TMS_NONCE`.
     pub action: String,
+    /// The portal session it was issued for, echoed in the login event.
     pub portal_session_id: Option<String>,
+    /// When set, only this user may use it.
     pub expected_user_id: Option<String>,
+    /// User of a credential the caller attached to the nonce.
     pub credential_user: Option<String>,
+    /// Secret of that credential, sealed.
     pub credential_secret: Option<Secret>,
+    /// Issue time, ms since the epoch.
     pub created_ms: u64,
+    /// Expiry, ms since the epoch; the sweeper deletes it after.
     pub expires_ms: u64,
+    /// Set once consumed: a used nonce is refused.
     pub used: bool,
 }
 
+/// Reads and the expiry sweep of nonces; writes go through [`Tx`].
 pub struct Nonces<'a>(&'a Store);
 
 impl Store {
+    /// The nonces of this store.
     pub fn nonces(&self) -> Nonces<'_> {
         Nonces(self)
     }
@@ -48,6 +59,7 @@ fn nonce_key(tenant: &str, value: &str) -> Vec<u8> {
 }
 
 impl Nonces<'_> {
+    /// The nonce of that value (looked up by its digest); `None` when unknown or swept.
     pub fn get(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
         get(&self.0.trees()?.nonces, &nonce_key(tenant, value))
     }
@@ -72,6 +84,7 @@ impl Nonces<'_> {
 }
 
 impl Tx<'_> {
+    /// The nonce of that value, read inside the transaction.
     pub fn nonce(&self, tenant: &str, value: &str) -> Result<Option<Nonce>> {
         self.get(&self.t.nonces, &nonce_key(tenant, value))
     }

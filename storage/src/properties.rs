@@ -5,25 +5,39 @@ use crate::store::Store;
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A property's value, as stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PropertyValue {
+    /// Stored in clear (encryption `NONE`).
     Plain(String),
     /// `SERVER_SIDE_DB`: sealed at rest.
     Sealed(Secret),
 }
 
+/// A typed property of a user, or of one of the user's clients.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Property {
+    /// The owning user.
     pub user_id: String,
+    /// The owning client; `None` for the user's own properties.
     pub client_id: Option<String>,
+    /// Unique per owner; the last part of the key.
     pub name: String,
+    /// The value's type: `OCTETSTRING`, `INTEGER`, `BOOLEAN`, `UTF8STRING` or `DATE`.
     pub kind: String,
+    /// The value, in clear or sealed.
     pub value: PropertyValue,
+    /// Whether clients may not change it.
     pub read_only: bool,
+    /// Whether a change notifies the owner.
     pub notify: bool,
+    /// Whether the client keeps it in its key storage.
     pub in_keystorage: bool,
+    /// Client-platform flags (`cpFlags`), one of the values the API accepts.
     pub cp_flags: u32,
+    /// Who may see it (`CLIENT`, `INTERNAL`, `EXTERNAL`); `None` for the default.
     pub visibility: Option<Vec<String>>,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
 }
 
@@ -33,14 +47,17 @@ fn owner(client: Option<&str>) -> &str {
 }
 
 impl Property {
+    /// The sealing context of a sealed property's value.
     pub fn seal_context(tenant: &str, user: &str, client: Option<&str>, name: &str) -> String {
         format!("property/{tenant}/{user}/{}/{name}", owner(client))
     }
 }
 
+/// Reads of properties; writes go through [`Tx`].
 pub struct Properties<'a>(&'a Store);
 
 impl Store {
+    /// The properties of this store.
     pub fn properties(&self) -> Properties<'_> {
         Properties(self)
     }

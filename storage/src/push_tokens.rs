@@ -9,17 +9,25 @@ use serde::{Deserialize, Serialize};
 /// The provider values of spec 000. Several name the same backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PushProvider {
+    /// APNs (the short spelling).
     Apn,
+    /// APNs.
     Apns,
+    /// Firebase Cloud Messaging.
     Fcm,
+    /// FCM (another spelling clients send).
     Fcmf,
+    /// Google Cloud Messaging: kept for stored tokens, but no backend delivers to it.
     Gcm,
+    /// Huawei Push Kit.
     Hpk,
 }
 
 impl PushProvider {
+    /// Every provider value, for parsing and listings.
     pub const ALL: [PushProvider; 6] = [Self::Apn, Self::Apns, Self::Fcm, Self::Fcmf, Self::Gcm, Self::Hpk];
 
+    /// The spec 000 spelling (`APN`, `APNS`, `FCM`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Apn => "APN",
@@ -31,30 +39,41 @@ impl PushProvider {
         }
     }
 
+    /// The provider of a spec 000 spelling (exact, upper-case); `None` for any other text.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.as_str() == s)
     }
 }
 
+/// A client's push token, one per client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushToken {
+    /// The client's app: the broadcast index the token is listed under.
     pub app_name: String,
+    /// Which provider delivers to it.
     pub provider: PushProvider,
+    /// The provider's device token.
     pub token: String,
+    /// False once a provider declared it dead: it stays stored but leaves the broadcast index.
     pub is_valid: bool,
+    /// Last change, ms since the epoch.
     pub updated_ms: u64,
 }
 
 /// What a send needs of a valid token, as kept in the per-app index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRef {
+    /// Which provider delivers to it.
     pub provider: PushProvider,
+    /// The provider's device token.
     pub token: String,
 }
 
+/// Reads of push tokens and the writes sends make (set, invalidate).
 pub struct PushTokens<'a>(&'a Store);
 
 impl Store {
+    /// The push tokens of this store.
     pub fn push_tokens(&self) -> PushTokens<'_> {
         PushTokens(self)
     }
@@ -85,6 +104,7 @@ impl PushTokens<'_> {
         })
     }
 
+    /// A client's token; `None` when it has none.
     pub fn get(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
         get(&self.0.trees()?.push_tokens, &key(&[tenant, client_id]))
     }
@@ -118,6 +138,7 @@ impl PushTokens<'_> {
         Ok(out)
     }
 
+    /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.
         self.0.trees().map_or(0, |t| t.tokens_by_app.scan_prefix(prefix(&[tenant, app])).count())
@@ -125,6 +146,7 @@ impl PushTokens<'_> {
 }
 
 impl Tx<'_> {
+    /// A client's token, read inside the transaction.
     pub fn push_token(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
         self.get(&self.t.push_tokens, &key(&[tenant, client_id]))
     }

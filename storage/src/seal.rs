@@ -27,6 +27,7 @@ pub struct MasterKey {
 }
 
 impl MasterKey {
+    /// A key from its 32 raw bytes: `Seal` for any other length.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let unbound = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| Error::Seal("master key must be 32 bytes"))?;
         Ok(Self { key: LessSafeKey::new(unbound), rng: SystemRandom::new() })
@@ -52,6 +53,7 @@ impl MasterKey {
         }
     }
 
+    /// Seals `plain` under a fresh random nonce, binding `context` (tenant, record, field) as associated data.
     pub fn seal(&self, plain: &[u8], context: &str) -> Result<Secret> {
         let mut nonce = [0u8; NONCE_LEN];
         self.rng.fill(&mut nonce).map_err(|_| Error::Seal("no randomness"))?;
@@ -70,6 +72,7 @@ impl MasterKey {
         Ok(Secret(out))
     }
 
+    /// Opens what [`MasterKey::seal`] made; `Seal` unless the key and `context` are the ones it was sealed with.
     pub fn open(&self, secret: &Secret, context: &str) -> Result<Vec<u8>> {
         let (nonce, sealed) = secret.0.split_at_checked(NONCE_LEN).ok_or(Error::Seal("sealed value too short"))?;
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::Seal("bad nonce"))?;

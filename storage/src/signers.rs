@@ -13,24 +13,34 @@ use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// The tenant's one signer that issues client certificates; a new signer retires it.
 pub const ACTIVE: &str = "ACTIVE";
+/// A signer replaced by a newer one: it still validates and keeps its certificate.
 pub const RETIRED: &str = "RETIRED";
+/// Final: the signer's key and certificate are erased and the root's CRL lists it.
 pub const REVOKED: &str = "REVOKED";
 
 /// Certificate status of a signer or a client certificate request.
 pub const REQUESTED: &str = "REQUESTED";
+/// Certificate status once issued.
 pub const ISSUED: &str = "ISSUED";
+/// Certificate status when issuance failed (see the record's `failure`).
 pub const FAILED: &str = "FAILED";
 
+/// A tenant signer: an intermediate CA under the engine root that issues client certificates.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signer {
+    /// ULID, assigned at creation; the key of the record.
     pub id: String,
+    /// Display name, also used in its certificate's subject.
     pub name: String,
+    /// Position among the tenant's signers (1 for the first); unique and increasing.
     pub generation: u64,
     /// `ACTIVE`, `RETIRED` or `REVOKED`.
     pub state: String,
     /// Certificate status: `REQUESTED`, `ISSUED` or `FAILED`.
     pub status: String,
+    /// Why issuance failed, when the status is `FAILED`.
     pub failure: Option<String>,
     /// PKCS#8 DER of the P-256 key, sealed; erased on revocation.
     pub key: Option<Secret>,
@@ -42,12 +52,16 @@ pub struct Signer {
     pub issued: u64,
     /// The signer's current CRL (DER) and its number.
     pub crl_der: Option<Vec<u8>>,
+    /// Number of `crl_der`, increased by every new CRL.
     pub crl_number: u64,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
+    /// Last change, ms since the epoch.
     pub updated_ms: u64,
 }
 
 impl Signer {
+    /// The sealing context of a signer's key.
     pub fn key_context(tenant: &str, id: &str) -> String {
         format!("signer/{tenant}/{id}/key")
     }
@@ -56,33 +70,41 @@ impl Signer {
 /// The engine's root CA: its certificate and sealed PKCS#8 key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RootCa {
+    /// The root certificate (PEM), which signs the tenants' signers.
     pub cert_pem: String,
+    /// PKCS#8 DER of the root key, sealed under [`RootCa::KEY_CONTEXT`].
     pub key: Secret,
 }
 
 impl RootCa {
+    /// The sealing context of the root key.
     pub const KEY_CONTEXT: &'static str = "pki/root/key";
 }
 
 /// The root's CRL for one tenant's revoked signers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RootCrl {
+    /// CRL number, increased by every new CRL.
     pub number: u64,
+    /// The CRL (DER).
     pub der: Vec<u8>,
 }
 
 /// Key of the root CA record in the `pki` tree (no tenant is empty).
 const ROOT_KEY: &[u8] = b"\0root-ca";
 
+/// Reads of signers and the root CA; tenant writes go through [`Tx`].
 pub struct Signers<'a>(&'a Store);
 
 impl Store {
+    /// The signers of this store.
     pub fn signers(&self) -> Signers<'_> {
         Signers(self)
     }
 }
 
 impl Signers<'_> {
+    /// The engine's root CA; `None` before it is first made at start.
     pub fn root(&self) -> Result<Option<RootCa>> {
         get(&self.0.trees()?.pki, ROOT_KEY)
     }
@@ -100,10 +122,12 @@ impl Signers<'_> {
         Ok(get::<u64>(&self.0.trees()?.pki, &generation_key(tenant))?.unwrap_or(0))
     }
 
+    /// The root's CRL of the tenant's revoked signers; `None` before the first revocation.
     pub fn root_crl(&self, tenant: &str) -> Result<Option<RootCrl>> {
         get(&self.0.trees()?.pki, &root_crl_key(tenant))
     }
 
+    /// One signer; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Signer>> {
         get(&self.0.trees()?.signers, &key(&[tenant, id]))
     }
@@ -141,6 +165,7 @@ fn root_crl_key(tenant: &str) -> Vec<u8> {
 }
 
 impl Tx<'_> {
+    /// One signer, read inside the transaction.
     pub fn signer(&self, tenant: &str, id: &str) -> Result<Option<Signer>> {
         self.get(&self.t.signers, &key(&[tenant, id]))
     }
@@ -172,10 +197,12 @@ impl Tx<'_> {
         Ok(self.get(&self.t.pki, &generation_key(tenant))?.unwrap_or(0))
     }
 
+    /// The root's CRL of the tenant, read inside the transaction.
     pub fn root_crl(&self, tenant: &str) -> Result<Option<RootCrl>> {
         self.get(&self.t.pki, &root_crl_key(tenant))
     }
 
+    /// Replaces the root's CRL of the tenant (on revoking a signer).
     pub fn put_root_crl(&self, tenant: &str, crl: &RootCrl) -> Result<()> {
         self.put(&self.t.pki, &root_crl_key(tenant), crl)
     }

@@ -26,6 +26,7 @@ pub struct StoreOptions {
 }
 
 impl StoreOptions {
+    /// Defaults for `data_dir`: generated master key file, 64 MiB cache and reserve, zstd level 5.
     pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
         StoreOptions {
             data_dir: data_dir.into(),
@@ -126,19 +127,23 @@ impl Store {
         self.inner.directories.forget(tenant);
     }
 
+    /// Bytes both databases take on disk, for the operations endpoint.
     pub fn size_on_disk(&self) -> Result<u64> {
         let dbs = self.trees()?;
         Ok(dbs.db.size_on_disk()?.saturating_add(dbs.delivery_db.size_on_disk()?))
     }
 
+    /// Whether `path` already holds a database (its `db` directory).
     pub fn data_dir_exists(path: &Path) -> bool {
         path.join("db").exists()
     }
 
+    /// Seals a secret under the store's master key (see [`MasterKey::seal`]); `context` must be given again to unseal.
     pub fn seal(&self, plain: &[u8], context: &str) -> Result<Secret> {
         self.inner.master.seal(plain, context)
     }
 
+    /// Opens a secret sealed by [`Store::seal`] with the same `context`.
     pub fn unseal(&self, secret: &Secret, context: &str) -> Result<Vec<u8>> {
         self.inner.master.open(secret, context)
     }

@@ -6,9 +6,12 @@ use crate::users::User;
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A tenant: the realm every other record is keyed under.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Tenant {
+    /// Chosen at creation; the first part of every key of the tenant's records.
     pub id: String,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
     /// PKCS#8 of the ES256 key that signs the tenant's access tokens, sealed.
     pub signing_key: Secret,
@@ -16,25 +19,30 @@ pub struct Tenant {
     pub key_id: String,
 }
 
+/// Reads of tenants; creation goes through [`Tx::insert_tenant`].
 pub struct Tenants<'a>(&'a Store);
 
 impl Store {
+    /// The tenants of this store.
     pub fn tenants(&self) -> Tenants<'_> {
         Tenants(self)
     }
 }
 
 impl Tenants<'_> {
+    /// One tenant; `None` when absent.
     pub fn get(&self, id: &str) -> Result<Option<Tenant>> {
         get(&self.0.trees()?.tenants, &key(&[id]))
     }
 
+    /// Every tenant, in id order.
     pub fn list(&self) -> Result<Vec<Tenant>> {
         self.0.trees()?.tenants.iter().map(|kv| codec::decode(&kv?.1)).collect()
     }
 }
 
 impl Tx<'_> {
+    /// One tenant, read inside the transaction.
     pub fn tenant(&self, id: &str) -> Result<Option<Tenant>> {
         self.get(&self.t.tenants, &key(&[id]))
     }

@@ -19,9 +19,13 @@ use std::sync::{Arc, RwLock};
 /// What user lists filter and order on, lower-cased, without decoding a record.
 #[derive(Debug)]
 pub struct UserRow {
+    /// The user's id, to read its record once the row is chosen.
     pub id: String,
+    /// Copy of [`User::enabled`], for list filters that read no record.
     pub enabled: bool,
+    /// Copy of [`User::email_verified`], for list filters that read no record.
     pub email_verified: bool,
+    /// Copy of the user's creation time (ms), for list filters that read no record.
     pub created_ms: u64,
     /// `username \x1f first \x1f last \x1f email`: one haystack for key searches.
     text: String,
@@ -63,15 +67,19 @@ impl UserRow {
         self.cuts[i] + 1
     }
 
+    /// The username (stored lower-case).
     pub fn username(&self) -> &str {
         &self.text[..self.cuts[0]]
     }
+    /// The first name, lower-cased; empty when unset.
     pub fn first_name(&self) -> &str {
         &self.text[self.after(0)..self.cuts[1]]
     }
+    /// The last name, lower-cased; empty when unset.
     pub fn last_name(&self) -> &str {
         &self.text[self.after(1)..self.cuts[2]]
     }
+    /// The e-mail, lower-cased; empty when unset.
     pub fn email(&self) -> &str {
         &self.text[self.after(2)..]
     }
@@ -80,6 +88,7 @@ impl UserRow {
     pub fn all_fields(&self) -> &str {
         &self.text
     }
+    /// The value of `field`, to compare and order rows by it.
     pub fn field(&self, field: Field) -> &str {
         match field {
             Field::Username => self.username(),
@@ -93,9 +102,13 @@ impl UserRow {
 /// A field user lists order by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// Order by username (the directory's own order).
     Username,
+    /// Order by first name.
     FirstName,
+    /// Order by last name.
     LastName,
+    /// Order by e-mail.
     Email,
 }
 
@@ -323,7 +336,9 @@ fn loaded<'d>(rows: &'d mut Rows, store: &crate::Store, tenant: &str) -> Result<
 /// Where a user list draws its candidates from.
 #[derive(Clone, Copy, Debug)]
 pub enum Source<'a> {
+    /// Every user of the tenant.
     All,
+    /// The users one exact-match index lookup holds.
     Index(Index<'a>),
     /// Users whose username, first or last name or e-mail contains this
     /// (lower-case) text: one scan of the tenant's search buffer.

@@ -10,37 +10,56 @@ use std::sync::Arc;
 
 pub use crate::user_directory::{Field, Source, UserRow};
 
+/// A user of a tenant's realm (Keycloak's user representation).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct User {
     /// UUID.
     pub id: String,
     /// Lower-case, unique in the tenant.
     pub username: String,
+    /// E-mail as given; unique in the tenant (compared lower-case) when set.
     pub email: Option<String>,
+    /// Given name.
     pub first_name: Option<String>,
+    /// Family name.
     pub last_name: Option<String>,
+    /// A disabled user cannot log in and its tokens are refused.
     pub enabled: bool,
+    /// Whether the e-mail was verified.
     pub email_verified: bool,
+    /// Realm roles, indexed for role lookups.
     pub realm_roles: Vec<String>,
+    /// Roles per client id, indexed for client-role lookups.
     pub client_roles: BTreeMap<String, Vec<String>>,
+    /// Group paths, indexed for group lookups.
     pub groups: Vec<String>,
+    /// Keycloak attributes (multi-valued), each value indexed.
     pub attributes: BTreeMap<String, Vec<String>>,
+    /// Actions the user must complete at next login (Keycloak's `requiredActions`).
     pub required_actions: Vec<String>,
+    /// Password and other credentials.
     pub credentials: Vec<Credential>,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
+    /// Keycloak's `notBefore` (seconds): set when the user is disabled.
     pub not_before: u64,
 }
 
 /// A stored credential; for passwords `hash` is an argon2id PHC string.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Credential {
+    /// Identifies the credential among the user's.
     pub id: String,
+    /// Credential type: `password` for passwords.
     pub kind: String,
+    /// The secret's hash (argon2id PHC string for a password).
     pub hash: String,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
 }
 
 impl User {
+    /// The user's password credential; `None` when it has none.
     pub fn password(&self) -> Option<&Credential> {
         self.credentials.iter().find(|c| c.kind == "password")
     }
@@ -56,9 +75,11 @@ impl User {
 pub enum Index<'a> {
     /// Attribute name and one of its values.
     Attribute(&'a str, &'a str),
+    /// A realm role.
     Role(&'a str),
     /// Client and role.
     ClientRole(&'a str, &'a str),
+    /// A group path.
     Group(&'a str),
 }
 
@@ -104,9 +125,11 @@ fn revocation_instant() -> u64 {
     crate::now_ms().saturating_add(1)
 }
 
+/// Reads, seeding and the directory of users; writes go through [`Tx`].
 pub struct Users<'a>(&'a Store);
 
 impl Store {
+    /// The users of this store.
     pub fn users(&self) -> Users<'_> {
         Users(self)
     }
@@ -127,6 +150,7 @@ impl Store {
 #[must_use = "give it to Users::refresh_directory after the commit"]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserWritten {
+    /// The written user's id.
     pub id: String,
     /// The username before the write, when the user existed.
     pub old_username: Option<String>,
@@ -190,6 +214,7 @@ impl Users<'_> {
         self.0.inner.directories.visit_all_by(self.0, tenant, order, desc, visit)
     }
 
+    /// The user of that e-mail (matched lower-case); `None` when none.
     pub fn get_by_email(&self, tenant: &str, email: &str) -> Result<Option<User>> {
         let t = self.0.trees()?;
         match t.users_by_email.get(key(&[tenant, &email.to_lowercase()]))? {
@@ -222,10 +247,12 @@ impl Users<'_> {
         Ok(out)
     }
 
+    /// One user by id; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<User>> {
         get(&self.0.trees()?.users, &key(&[tenant, id]))
     }
 
+    /// The user of that (lower-case) username; `None` when none.
     pub fn get_by_name(&self, tenant: &str, username: &str) -> Result<Option<User>> {
         let t = self.0.trees()?;
         match t.users_by_name.get(key(&[tenant, username]))? {
@@ -236,6 +263,7 @@ impl Users<'_> {
 }
 
 impl Tx<'_> {
+    /// One user by id, read inside the transaction.
     pub fn user(&self, tenant: &str, id: &str) -> Result<Option<User>> {
         self.get(&self.t.users, &key(&[tenant, id]))
     }

@@ -32,67 +32,96 @@ use crate::store::{get, Store};
 use crate::{codec, Error, Result, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A registered version of an app on one platform.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Version {
+    /// ULID, assigned at registration; the key of the record.
     pub id: String,
+    /// The app it is a version of.
     pub app_name: String,
+    /// The platform it runs on; with the app and `version_str`, unique.
     pub platform: String,
     /// Canonical `major.minor.patch`.
     pub version_str: String,
     /// The numeric sort key of `version_str`.
     pub version: u64,
+    /// SDK version of the app version, as registered.
     pub sdk_version: Option<String>,
+    /// A locked version takes no integrity votes.
     pub version_lock: bool,
+    /// Whether its architectures are registered by integrity voting (no votes otherwise).
     pub is_check_integrity: bool,
+    /// Under the default policy, the user whose client's vote registers an architecture alone.
     pub register_user_id: Option<String>,
+    /// The registration policy (see [`Policy`]); `None` for the default policy.
     pub policy_id: Option<String>,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
+    /// Last change, ms since the epoch.
     pub modified_ms: u64,
 }
 
+/// A registration policy: how many agreeing votes register an architecture.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
+    /// ULID, assigned at creation.
     pub id: String,
+    /// Unique in the tenant (the `policies_by_name` index).
     pub name: String,
     /// `QUORUM`.
     pub kind: String,
+    /// Agreeing votes that register an architecture.
     pub quorum_size: u32,
+    /// Votes in a round after which, without a quorum, the architecture fails.
     pub max_votes: u32,
     /// Versions referring to this policy.
     pub uses: u32,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
 }
 
 /// Registration state of one architecture of a version, with its vote tally.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArchState {
+    /// The architecture's name; the last part of its key.
     pub architecture: String,
     /// `VOTING`, `REGISTERED` or `FAILED`.
     pub state: String,
     /// The current voting round (part of the vote keys).
     pub round: String,
+    /// The integrity check id that reached the quorum, once `REGISTERED`.
     pub registered_check_id: Option<String>,
     /// Votes cast in this round.
     pub total: u32,
     /// Votes per integrityCheckId in this round.
     pub tally: Vec<(String, u32)>,
+    /// Last change, ms since the epoch.
     pub updated_ms: u64,
 }
 
+/// [`ArchState::state`] while votes are collected.
 pub const VOTING: &str = "VOTING";
+/// [`ArchState::state`] once a quorum agreed.
 pub const REGISTERED: &str = "REGISTERED";
+/// [`ArchState::state`] once the round ended without a quorum.
 pub const FAILED: &str = "FAILED";
 
+/// One client's vote in one round of an architecture.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Vote {
+    /// The voting client; one vote per client and round.
     pub client_id: String,
+    /// The integrity check id the client reported.
     pub integrity_check_id: String,
+    /// When the vote was cast, ms since the epoch.
     pub cast_ms: u64,
 }
 
+/// Reads of versions, policies, architectures and votes; writes go through [`Tx`].
 pub struct Versions<'a>(&'a Store);
 
 impl Store {
+    /// The versions of this store.
     pub fn versions(&self) -> Versions<'_> {
         Versions(self)
     }
@@ -134,6 +163,7 @@ impl Ballots {
 }
 
 impl Versions<'_> {
+    /// One version; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
         get(&self.0.trees()?.versions, &key(&[tenant, id]))
     }
@@ -194,20 +224,24 @@ impl Versions<'_> {
 
     // ---- policies ----
 
+    /// One policy; `None` when absent.
     pub fn policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
         get(&self.0.trees()?.policies, &key(&[tenant, id]))
     }
 
+    /// Every policy of the tenant, in id order.
     pub fn policies(&self, tenant: &str) -> Result<Vec<Policy>> {
         self.0.trees()?.policies.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
     // ---- architectures and votes ----
 
+    /// One architecture's state; `None` before its first vote.
     pub fn arch(&self, tenant: &str, version: &str, arch: &str) -> Result<Option<ArchState>> {
         get(&self.0.trees()?.version_archs, &key(&[tenant, version, arch]))
     }
 
+    /// Every architecture state of a version, in name order.
     pub fn archs(&self, tenant: &str, version: &str) -> Result<Vec<ArchState>> {
         self.0.trees()?.version_archs.scan_prefix(prefix(&[tenant, version])).map(|kv| codec::decode(&kv?.1)).collect()
     }
@@ -227,6 +261,7 @@ impl Versions<'_> {
 }
 
 impl Tx<'_> {
+    /// One version, read inside the transaction.
     pub fn version(&self, tenant: &str, id: &str) -> Result<Option<Version>> {
         self.get(&self.t.versions, &key(&[tenant, id]))
     }
@@ -282,6 +317,7 @@ impl Tx<'_> {
 
     // ---- policies ----
 
+    /// One policy, read inside the transaction.
     pub fn policy(&self, tenant: &str, id: &str) -> Result<Option<Policy>> {
         self.get(&self.t.policies, &key(&[tenant, id]))
     }
@@ -318,6 +354,7 @@ impl Tx<'_> {
 
     // ---- architectures and votes ----
 
+    /// One architecture's state, read inside the transaction.
     pub fn arch(&self, tenant: &str, version: &str, arch: &str) -> Result<Option<ArchState>> {
         self.get(&self.t.version_archs, &key(&[tenant, version, arch]))
     }

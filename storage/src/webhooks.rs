@@ -11,27 +11,39 @@ use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
 
+/// A webhook: where and how events matching its filter are delivered.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Webhook {
+    /// ULID, assigned at creation; the first part of its outbox keys.
     pub id: String,
+    /// Filter expression the event bus matches every event against.
     pub filter: String,
+    /// URL events are POSTed to.
     pub callback_url: String,
     /// `NONE` or `BASIC`.
     pub auth_type: String,
+    /// User name of basic auth, when `auth_type` is `BASIC`.
     pub auth_username: Option<String>,
+    /// Password of basic auth, sealed under [`Webhook::secret_context`].
     pub auth_password: Option<Secret>,
+    /// An inactive webhook matches no events and its outbox is not delivered.
     pub active: bool,
     /// The Standard Webhooks signing secret (`whsec_...`), sealed.
     pub secret: Secret,
+    /// Creation time, ms since the epoch.
     pub created_ms: u64,
+    /// Last change, ms since the epoch.
     pub modified_ms: u64,
+    /// The caller that created it.
     pub created_by: String,
+    /// The caller that last changed it.
     pub modified_by: String,
     /// Why Herald disabled it (a 410 from the receiver), if it did.
     pub disabled_reason: Option<String>,
 }
 
 impl Webhook {
+    /// The sealing context of a webhook's sealed field (`password`, `secret`).
     pub fn secret_context(tenant: &str, id: &str, field: &str) -> String {
         format!("webhook/{tenant}/{id}/{field}")
     }
@@ -40,9 +52,11 @@ impl Webhook {
 /// One event waiting for delivery to one webhook.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboxEntry {
+    /// The event's id, shown in the attempt log and sent as `webhook-id`.
     pub event_id: String,
     /// The body to POST (the event JSON).
     pub body: String,
+    /// When the event was queued, ms since the epoch.
     pub created_ms: u64,
     /// Attempts made so far.
     pub attempts: u32,
@@ -53,19 +67,25 @@ pub struct OutboxEntry {
 /// One delivery attempt, as the attempt log shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {
+    /// The event the attempt was for.
     pub event_id: String,
+    /// Attempt number, 1 for the first.
     pub attempt: u32,
+    /// When the attempt was made, ms since the epoch.
     pub at_ms: u64,
     /// HTTP status, or 0 when no answer came (refused, timed out).
     pub status: u16,
+    /// How long the answer took (ms).
     pub duration_ms: u64,
     /// The first 2 KiB of the answer, or the error.
     pub response: String,
 }
 
+/// Webhooks, their outboxes and attempt logs.
 pub struct Webhooks<'a>(&'a Store);
 
 impl Store {
+    /// The webhooks of this store.
     pub fn webhooks(&self) -> Webhooks<'_> {
         Webhooks(self)
     }
@@ -100,6 +120,7 @@ enum WebhookTree {
 }
 
 impl Webhooks<'_> {
+    /// One webhook; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
         get(&self.0.trees()?.webhooks, &key(&[tenant, id]))
     }
@@ -118,6 +139,7 @@ impl Webhooks<'_> {
         })
     }
 
+    /// Every webhook of the tenant, in id order.
     pub fn list(&self, tenant: &str) -> Result<Vec<Webhook>> {
         self.0.trees()?.webhooks.scan_prefix(prefix(&[tenant])).map(|kv| codec::decode(&kv?.1)).collect()
     }
@@ -191,6 +213,7 @@ impl Webhooks<'_> {
             .collect()
     }
 
+    /// Entries waiting in a webhook's outbox; 0 while the database is being reopened (a gauge).
     pub fn outbox_depth(&self, tenant: &str, id: &str) -> usize {
         // A gauge: 0 while the database is being reopened.
         self.0.trees().map_or(0, |t| t.outbox.scan_prefix(prefix(&[tenant, id])).count())
@@ -235,6 +258,7 @@ impl Webhooks<'_> {
 }
 
 impl Tx<'_> {
+    /// One webhook, read inside the transaction.
     pub fn webhook(&self, tenant: &str, id: &str) -> Result<Option<Webhook>> {
         self.get(&self.t.webhooks, &key(&[tenant, id]))
     }
@@ -300,7 +324,10 @@ impl Tx<'_> {
 
 /// What became of an outbox entry after an attempt.
 pub enum Settle {
+    /// The receiver accepted it: the entry is removed.
     Delivered,
+    /// Try again later: the entry is stored with its new attempt count and time.
     Retry(OutboxEntry),
+    /// Retries exhausted: the entry moves to the failed tree, for a replay.
     Failed(OutboxEntry),
 }
