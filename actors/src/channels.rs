@@ -8,6 +8,8 @@ use crate::delivery::{AppChannels, Deliverer};
 use dashmap::DashMap;
 use std::sync::Arc;
 
+/// A tenant's provider channels per app, owned by its `Tenant` actor and shared
+/// with its sends and fan-outs; dropped, connections included, when the actor stops.
 pub struct TenantChannels {
     tenant: String,
     deliverer: Arc<Deliverer>,
@@ -16,11 +18,11 @@ pub struct TenantChannels {
 }
 
 impl TenantChannels {
-    pub fn new(tenant: &str, deliverer: Arc<Deliverer>) -> TenantChannels {
+    pub(crate) fn new(tenant: &str, deliverer: Arc<Deliverer>) -> TenantChannels {
         TenantChannels { tenant: tenant.to_string(), deliverer, apps: DashMap::new() }
     }
 
-    pub fn deliverer(&self) -> &Arc<Deliverer> {
+    pub(crate) fn deliverer(&self) -> &Arc<Deliverer> {
         &self.deliverer
     }
 

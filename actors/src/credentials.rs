@@ -39,7 +39,9 @@ pub fn to_pem(bytes: Vec<u8>, label: &str) -> Vec<u8> {
 /// certificate, or the key (unreadable, or not the certificate's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdentityError {
+    /// The chain is not PEM, holds no certificate, or one is not X.509.
     Certificate(String),
+    /// The key is unreadable, of a type TLS cannot sign with, or not the certificate's.
     Key(String),
 }
 
@@ -94,22 +96,48 @@ pub fn client_identity(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, 
     }
 }
 
+/// How APNs authenticates an app's requests: a JWT signed with its `.p8` key, or
+/// the TLS client certificate of the connection.
 pub enum ApnsAuth {
-    Token { key: Vec<u8>, key_id: String, team_id: String },
-    Certificate { cert_pem: Vec<u8>, key_pem: Vec<u8> },
+    /// Token auth: every request carries a JWT signed with the key.
+    Token {
+        /// The `.p8` ES256 key (`iosApnsPrivateKey`), decoded from base64.
+        key: Vec<u8>,
+        /// The key's id from Apple (`iosApnsKeyId`): the JWT's `kid`.
+        key_id: String,
+        /// The Apple developer team (`iosApnsTeamId`): the JWT's `iss`.
+        team_id: String,
+    },
+    /// Certificate auth: the connection's TLS client identity authenticates.
+    Certificate {
+        /// The client certificate chain, PEM (DER is wrapped by [`to_pem`]).
+        cert_pem: Vec<u8>,
+        /// The certificate's private key, PEM.
+        key_pem: Vec<u8>,
+    },
 }
 
+/// An app's APNs setup; [`AppCredentials::apns`] is `None` unless the bundle id
+/// and a complete token or certificate auth are configured.
 pub struct ApnsCredentials {
+    /// Token or certificate auth; decides the pool's TLS identity and the bearer.
     pub auth: ApnsAuth,
+    /// The app's bundle id (`iosBundleId`), sent as `apns-topic`.
     pub topic: String,
+    /// Send to APNs' sandbox (development builds, `iosIsDevelopment`), not production.
     pub sandbox: bool,
 }
 
 /// What an app can send through.
 pub struct AppCredentials {
+    /// Notification categories the app accepts; a send of another category is refused
+    /// for its clients, and a broadcast skips the app.
     pub categories: Vec<String>,
+    /// `None` when the app has no complete APNs configuration.
     pub apns: Option<ApnsCredentials>,
+    /// The FCM service account; `None` when not configured (see `legacy_fcm_only`).
     pub fcm: Option<ServiceAccount>,
+    /// Push Kit's OAuth client id and secret; `None` unless both are configured.
     pub hms: Option<(String, String)>,
     /// Only a legacy FCM server key: Google no longer accepts those.
     pub legacy_fcm_only: bool,
@@ -137,7 +165,7 @@ fn decoded(field: &str, value: Option<String>) -> Result<Option<Vec<u8>>, String
 }
 
 impl AppCredentials {
-    pub fn load(store: &Store, tenant: &str, app: &App) -> Result<AppCredentials, String> {
+    pub(crate) fn load(store: &Store, tenant: &str, app: &App) -> Result<AppCredentials, String> {
         let name = app.name.as_str();
         let key = decoded(
             "iosApnsPrivateKey",

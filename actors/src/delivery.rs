@@ -53,8 +53,10 @@ type Slot<P> = Result<Channel<P>, FormatError>;
 
 /// Everything needed to send for one app, built from its stored configuration.
 pub struct AppChannels {
+    /// The app's name: the `app` of every outcome sent through these channels.
     pub app: String,
     pub(crate) modified_ms: u64,
+    /// Categories the app accepted when the channels were built; others are refused.
     pub categories: Vec<String>,
     apns: Slot<Apns>,
     fcm: Slot<Fcm>,
@@ -64,9 +66,13 @@ pub struct AppChannels {
 /// One notification going to clients of one app.
 #[derive(Clone, Copy)]
 pub struct Job<'a> {
+    /// The tenant sending: the key of its stored tokens and its metric series.
     pub tenant: &'a str,
+    /// The app's channels the clients are reached through.
     pub channels: &'a AppChannels,
+    /// The notification's payloads for this app, built once and shared by its clients.
     pub prepared: &'a Prepared,
+    /// What is sent, provider-neutral; its `id` names the delivery in logs and reports.
     pub notification: &'a Notification,
     /// When the caller stops waiting (interactive sends): a provider asking
     /// for a longer wait fails the send at once instead.
@@ -115,7 +121,7 @@ fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> C
 }
 
 impl Deliverer {
-    pub fn new(store: Store, settings: PushSettings, events: Arc<EventBus>) -> Result<Deliverer, String> {
+    pub(crate) fn new(store: Store, settings: PushSettings, events: Arc<EventBus>) -> Result<Deliverer, String> {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(tls.clone(), settings.endpoint_policy());
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
@@ -148,10 +154,12 @@ impl Deliverer {
         }
     }
 
+    /// The store tokens are read from and outcomes (dead tokens) written to.
     pub fn store(&self) -> &Store {
         &self.store
     }
 
+    /// The settings the engine started with (endpoints, limits, retries, broadcasts).
     pub fn settings(&self) -> &PushSettings {
         &self.settings
     }

@@ -29,18 +29,26 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The actor of one topic broadcast, spawned and supervised by its tenant's
+/// `Tenant` actor; it stops when the job is complete.
 pub struct FanOut;
 
+/// What a `FanOut` actor is sent: only `Run`, which it sends itself on start.
 pub enum FanOutMsg {
+    /// Deliver the job from its checkpoint to its end, then stop.
     Run,
 }
 
+/// What a `FanOut` actor is started (or restarted after a failure) with.
 pub struct FanOutArgs {
     /// The tenant's channels, shared with its actor's other sends.
     pub channels: Arc<TenantChannels>,
+    /// The broadcast job as stored, checkpoint included: a restart resumes from it.
     pub job: BroadcastJob,
 }
 
+/// A running broadcast: its tenant's channels, the job as checkpointed so far,
+/// and its place in `herald_actors_live`.
 pub struct FanOutState {
     channels: Arc<TenantChannels>,
     job: BroadcastJob,

@@ -109,6 +109,7 @@ impl fmt::Display for Op {
 pub struct Condition {
     /// Dotted path of the attribute (`data.orderId`).
     pub attr: String,
+    /// How the attribute's value is compared with `value`.
     pub op: Op,
     /// The expected value, unquoted and unescaped.
     pub value: String,
@@ -176,9 +177,13 @@ impl fmt::Display for Condition {
 /// what they wrote, brackets included.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Expr {
+    /// One comparison, a leaf of the tree.
     Cond(Condition),
+    /// Matches when both sides match.
     And(Box<Expr>, Box<Expr>),
+    /// Matches when either side matches.
     Or(Box<Expr>, Box<Expr>),
+    /// Matches when the inner filter does not.
     Not(Box<Expr>),
 }
 
@@ -300,6 +305,7 @@ impl fmt::Display for Expr {
 pub struct ParseError {
     /// 0-based offset in characters (not bytes), as a user counts them.
     pub position: usize,
+    /// What is wrong there, e.g. what was expected instead.
     pub message: String,
 }
 

@@ -53,6 +53,8 @@ pub fn refuse_literal(uri: &http::Uri) -> Result<(), String> {
 /// Resolves names and refuses forbidden addresses (unless `allow_private`).
 #[derive(Clone)]
 pub struct GuardedResolver {
+    /// Let names resolve to private and loopback addresses too (tests, the simulators,
+    /// the `--allow-private-*` flags).
     pub allow_private: bool,
 }
 

@@ -24,6 +24,7 @@
 //! - `telemetry`: per-tenant metric handles and the tenant-label policy
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod channels;
 pub mod credentials;

@@ -17,9 +17,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// Which traffic a request is: interactive sends have their own connection and the
+/// reserve of the shared ones, bulk sends (broadcasts) the rest. Indexes per-lane metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lane {
+    /// A send to one client or to one user's clients, with a caller waiting.
     Interactive = 0,
+    /// A broadcast's sends: they never fill a shared connection's interactive reserve.
     Bulk = 1,
 }
 
@@ -50,6 +54,8 @@ impl Default for PoolLimits {
     }
 }
 
+/// The HTTP/2 connections of one provider channel (one app's credentials), opened on
+/// demand up to [`PoolLimits::max_connections`], each carrying many streams.
 pub struct Pool {
     target: Target,
     limits: PoolLimits,
@@ -103,7 +109,7 @@ impl Drop for Pool {
 }
 
 impl Pool {
-    pub fn new(provider: &'static str, target: Target, limits: PoolLimits) -> Pool {
+    pub(crate) fn new(provider: &'static str, target: Target, limits: PoolLimits) -> Pool {
         Pool {
             target,
             limits,

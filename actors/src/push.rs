@@ -11,6 +11,8 @@ use ractor::{Actor, ActorRef};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The push engine, started once per process: the tenant supervisor tree, the
+/// webhook dispatcher, and what every tenant's deliveries share.
 pub struct Push {
     root: ActorRef<RootMsg>,
     dispatcher: ActorRef<DispatcherMsg>,
@@ -94,6 +96,7 @@ impl Push {
         a.cast(TenantMsg::Crash).map_err(|e| SendError::Internal(e.to_string()))
     }
 
+    /// What every tenant's deliveries share (store, TLS, OAuth clients, bulk budget).
     pub fn deliverer(&self) -> &Arc<Deliverer> {
         &self.deliverer
     }
@@ -103,6 +106,7 @@ impl Push {
         &self.events
     }
 
+    /// Stops both supervisor trees without waiting for them (see [`Push::shutdown`]).
     pub fn stop(&self) {
         self.root.stop(None);
         self.dispatcher.stop(None);

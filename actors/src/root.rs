@@ -11,8 +11,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, Sup
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// The supervisor of tenant actors, one per engine, started by [`Push::start`](crate::Push::start).
 pub struct Root;
 
+/// What `Root` is sent: lookups by the engine, scheduled restarts by itself.
 pub enum RootMsg {
     /// The tenant's actor, started when needed.
     Tenant(String, RpcReplyPort<Result<Running, String>>),
@@ -21,7 +23,9 @@ pub enum RootMsg {
     Restart(String),
 }
 
+/// What `Root` is started with.
 pub struct RootArgs {
+    /// Handed to every tenant actor it starts.
     pub deliverer: Arc<Deliverer>,
     /// Shared with the engine for lookups without a round trip through Root.
     pub registry: Arc<Registry>,
@@ -39,6 +43,8 @@ pub type Running = (ActorRef<TenantMsg>, Arc<Activity>);
 /// The running tenant actors by tenant.
 pub type Registry = DashMap<String, Running>;
 
+/// Root's state: which tenant each actor is (to tell which one failed) and their
+/// recent restarts.
 pub struct RootState {
     deliverer: Arc<Deliverer>,
     registry: Arc<Registry>,

@@ -11,45 +11,82 @@ use herald_storage::now_ms;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Who a send goes to: one client, every client of a user, or the subscribers of
+/// a topic (a broadcast, delivered in the background).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Recipient {
-    Client { user: String, client: String },
-    User { user: String },
-    Topic { topic: String },
+    /// One client of a user, answered when delivered.
+    Client {
+        /// The user the client must be linked to.
+        user: String,
+        /// The client's id; its valid tokens are sent to.
+        client: String,
+    },
+    /// Every client of a user, answered when all are delivered.
+    User {
+        /// The user's id; an unknown user is [`SendError::NotFound`].
+        user: String,
+    },
+    /// Every app of the tenant accepting the category: a broadcast job.
+    Topic {
+        /// Recorded as the broadcast report's recipient.
+        topic: String,
+    },
 }
 
+/// One notification to send, as the API hands it to [`Push::send`](crate::Push::send).
 #[derive(Clone, Debug)]
 pub struct SendRequest {
+    /// The tenant sending: the request goes to its `Tenant` actor.
     pub tenant: String,
+    /// Who receives it: decides between per-client outcomes and a broadcast job.
     pub recipient: Recipient,
+    /// What is sent; its `id` is also the broadcast job's id.
     pub notification: Notification,
 }
 
 /// The outcome for one client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientResult {
+    /// The client the outcome is for.
     pub client_id: String,
+    /// What became of it (app, provider, state, code), as a report stores it.
     pub outcome: ClientOutcome,
 }
 
 /// One app of a broadcast: clients queued, or why none were.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppQueued {
+    /// The app this line is about; every app of the tenant has one, accepting or not.
     pub app: String,
+    /// Its valid tokens when queued: the clients the broadcast tries (0 when refused).
     pub targeted: u64,
+    /// Why the app is skipped (it does not accept the category); `None` when queued.
     pub refused: Option<String>,
 }
 
+/// What a send answers: the clients' outcomes (client and user sends), or the
+/// queued broadcast (topic sends).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendAnswer {
+    /// One outcome per client, once each has been delivered or has failed.
     Clients(Vec<ClientResult>),
-    Broadcast { job: Box<BroadcastJob>, apps: Vec<AppQueued> },
+    /// A broadcast queued: a `FanOut` actor delivers it in the background.
+    Broadcast {
+        /// The durable job, as its `FanOut` actor starts from it.
+        job: Box<BroadcastJob>,
+        /// Each app of the tenant: queued, or why not.
+        apps: Vec<AppQueued>,
+    },
 }
 
+/// Why a send has no answer per client.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
+    /// The recipient does not exist (an unknown client or user, or a client not the user's).
     #[error("{0}")]
     NotFound(String),
+    /// The store, an actor or the providers' deadline failed; the message says which.
     #[error("{0}")]
     Internal(String),
 }

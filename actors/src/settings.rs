@@ -8,10 +8,15 @@ use std::time::Duration;
 /// the demo point them at the simulators.
 #[derive(Clone, Debug)]
 pub struct Endpoints {
+    /// APNs for production builds.
     pub apns: String,
+    /// APNs for development builds (apps with `iosIsDevelopment`).
     pub apns_sandbox: String,
+    /// FCM's HTTP v1 API.
     pub fcm: String,
+    /// Push Kit's send API.
     pub hms: String,
+    /// Push Kit's OAuth token endpoint (client-credentials grant).
     pub hms_token: String,
 }
 
@@ -27,11 +32,15 @@ impl Default for Endpoints {
     }
 }
 
+/// How the push engine is configured (from the command line): where the providers
+/// are, what TLS trusts, pool limits, retries, broadcast budget, idle stop.
 #[derive(Clone, Debug)]
 pub struct PushSettings {
+    /// Base URLs of the providers (the simulators' in tests and the demo).
     pub endpoints: Endpoints,
     /// PEM CA certificates trusted besides the web PKI roots (the simulators' CA).
     pub extra_ca_pem: Vec<u8>,
+    /// Connection and stream limits of every provider pool.
     pub limits: PoolLimits,
     /// Attempts per token for transient failures (429, 5xx, lost connections);
     /// broadcast tokens get twice as many.

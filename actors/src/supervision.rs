@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 pub struct RestartPolicy {
     /// Delay before the first restart; doubled for each further one.
     pub first_delay: Duration,
+    /// The cap of the doubling delay.
     pub max_delay: Duration,
     /// Restarts allowed within `window`; the next failure gives the child up.
     pub max_restarts: usize,
+    /// The sliding window `max_restarts` is counted in.
     pub window: Duration,
 }
 
@@ -48,7 +50,7 @@ pub struct Restarts<K> {
 }
 
 impl<K: Hash + Eq + Clone> Restarts<K> {
-    pub fn new(policy: RestartPolicy) -> Self {
+    pub(crate) fn new(policy: RestartPolicy) -> Self {
         Restarts { policy, recent: HashMap::new() }
     }
 

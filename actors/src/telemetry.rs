@@ -61,13 +61,19 @@ pub struct TenantSeries {
     pub label: Option<Label>,
     /// `herald_notifications_total`, by provider then outcome.
     pub notifications: [[Counter; 3]; 3],
+    /// `herald_fanout_jobs_started_total`: broadcast runs started, a resumed one again.
     pub fanout_jobs_started: Counter,
+    /// `herald_fanout_jobs_completed_total`: broadcasts completed.
     pub fanout_jobs_completed: Counter,
+    /// `herald_fanout_targeted_total`: clients broadcasts target, counted when queued.
     pub fanout_targeted: Counter,
+    /// `herald_fanout_notifications_total`: broadcast notifications done, any outcome.
     pub fanout_notifications: Counter,
     /// `herald_webhook_attempts_total`, by [`WEBHOOK_OUTCOMES`].
     pub webhook_attempts: [Counter; 3],
+    /// `herald_webhook_outbox_depth`: deliveries waiting; each outbox adds its share.
     pub webhook_outbox_depth: Gauge,
+    /// `herald_events_published_total`: events published, the engine's and the API's.
     pub events_published: Counter,
 }
 
@@ -195,7 +201,7 @@ pub fn export_at_zero<'a>(tenants: impl IntoIterator<Item = &'a str>) {
 pub struct LiveActor(&'static str);
 
 impl LiveActor {
-    pub fn new(kind: &'static str) -> LiveActor {
+    pub(crate) fn new(kind: &'static str) -> LiveActor {
         metrics::gauge!("herald_actors_live", "kind" => kind).increment(1.0);
         LiveActor(kind)
     }

@@ -18,8 +18,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The actor of one tenant, started by `Root` on the tenant's first request and
+/// stopped when idle.
 pub struct Tenant;
 
+/// What a `Tenant` actor is sent: by the engine (sends), by `Root`, by itself (timers).
 pub enum TenantMsg {
     /// A send, and when its caller stops waiting.
     Send(Box<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Result<SendAnswer, SendError>>),
@@ -33,9 +36,13 @@ pub enum TenantMsg {
     Crash,
 }
 
+/// What `Root` starts (or restarts) a tenant's actor with.
 pub struct TenantArgs {
+    /// The tenant's id: the channels, broadcasts and metrics are this tenant's.
     pub tenant: String,
+    /// What every tenant's deliveries share (store, TLS, OAuth clients, bulk budget).
     pub deliverer: Arc<Deliverer>,
+    /// Shared with the engine's registry: requests count as activity without a message.
     pub activity: Arc<Activity>,
 }
 
@@ -53,7 +60,7 @@ impl Activity {
         Activity { started: Instant::now(), last_ms: AtomicU64::new(0) }
     }
 
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.fetch_max(ms, Ordering::Relaxed);
     }
@@ -63,6 +70,8 @@ impl Activity {
     }
 }
 
+/// A tenant actor's runtime: its channels, its running fan-outs and their restarts,
+/// and the sends in flight.
 pub struct TenantState {
     tenant: String,
     deliverer: Arc<Deliverer>,

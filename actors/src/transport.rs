@@ -17,6 +17,8 @@ use tokio_rustls::TlsConnector;
 pub struct Target {
     /// `host:port`, for the TCP connection and the `:authority` of requests.
     pub authority: http::uri::Authority,
+    /// TLS of the connection: web PKI and extra CAs, plus the client identity of APNs
+    /// certificate auth.
     pub tls: Arc<rustls::ClientConfig>,
 }
 
@@ -43,15 +45,22 @@ pub const MAX_ANSWER: usize = 64 * 1024;
 /// A provider's answer (its body cut at [`MAX_ANSWER`]).
 #[derive(Debug)]
 pub struct Reply {
+    /// The HTTP status, read with the body by the provider.
     pub status: u16,
+    /// The answer's headers (`apns-id`, `retry-after`...).
     pub headers: HeaderMap,
+    /// The body, at most [`MAX_ANSWER`] bytes.
     pub body: Bytes,
 }
 
+/// Why a request got no answer; the attempt loop retries all but `Config`.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum TransportError {
+    /// The target cannot be reached as configured (URL, host name, TLS trust or client
+    /// identity): the send fails with 500.
     #[error("configuration: {0}")]
     Config(String),
+    /// TCP, TLS or the HTTP/2 handshake failed: nothing was sent.
     #[error("connecting: {0}")]
     Connect(String),
     /// The peer refused the stream before processing it (GOAWAY, REFUSED_STREAM):
@@ -62,6 +71,7 @@ pub enum TransportError {
     /// have been processed.
     #[error("connection lost: {0}")]
     Lost(String),
+    /// No connection within 10 s, or no answer within the pool's `request_timeout`.
     #[error("timed out")]
     Timeout,
 }
@@ -78,7 +88,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
+    pub(crate) async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
         let connect = async {
             let tcp = TcpStream::connect(target.addr()).await.map_err(|e| TransportError::Connect(e.to_string()))?;
             let _ = tcp.set_nodelay(true);
@@ -116,7 +126,7 @@ impl Connection {
         }))
     }
 
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
     }
 

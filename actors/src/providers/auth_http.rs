@@ -31,6 +31,7 @@ pub const MAX_ANSWER: usize = 64 * 1024;
 /// `expires_in` the endpoint answers (0 would mean a token request per send;
 /// 2^63 seconds does not fit a clock).
 pub const MIN_EXPIRES_IN: u64 = 60;
+/// See [`MIN_EXPIRES_IN`]: a token is renewed at least daily.
 pub const MAX_EXPIRES_IN: u64 = 24 * 3600;
 
 type Open = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -282,10 +283,12 @@ pub struct OAuth<G> {
 }
 
 impl<G: Grant> OAuth<G> {
+    /// An access token source for `grant`; the first [`OAuth::token`] fetches.
     pub fn new(grant: G, http: AuthHttp) -> OAuth<G> {
         OAuth { grant, http, cache: TokenCache::new(G::PROVIDER.as_str()) }
     }
 
+    /// The credentials tokens are fetched with (the engine itself never reads them back).
     pub fn grant(&self) -> &G {
         &self.grant
     }

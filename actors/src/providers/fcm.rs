@@ -164,11 +164,14 @@ impl GoogleError {
 /// A Google service account: what FCM's OAuth needs from its JSON file.
 #[derive(Clone, serde::Deserialize)]
 pub struct ServiceAccount {
+    /// The service account's identity: the JWT assertion's issuer and subject.
     pub client_email: String,
     /// PEM PKCS#8 RSA key (`-----BEGIN PRIVATE KEY-----`).
     pub private_key: String,
+    /// The key's id, sent as the assertion's `kid` when given.
     #[serde(default)]
     pub private_key_id: Option<String>,
+    /// The Firebase project messages are sent through (`/v1/projects/<id>/messages:send`).
     pub project_id: String,
     /// Google's token endpoint; configurable for the simulators.
     #[serde(default = "default_token_uri")]

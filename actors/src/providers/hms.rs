@@ -26,15 +26,21 @@ pub const MAX_COLLAPSE_KEY: i64 = 100;
 
 /// Push Kit's answer codes.
 pub mod codes {
+    /// Every token accepted.
     pub const SUCCESS: &str = "80000000";
     /// Some tokens were illegal; `msg` lists them.
     pub const PARTIAL: &str = "80100000";
+    /// The message is malformed (a field missing or invalid): failed, not retried.
     pub const BAD_PARAMETERS: &str = "80100003";
+    /// The access token was refused: renewed, then retried.
     pub const AUTH_FAILED: &str = "80200001";
+    /// The access token has expired: renewed, then retried.
     pub const AUTH_EXPIRED: &str = "80200003";
     /// Every token was illegal.
     pub const ALL_TOKENS_INVALID: &str = "80300007";
+    /// The message is over Push Kit's size limit: failed with 413.
     pub const TOO_LARGE: &str = "80300008";
+    /// A Push Kit fault: retried.
     pub const INTERNAL: &str = "81000001";
 }
 
@@ -235,6 +241,8 @@ impl std::fmt::Debug for ClientCredentials {
 }
 
 impl ClientCredentials {
+    /// Push Kit's client-credentials grant of an app, posted to `token_url` (Huawei's
+    /// endpoint, or a simulator's).
     pub fn new(client_id: &str, client_secret: &str, token_url: &str) -> ClientCredentials {
         ClientCredentials {
             client_id: client_id.to_owned(),

@@ -22,8 +22,11 @@ pub mod hms;
 /// Which backend a token is delivered through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Backend {
+    /// Apple Push Notification service: iOS tokens (stored `APN`, `APNS`).
     Apns,
+    /// Firebase Cloud Messaging, HTTP v1 API (stored `FCM`, `FCMF`).
     Fcm,
+    /// Huawei Push Kit: devices without Google services (stored `HPK`).
     Hms,
 }
 
@@ -49,20 +52,26 @@ impl Backend {
 
 /// What a provider's channel is built with besides the app's credentials.
 pub struct BuildEnv<'a> {
+    /// Endpoints, TLS trust, pool limits and the endpoint policy of the engine.
     pub settings: &'a crate::settings::PushSettings,
     /// TLS of provider connections (the web PKI and the configured extra CAs).
     pub tls: &'a Arc<rustls::ClientConfig>,
     /// The OAuth client, behind the endpoint guard.
     pub auth_http: &'a auth_http::AuthHttp,
+    /// Where the APNs JWT is saved, so a restart reuses it instead of minting new ones.
     pub store: &'a herald_storage::Store,
+    /// The tenant whose app the channel is built for: keys what is saved of it.
     pub tenant: &'a str,
+    /// The app the channel is built for: with `tenant`, the key of its saved JWT.
     pub app: &'a str,
 }
 
 /// A refused or failed authorization, as the send result reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthError {
+    /// The HTTP status the client's result reports (412 refused credentials, 503 no answer).
     pub status: u16,
+    /// Why, for the client's result message.
     pub reason: String,
     /// Worth another attempt (no answer, 429, 5xx), or not (the endpoint
     /// refused the credentials, or the guard refused the endpoint).
@@ -106,6 +115,7 @@ pub(crate) fn for_each(outcome: Outcome, tokens: &[&str]) -> Vec<Outcome> {
 /// the answer through these methods. A new provider is one file implementing
 /// this trait, plus its [`Backend`] and its slot in `delivery::AppChannels`.
 pub trait Provider: Sized + Send + Sync + 'static {
+    /// Which backend this is: the tokens it takes and its metrics label.
     const BACKEND: Backend;
     /// The most tokens one request carries (1: a request per token).
     const MAX_TOKENS: usize = 1;
@@ -133,11 +143,16 @@ pub trait Provider: Sized + Send + Sync + 'static {
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome>;
 }
 
+/// How urgently the provider should deliver; silent pushes go at APNs priority 5
+/// whatever this says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Priority {
+    /// Deliver now, waking the device: APNs 10, Android `HIGH`.
     High,
+    /// The default: APNs 5 (power-considerate), Android `NORMAL`.
     #[default]
     Normal,
+    /// APNs 1 (may be held back to save power); Android `NORMAL`, it has no lower.
     Low,
 }
 
@@ -148,17 +163,28 @@ pub struct Notification {
     pub id: String,
     /// `chat`, `payment` or `tms`.
     pub category: String,
+    /// Alert title shown as is; `None` when there is none or it is localised.
     pub title: Option<String>,
+    /// Key of a localised title in the app's strings (APNs `title-loc-key`).
     pub title_loc_key: Option<String>,
+    /// Arguments substituted into the localised title.
     pub title_loc_args: Vec<String>,
+    /// Alert text shown as is; `None` when there is none or it is localised.
     pub body: Option<String>,
+    /// Key of a localised body in the app's strings (APNs `loc-key`).
     pub body_loc_key: Option<String>,
+    /// Arguments substituted into the localised body.
     pub body_loc_args: Vec<String>,
+    /// Sound to play (a file of the app, or `default`); `None` leaves it to the platform.
     pub sound: Option<String>,
+    /// Android notification icon (a drawable of the app); APNs has none.
     pub icon: Option<String>,
+    /// A newer notification with the same key replaces one not yet shown (APNs
+    /// `apns-collapse-id`, at most 64 bytes; a cache group on Push Kit).
     pub collapse_key: Option<String>,
     /// Seconds the provider may keep an undelivered notification (capped per provider).
     pub time_to_live: Option<i64>,
+    /// How urgently to deliver (see [`Priority`]).
     pub priority: Priority,
     /// A background push: no alert on APNs, a data-only message on Android.
     pub silent: bool,
@@ -171,24 +197,52 @@ pub struct Notification {
 /// A request ready for the wire: method POST, path (with query), headers, body.
 #[derive(Clone, Debug)]
 pub struct WireRequest {
+    /// Path and query (`/3/device/<token>`); the authority is the pool's target.
     pub path: String,
+    /// The provider's headers, `authorization` included when there is a bearer.
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The JSON body, built from the prepared payload and the tokens.
     pub body: Bytes,
 }
 
 /// What a provider's answer means for one token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Accepted; the provider's message id when it gave one.
-    Sent { id: Option<String> },
+    /// Accepted.
+    Sent {
+        /// The provider's message id, when it gave one.
+        id: Option<String>,
+    },
     /// The token is dead (unregistered, invalid): mark it invalid, never retry.
-    Dead { status: u16, reason: String },
+    Dead {
+        /// The HTTP status the client's result reports.
+        status: u16,
+        /// The provider's reason, for the client's result message.
+        reason: String,
+    },
     /// Transient (429, 5xx): retry after the delay when given, else with backoff.
-    Retry { status: u16, reason: String, after: Option<Duration> },
+    Retry {
+        /// The HTTP status reported if no retry succeeds.
+        status: u16,
+        /// The provider's reason, for the client's result message.
+        reason: String,
+        /// The provider's `Retry-After`, when it gave one.
+        after: Option<Duration>,
+    },
     /// Our auth token was refused as expired or revoked: refresh it, then retry.
-    AuthRefused { status: u16, reason: String },
+    AuthRefused {
+        /// The HTTP status reported if the renewed token is refused too.
+        status: u16,
+        /// The provider's reason, for the client's result message.
+        reason: String,
+    },
     /// A permanent error for this notification (bad payload, topic, credentials).
-    Failed { status: u16, reason: String },
+    Failed {
+        /// The HTTP status the client's result reports.
+        status: u16,
+        /// The provider's reason, for the client's result message.
+        reason: String,
+    },
 }
 
 /// A problem building a request, reported per client (e.g. the 4 KB limit).
@@ -197,6 +251,7 @@ pub enum Outcome {
 pub struct FormatError {
     /// The HTTP status the error is reported with (413 for size, 400 otherwise).
     pub status: u16,
+    /// Why, shown as the client's result message.
     pub message: String,
 }
 

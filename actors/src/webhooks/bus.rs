@@ -12,15 +12,20 @@ use std::sync::OnceLock;
 /// An event as webhooks receive it.
 #[derive(Clone, Debug)]
 pub struct Event {
+    /// ULID assigned when the event is created; receivers deduplicate retries by it.
     pub id: String,
+    /// The tenant whose webhooks receive it (`tenantId`).
     pub tenant: String,
     /// `client`, `push`, `signer`, `version`, `login` or `domain`.
     pub kind: String,
+    /// The event's name within its type (`TMS_RESULT_AVAILABLE`); filters match on it.
     pub event: String,
+    /// Delivered as `data`; filters reach into it with `data.<path>`.
     pub data: Value,
 }
 
 impl Event {
+    /// An event with a fresh id, for [`EventBus::publish`].
     pub fn new(tenant: &str, kind: &str, event: &str, data: Value) -> Event {
         Event {
             id: ulid::Ulid::generate().to_string(),
@@ -42,13 +47,15 @@ impl Event {
     }
 }
 
+/// Where events go: written durably to each matching webhook's outbox, whose target
+/// is then woken. One per engine.
 pub struct EventBus {
     store: Store,
     dispatcher: OnceLock<ActorRef<DispatcherMsg>>,
 }
 
 impl EventBus {
-    pub fn new(store: Store) -> EventBus {
+    pub(crate) fn new(store: Store) -> EventBus {
         EventBus { store, dispatcher: OnceLock::new() }
     }
 

@@ -20,6 +20,8 @@ pub struct Answer {
     pub body: String,
 }
 
+/// The HTTPS client of webhook deliveries, shared by every target: the address guard,
+/// the attempt timeout and the `Retry-After` cap.
 #[derive(Clone)]
 pub struct WebhookClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector<GuardedResolver>>, Full<Bytes>>,

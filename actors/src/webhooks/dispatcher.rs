@@ -9,15 +9,20 @@ use herald_storage::Store;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
 
+/// The supervisor of webhook targets, one per engine, started by [`Push::start`](crate::Push::start).
 pub struct Dispatcher;
 
+/// What the dispatcher is sent, by the event bus.
 pub enum DispatcherMsg {
     /// Wake (starting if needed) the target of (tenant, webhook).
     Wake(String, String),
 }
 
+/// What the dispatcher is started with.
 pub struct DispatcherArgs {
+    /// Where the outboxes are read from.
     pub store: Store,
+    /// How webhooks are delivered, handed to every target.
     pub settings: WebhookSettings,
 }
 
