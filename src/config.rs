@@ -19,6 +19,11 @@ pub struct Settings {
     /// Directory of the database and the generated master key.
     #[arg(long, env = "HERALD_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where records live instead of the data directory: a
+    /// `postgres://USER@HOST:PORT/DB` URL, which several engines may share
+    /// (they need the same master key file).
+    #[arg(long, env = "HERALD_STORE")]
+    pub store: Option<String>,
     /// Hex file with the 256-bit key that seals secrets (created in the data dir when absent).
     #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
@@ -159,6 +164,7 @@ impl Settings {
         Settings {
             listen: self.listen.or(other.listen),
             data_dir: self.data_dir.or(other.data_dir),
+            store: self.store.or(other.store),
             master_key_file: self.master_key_file.or(other.master_key_file),
             cache_mib: self.cache_mib.or(other.cache_mib),
             operator_token: self.operator_token.or(other.operator_token),
@@ -223,6 +229,8 @@ pub struct Config {
     /// Free disk below which writes are refused (507).
     pub disk_reserve_bytes: u64,
     pub data_dir: PathBuf,
+    /// Where records live when not in the data directory (a database URL).
+    pub store: Option<String>,
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
     pub cache_bytes: u64,
@@ -401,6 +409,7 @@ impl Config {
             ops_listen: s.ops_listen,
             disk_reserve_bytes: s.disk_reserve_mib.unwrap_or(64).saturating_mul(1 << 20),
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
+            store: s.store,
             master_key_file: s.master_key_file,
             cache_bytes: match s.cache_mib {
                 Some(0) => return Err("cache_mib: must be at least 1".into()),

@@ -90,6 +90,7 @@ impl Config {
         Settings {
             listen: Some(self.listen),
             data_dir: Some(self.data_dir.clone()),
+            store: self.store.clone(),
             master_key_file: self.master_key_file.clone(),
             cache_mib: Some(self.cache_bytes >> 20),
             operator_token: self.operator_token.clone(),

@@ -39,12 +39,17 @@ impl Engine {
         // Before anything counts: what is recorded without a recorder is lost.
         let metrics = if install_recorder { crate::metrics::handle() } else { crate::metrics::detached() };
         let store = Store::open(&StoreOptions {
+            store_url: config.store.clone(),
             master_key_file: config.master_key_file.clone(),
             cache_bytes: config.cache_bytes,
             disk_reserve_bytes: config.disk_reserve_bytes,
             ..StoreOptions::new(&config.data_dir)
         })
-        .map_err(|e| format!("opening storage in {}: {e}", config.data_dir.display()))?;
+        .map_err(|e| match &config.store {
+            // The URL may hold a password: it is not repeated.
+            Some(_) => format!("opening the store: {e}"),
+            None => format!("opening storage in {}: {e}", config.data_dir.display()),
+        })?;
         let operator_token = match &config.operator_token {
             Some(t) => t.clone(),
             None => random_token()?,

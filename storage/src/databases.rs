@@ -1,28 +1,42 @@
-//! The two sled databases and their trees, held in a [`Slot`] that can be
-//! emptied and filled again: after a failed write (a full disk) sled refuses
-//! every further write until it is reopened, and reopening needs the old
-//! handles closed first (sled locks its files).
+//! The backend (two sled databases, or a PostgreSQL database) and its trees,
+//! held in a [`Slot`] that can be emptied and filled again: after a failed
+//! write (a full disk) sled refuses every further write until it is reopened,
+//! and reopening needs the old handles closed first (sled locks its files).
 
+use crate::kv::{Tree, TxTree, Write};
+use crate::pg::{Pg, Txn};
 use crate::store::StoreOptions;
 use crate::{Error, Result};
-use sled::transaction::TransactionalTree;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// The open databases: `db` for records, compressed, and `deliveries` for
-/// delivery records, not (sled compresses each write on its own with a new
-/// zstd context, which costs about 120 µs per send report for little gain on
-/// records written once and mostly never read: `cargo bench --bench storage`).
+/// The open backend and its trees.
 pub(crate) struct Dbs {
-    /// Tenants' records: clients, tokens, users, apps... compressed.
-    pub(crate) db: sled::Db,
-    /// Delivery records (reports, outcomes, broadcast jobs): written by every
-    /// send, rarely read, so stored without compression.
-    pub(crate) delivery_db: sled::Db,
+    /// Where the trees live.
+    pub(crate) engine: Engine,
     pub(crate) trees: Trees,
-    /// The records trees, which every [`crate::Tx`] spans.
-    pub(crate) records: Vec<sled::Tree>,
+}
+
+/// The backend behind the trees.
+pub(crate) enum Engine {
+    /// Two sled databases: `db` for records, compressed, and `delivery_db`
+    /// for delivery records, not (sled compresses each write on its own with
+    /// a new zstd context, which costs about 120 µs per send report for
+    /// little gain on records written once and mostly never read: `cargo
+    /// bench --bench storage`).
+    Sled {
+        /// Tenants' records: clients, tokens, users, apps... compressed.
+        db: sled::Db,
+        /// Delivery records (reports, outcomes, broadcast jobs): written by
+        /// every send, rarely read, so stored without compression.
+        delivery_db: sled::Db,
+        /// The records trees, which every [`crate::Tx`] spans.
+        records: Vec<sled::Tree>,
+    },
+    /// A PostgreSQL database, one table per tree.
+    Pg(Arc<Pg>),
 }
 
 impl std::ops::Deref for Dbs {
@@ -32,42 +46,61 @@ impl std::ops::Deref for Dbs {
     }
 }
 
-/// One tree per record kind, and one per secondary index: `records` live in
-/// the records database and take part in transactions ([`crate::Tx`]),
-/// `deliveries` in the delivery database. A tree is named as its field.
+/// One tree per record kind, and one per secondary index: `records` take
+/// part in transactions ([`crate::Tx`]); `deliveries` are written outside
+/// them (on sled, in the delivery database). A tree is named as its field,
+/// and on PostgreSQL its table too.
 macro_rules! trees {
     (records: { $($(#[$ra:meta])* $r:ident,)* } deliveries: { $($(#[$da:meta])* $d:ident,)* }) => {
         pub(crate) struct Trees {
-            $($(#[$ra])* pub(crate) $r: sled::Tree,)*
-            $($(#[$da])* pub(crate) $d: sled::Tree,)*
+            $($(#[$ra])* pub(crate) $r: Tree,)*
+            $($(#[$da])* pub(crate) $d: Tree,)*
         }
 
         /// The records trees as one transaction sees them: all of them, so
         /// that any operation can touch any record kind.
         #[allow(dead_code)] // kinds written only outside transactions (the outbox...)
         pub(crate) struct TxTrees {
-            $(pub(crate) $r: TransactionalTree,)*
+            $(pub(crate) $r: TxTree,)*
         }
 
+        /// Every tree's name: the tables of the PostgreSQL schema.
+        #[cfg(test)]
+        pub(crate) const TREE_NAMES: &[&str] = &[$(stringify!($r),)* $(stringify!($d),)*];
+
         impl Trees {
-            fn open(db: &sled::Db, delivery_db: &sled::Db) -> Result<Trees> {
+            fn open_sled(db: &sled::Db, delivery_db: &sled::Db) -> Result<Trees> {
                 Ok(Trees {
-                    $($r: db.open_tree(stringify!($r))?,)*
-                    $($d: delivery_db.open_tree(stringify!($d))?,)*
+                    $($r: Tree::Sled(db.open_tree(stringify!($r))?),)*
+                    $($d: Tree::Sled(delivery_db.open_tree(stringify!($d))?),)*
                 })
             }
 
-            /// The records trees, in the order [`TxTrees::new`] reads them.
-            fn records(&self) -> Vec<sled::Tree> {
-                vec![$(self.$r.clone()),*]
+            fn open_pg(pg: &Arc<Pg>) -> Trees {
+                Trees {
+                    $($r: Tree::Pg(pg.table(stringify!($r))),)*
+                    $($d: Tree::Pg(pg.table(stringify!($d))),)*
+                }
+            }
+
+            /// The records trees of the sled database, in the order [`TxTrees::sled`] reads them.
+            fn sled_records(&self) -> Vec<sled::Tree> {
+                let mut all = Vec::new();
+                $(if let Tree::Sled(t) = &self.$r { all.push(t.clone()); })*
+                all
             }
         }
 
         impl TxTrees {
-            /// Names the views of a transaction over [`Dbs::records`]; `None` if they do not match.
-            pub(crate) fn new(view: &[TransactionalTree]) -> Option<TxTrees> {
+            /// Names the views of a sled transaction over the records trees; `None` if they do not match.
+            pub(crate) fn sled(view: &[sled::transaction::TransactionalTree]) -> Option<TxTrees> {
                 let mut views = view.iter().cloned();
-                Some(TxTrees { $($r: views.next()?,)* })
+                Some(TxTrees { $($r: TxTree::Sled(views.next()?),)* })
+            }
+
+            /// The tables of a PostgreSQL transaction.
+            pub(crate) fn pg(txn: &Rc<Txn>) -> TxTrees {
+                TxTrees { $($r: TxTree::Pg(txn.table(stringify!($r))),)* }
             }
         }
     };
@@ -134,22 +167,88 @@ trees! {
 }
 
 impl Dbs {
+    /// Opens the backend `opts` names: its PostgreSQL database, or the sled databases of its data directory.
     pub(crate) fn open(opts: &StoreOptions) -> Result<Dbs> {
+        if let Some(url) = &opts.store_url {
+            let pg = Pg::connect(url, opts.connections)?;
+            let trees = Trees::open_pg(&pg);
+            return Ok(Dbs { engine: Engine::Pg(pg), trees });
+        }
         // A modest page cache: Herald's working set is its indexes, and the process
         // must stay small during million-token broadcasts.
         let db = open_db(&opts.data_dir.join("db"), (opts.cache_bytes / 4).saturating_mul(3), opts.compression_level)?;
         let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
         move_delivery_trees(&db, &delivery_db)?;
-        let trees = Trees::open(&db, &delivery_db)?;
-        let records = trees.records();
-        Ok(Dbs { db, delivery_db, trees, records })
+        let trees = Trees::open_sled(&db, &delivery_db)?;
+        let records = trees.sled_records();
+        Ok(Dbs { engine: Engine::Sled { db, delivery_db, records }, trees })
     }
 
-    /// Writes both databases' buffers to disk.
+    /// Writes the sled databases' buffers to disk; nothing to do on
+    /// PostgreSQL, where a commit is durable when it returns.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.db.flush()?;
-        self.delivery_db.flush()?;
+        if let Engine::Sled { db, delivery_db, .. } = &self.engine {
+            db.flush()?;
+            delivery_db.flush()?;
+        }
         Ok(())
+    }
+
+    /// Bytes the backend takes on disk.
+    pub(crate) fn size_on_disk(&self) -> Result<u64> {
+        match &self.engine {
+            Engine::Sled { db, delivery_db, .. } => Ok(db.size_on_disk()?.saturating_add(delivery_db.size_on_disk()?)),
+            Engine::Pg(pg) => pg.size_on_disk(),
+        }
+    }
+
+    /// A number never handed out before, increasing: orders webhook events.
+    pub(crate) fn generate_id(&self) -> Result<u64> {
+        match &self.engine {
+            Engine::Sled { db, .. } => Ok(db.generate_id()?),
+            Engine::Pg(pg) => pg.next_id(),
+        }
+    }
+
+    /// Applies every write (a value, or `None` to remove the key) or none.
+    pub(crate) fn write_all(&self, writes: &[Write<'_>]) -> Result<()> {
+        match &self.engine {
+            Engine::Sled { .. } => {
+                let mut trees: Vec<sled::Tree> = Vec::new();
+                let mut ops = Vec::with_capacity(writes.len());
+                for (tree, k, v) in writes {
+                    let Tree::Sled(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
+                    let at = match trees.iter().position(|x| x.name() == t.name()) {
+                        Some(i) => i,
+                        None => {
+                            trees.push(t.clone());
+                            trees.len().saturating_sub(1)
+                        }
+                    };
+                    ops.push((at, k, v));
+                }
+                use sled::Transactional;
+                trees.as_slice().transaction(|views| {
+                    for (at, k, v) in &ops {
+                        let Some(view) = views.get(*at) else { continue };
+                        match v {
+                            Some(v) => view.insert(k.as_slice(), v.as_slice()).map(drop)?,
+                            None => view.remove(k.as_slice()).map(drop)?,
+                        }
+                    }
+                    Ok::<(), sled::transaction::ConflictableTransactionError<Error>>(())
+                })?;
+                Ok(())
+            }
+            Engine::Pg(pg) => {
+                let mut rows = Vec::with_capacity(writes.len());
+                for (tree, k, v) in writes {
+                    let Tree::Pg(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
+                    rows.push((t.name(), k.clone(), v.clone()));
+                }
+                pg.write_all(rows)
+            }
+        }
     }
 }
 
@@ -207,7 +306,8 @@ fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled
         .open()?)
 }
 
-const DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
+/// The delivery trees that once lived in the records database.
+const MOVED_DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
 
 /// A data directory written before delivery records had their own database
 /// holds them in the records one: they are copied over, made durable, then
@@ -216,7 +316,7 @@ const DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
 fn move_delivery_trees(from: &sled::Db, to: &sled::Db) -> Result<()> {
     let names = from.tree_names();
     let present: Vec<&str> =
-        DELIVERY_TREES.into_iter().filter(|n| names.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
+        MOVED_DELIVERY_TREES.into_iter().filter(|n| names.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
     if present.is_empty() {
         return Ok(());
     }

@@ -26,7 +26,6 @@ use crate::keys::{key, last_part, prefix};
 use crate::store::{get, put, Store};
 use crate::{codec, Result};
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
 use std::collections::BTreeMap;
 
 /// What happened to one client.
@@ -291,12 +290,7 @@ impl Deliveries<'_> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
-            jobs.insert(k.as_slice(), jv.as_slice())?;
-            reports.insert(k.as_slice(), rv.as_slice())?;
-            Ok(())
-        })?;
-        Ok(())
+        t.write_all(&[(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))])
     }
 
     /// Commits a finished batch of a broadcast: the job's cursor, the report
@@ -305,19 +299,11 @@ impl Deliveries<'_> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        let encoded = outcomes
-            .iter()
-            .map(|(client, o)| Ok((key(&[&job.tenant, &job.id, client]), codec::encode(o)?)))
-            .collect::<Result<Vec<_>>>()?;
-        (&t.jobs, &t.reports, &t.outcomes).transaction(|(jobs, reports, outs)| {
-            jobs.insert(k.as_slice(), jv.as_slice())?;
-            reports.insert(k.as_slice(), rv.as_slice())?;
-            for (k, v) in &encoded {
-                outs.insert(k.as_slice(), v.as_slice())?;
-            }
-            Ok(())
-        })?;
-        Ok(())
+        let mut writes = vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))];
+        for (client, o) in outcomes {
+            writes.push((&t.outcomes, key(&[&job.tenant, &job.id, client]), Some(codec::encode(o)?)));
+        }
+        t.write_all(&writes)
     }
 
     /// Saves a job's cursors and its report's counts atomically; a finished job
@@ -326,16 +312,8 @@ impl Deliveries<'_> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        (&t.jobs, &t.reports).transaction(|(jobs, reports)| {
-            if finished {
-                jobs.remove(k.as_slice())?;
-            } else {
-                jobs.insert(k.as_slice(), jv.as_slice())?;
-            }
-            reports.insert(k.as_slice(), rv.as_slice())?;
-            Ok(())
-        })?;
-        Ok(())
+        let job_write = if finished { None } else { Some(jv) };
+        t.write_all(&[(&t.jobs, k.clone(), job_write), (&t.reports, k, Some(rv))])
     }
 
     /// Every unfinished broadcast of every tenant.

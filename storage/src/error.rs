@@ -19,6 +19,18 @@ pub enum Error {
     /// sled failed for a reason other than a full disk.
     #[error("storage engine: {0}")]
     Engine(sled::Error),
+    /// PostgreSQL refused a statement for a reason other than a conflict or a full disk.
+    #[error("database: {0}")]
+    Database(String),
+    /// The database was migrated by a newer engine: running on it could
+    /// misread what that engine wrote.
+    #[error("the database's schema is version {database}, newer than this engine's {engine}: run a newer herald or point it at another database")]
+    SchemaTooNew {
+        /// The version recorded in the database.
+        database: i32,
+        /// The newest version this engine knows.
+        engine: i32,
+    },
     /// A stored value does not decode (unknown format byte, truncated or corrupt bytes).
     #[error("corrupt record: {0}")]
     Codec(String),

@@ -28,6 +28,8 @@ mod databases;
 mod error;
 mod flusher;
 mod keys;
+mod kv;
+mod pg;
 mod seal;
 mod space;
 mod store;

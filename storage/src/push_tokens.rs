@@ -123,9 +123,9 @@ impl PushTokens<'_> {
             Some(c) => {
                 let mut start = index_key(tenant, app, c);
                 start.push(0); // strictly after
-                t.range(start..)
+                t.range_from(start)
             }
-            None => t.range(p.clone()..),
+            None => t.range_from(&p),
         };
         let mut out = Vec::with_capacity(limit.min(4096));
         for kv in iter {
@@ -141,7 +141,7 @@ impl PushTokens<'_> {
     /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.
-        self.0.trees().map_or(0, |t| t.tokens_by_app.scan_prefix(prefix(&[tenant, app])).count())
+        self.0.trees().and_then(|t| t.tokens_by_app.count_prefix(prefix(&[tenant, app]))).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 }
 

@@ -40,6 +40,12 @@ impl Space {
         space
     }
 
+    /// A store whose data is not on this machine's disk (PostgreSQL): never
+    /// full here, and no ballast kept.
+    pub(crate) fn unmetered() -> Space {
+        Space { dir: PathBuf::new(), reserve: 0, free: AtomicU64::new(u64::MAX), failed: AtomicBool::new(false) }
+    }
+
     /// Measures free space, and takes the ballast back when there is room for it.
     pub(crate) fn sample(&self) {
         match free_bytes(&self.dir) {

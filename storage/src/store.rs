@@ -1,4 +1,5 @@
-use crate::databases::{Dbs, Slot};
+use crate::databases::{Dbs, Engine, Slot};
+use crate::kv::Tree;
 use crate::flusher::Flusher;
 use crate::seal::{MasterKey, Secret};
 use crate::space::{Space, SAMPLE_EVERY};
@@ -10,8 +11,14 @@ use std::sync::Arc;
 /// How to open the store.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// Directory of the sled database (created when missing).
+    /// Directory of the sled database (created when missing), and of the
+    /// master key file when none is named.
     pub data_dir: PathBuf,
+    /// Where the records live instead of the data directory: a
+    /// `postgres://user@host:port/db` URL, which several engines may share.
+    pub store_url: Option<String>,
+    /// Connections to the database at most (PostgreSQL only).
+    pub connections: usize,
     /// File holding the hex master key; created in the data dir when `None`.
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
@@ -30,6 +37,8 @@ impl StoreOptions {
     pub fn new(data_dir: impl Into<PathBuf>) -> StoreOptions {
         StoreOptions {
             data_dir: data_dir.into(),
+            store_url: None,
+            connections: 16,
             master_key_file: None,
             cache_bytes: 64 << 20,
             compression_level: 5,
@@ -49,7 +58,9 @@ pub(crate) struct Inner {
     dbs: Slot,
     /// How they were opened, to open them again.
     opts: StoreOptions,
-    flusher: Flusher,
+    /// Grouped flushes of the sled databases; `None` on PostgreSQL, where a
+    /// commit is durable when it returns.
+    flusher: Option<Flusher>,
     master: MasterKey,
     /// Users' list fields, per tenant (see `user_directory`).
     pub(crate) directories: crate::user_directory::Directories,
@@ -60,18 +71,23 @@ pub(crate) struct Inner {
 }
 
 impl Store {
-    /// Opens the two sled databases under the data directory (records compressed, delivery records not: see `databases.rs`).
-    /// On a full disk the ballast is given up so they can open (sled writes
-    /// when it opens); the store then serves reads and refuses writes until
-    /// space is freed.
+    /// Opens the store: the PostgreSQL database of `opts.store_url`
+    /// (migrated to this engine's schema), or else the two sled databases
+    /// under the data directory (records compressed, delivery records not:
+    /// see `databases.rs`). On a full disk the ballast is given up so sled
+    /// can open (it writes when it opens); the store then serves reads and
+    /// refuses writes until space is freed.
     pub fn open(opts: &StoreOptions) -> Result<Store> {
         std::fs::create_dir_all(&opts.data_dir)?;
-        let space = Space::new(&opts.data_dir, opts.disk_reserve_bytes);
         let key_file = opts.master_key_file.clone().unwrap_or_else(|| opts.data_dir.join("master.key"));
         let master = MasterKey::load_or_create(&key_file)?;
+        if opts.store_url.is_some() {
+            return Self::open_shared(opts, master);
+        }
+        let space = Space::new(&opts.data_dir, opts.disk_reserve_bytes);
         let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
         let inner = Arc::new(Inner {
-            flusher: Flusher::start(dbs.clone())?,
+            flusher: Some(Flusher::start(dbs.clone())?),
             dbs,
             opts: opts.clone(),
             master,
@@ -83,10 +99,30 @@ impl Store {
         Ok(Store { inner })
     }
 
+    /// Opens a database that other engines may share, and checks that this
+    /// engine's master key opens the secrets already in it.
+    fn open_shared(opts: &StoreOptions, master: MasterKey) -> Result<Store> {
+        let dbs = Dbs::open(opts)?;
+        if let Engine::Pg(pg) = &dbs.engine {
+            pg.check_master_key(&master)?;
+        }
+        let inner = Arc::new(Inner {
+            flusher: None,
+            dbs: Slot::new(dbs),
+            opts: opts.clone(),
+            master,
+            directories: Default::default(),
+            space: Space::unmetered(),
+            apps_generation: Default::default(),
+        });
+        Ok(Store { inner })
+    }
+
     /// Returns once every write made before the call is on disk; flushes are
     /// shared between concurrent callers. Call it before acknowledging a write.
     pub async fn durable(&self) -> Result<()> {
-        let flushed = self.inner.flusher.durable().await;
+        let Some(flusher) = &self.inner.flusher else { return Ok(()) };
+        let flushed = flusher.durable().await;
         if flushed.is_err() {
             self.inner.space.write_failed();
         }
@@ -127,10 +163,9 @@ impl Store {
         self.inner.directories.forget(tenant);
     }
 
-    /// Bytes both databases take on disk, for the operations endpoint.
+    /// Bytes the databases take on disk, for the operations endpoint.
     pub fn size_on_disk(&self) -> Result<u64> {
-        let dbs = self.trees()?;
-        Ok(dbs.db.size_on_disk()?.saturating_add(dbs.delivery_db.size_on_disk()?))
+        self.trees()?.size_on_disk()
     }
 
     /// Whether `path` already holds a database (its `db` directory).
@@ -199,13 +234,13 @@ fn watch_disk(inner: std::sync::Weak<Inner>) {
     }
 }
 
-pub(crate) fn get<T: DeserializeOwned>(tree: &sled::Tree, key: &[u8]) -> Result<Option<T>> {
+pub(crate) fn get<T: DeserializeOwned>(tree: &Tree, key: &[u8]) -> Result<Option<T>> {
     tree.get(key)?.map(|v| codec::decode(&v)).transpose()
 }
 
 /// Every record of `tree`, each with the tenant its key starts with: restart
 /// recovery, which runs across tenants.
-pub(crate) fn all_with_tenant<T: DeserializeOwned>(tree: &sled::Tree) -> Result<Vec<(String, T)>> {
+pub(crate) fn all_with_tenant<T: DeserializeOwned>(tree: &Tree) -> Result<Vec<(String, T)>> {
     tree.iter()
         .map(|kv| {
             let (k, v) = kv?;
@@ -214,9 +249,8 @@ pub(crate) fn all_with_tenant<T: DeserializeOwned>(tree: &sled::Tree) -> Result<
         .collect()
 }
 
-pub(crate) fn put<T: Serialize>(tree: &sled::Tree, key: &[u8], value: &T) -> Result<()> {
-    tree.insert(key, codec::encode(value)?)?;
-    Ok(())
+pub(crate) fn put<T: Serialize>(tree: &Tree, key: &[u8], value: &T) -> Result<()> {
+    tree.insert(key, &codec::encode(value)?)
 }
 
 /// Milliseconds since the Unix epoch.

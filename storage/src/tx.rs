@@ -14,14 +14,17 @@
 //! transaction and checks a record that every change of that set moves on
 //! (a generation, such as a client's link generation) inside it.
 
-use crate::databases::TxTrees;
+use crate::databases::{Engine, TxTrees};
+use crate::kv::TxTree;
+use crate::pg::Txn;
 use crate::{codec, Error, Result, Store};
 use serde::{de::DeserializeOwned, Serialize};
-use sled::transaction::{
-    ConflictableTransactionError, TransactionError, TransactionalTree, UnabortableTransactionError,
-};
+use sled::transaction::{ConflictableTransactionError, TransactionError, UnabortableTransactionError};
 use sled::Transactional;
 use std::cell::Cell;
+
+/// How many times a PostgreSQL transaction runs before a conflict is given up as unavailability.
+const PG_ATTEMPTS: u32 = 16;
 
 /// A transaction in progress (see the module documentation).
 pub struct Tx<'a> {
@@ -43,8 +46,12 @@ impl Store {
     {
         self.writable()?;
         let dbs = self.trees()?;
-        let done = dbs.records.as_slice().transaction(|view: &Vec<TransactionalTree>| {
-            let trees = TxTrees::new(view)
+        let records = match &dbs.engine {
+            Engine::Sled { records, .. } => records,
+            Engine::Pg(pg) => return transact_pg(pg, f),
+        };
+        let done = records.as_slice().transaction(|view| {
+            let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
             let tx = Tx { t: &trees, conflict: Cell::new(false) };
             match f(&tx) {
@@ -61,46 +68,91 @@ impl Store {
     }
 }
 
+/// [`Store::transact`] on PostgreSQL: SERIALIZABLE, run again (a bounded
+/// number of times, with a short growing pause) when the database reports a
+/// serialization failure or a deadlock.
+fn transact_pg<T, E>(
+    pg: &std::sync::Arc<crate::pg::Pg>,
+    f: impl Fn(&Tx) -> std::result::Result<T, E>,
+) -> std::result::Result<T, E>
+where
+    E: From<Error>,
+{
+    for attempt in 0..PG_ATTEMPTS {
+        if attempt > 0 {
+            let jitter = u64::from(crate::now_ms().to_le_bytes()[0] & 7);
+            std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(8)).saturating_add(jitter)));
+        }
+        let txn = Txn::begin(pg)?;
+        let trees = TxTrees::pg(&txn);
+        let tx = Tx { t: &trees, conflict: Cell::new(false) };
+        let done = f(&tx);
+        drop(tx);
+        match done {
+            Ok(value) => match txn.commit() {
+                Ok(()) => return Ok(value),
+                Err(_) if txn.must_retry() => continue,
+                Err(e) => return Err(e.into()),
+            },
+            Err(_) if txn.must_retry() => continue,
+            Err(e) => {
+                txn.rollback();
+                return Err(e);
+            }
+        }
+    }
+    Err(Error::Unavailable("a transaction kept conflicting with others; try again".into()).into())
+}
+
 impl Tx<'_> {
     /// The record under `key` in `tree`.
-    pub(crate) fn get<T: DeserializeOwned>(&self, tree: &TransactionalTree, key: &[u8]) -> Result<Option<T>> {
-        match tree.get(key) {
-            Ok(raw) => raw.map(|v| codec::decode(&v)).transpose(),
-            Err(e) => Err(self.failed(e)),
-        }
+    pub(crate) fn get<T: DeserializeOwned>(&self, tree: &TxTree, key: &[u8]) -> Result<Option<T>> {
+        self.get_raw(tree, key)?.map(|v| codec::decode(&v)).transpose()
     }
 
     /// Whether `tree` holds `key`.
-    pub(crate) fn has(&self, tree: &TransactionalTree, key: &[u8]) -> Result<bool> {
-        tree.get(key).map(|v| v.is_some()).map_err(|e| self.failed(e))
+    pub(crate) fn has(&self, tree: &TxTree, key: &[u8]) -> Result<bool> {
+        Ok(self.get_raw(tree, key)?.is_some())
     }
 
-    pub(crate) fn put<T: Serialize>(&self, tree: &TransactionalTree, key: &[u8], value: &T) -> Result<()> {
-        let encoded = codec::encode(value)?;
-        tree.insert(key, encoded).map(drop).map_err(|e| self.failed(e))
+    pub(crate) fn put<T: Serialize>(&self, tree: &TxTree, key: &[u8], value: &T) -> Result<()> {
+        self.put_raw(tree, key, &codec::encode(value)?)
     }
 
     /// The bytes under `key`, undecoded: index trees whose values are ids.
-    pub(crate) fn get_raw(&self, tree: &TransactionalTree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        tree.get(key).map(|v| v.map(|v| v.to_vec())).map_err(|e| self.failed(e))
-    }
-
-    /// Stores `value` as is under `key` (see [`Tx::get_raw`]).
-    pub(crate) fn put_raw(&self, tree: &TransactionalTree, key: &[u8], value: &[u8]) -> Result<()> {
-        tree.insert(key, value).map(drop).map_err(|e| self.failed(e))
-    }
-
-    /// Removes `key`; its record, if there was one.
-    pub(crate) fn take<T: DeserializeOwned>(&self, tree: &TransactionalTree, key: &[u8]) -> Result<Option<T>> {
-        match tree.remove(key) {
-            Ok(raw) => raw.map(|v| codec::decode(&v)).transpose(),
-            Err(e) => Err(self.failed(e)),
+    pub(crate) fn get_raw(&self, tree: &TxTree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match tree {
+            TxTree::Sled(t) => t.get(key).map(|v| v.map(|v| v.to_vec())).map_err(|e| self.failed(e)),
+            TxTree::Pg(t) => t.get(key),
         }
     }
 
+    /// Stores `value` as is under `key` (see [`Tx::get_raw`]).
+    pub(crate) fn put_raw(&self, tree: &TxTree, key: &[u8], value: &[u8]) -> Result<()> {
+        match tree {
+            TxTree::Sled(t) => t.insert(key, value).map(drop).map_err(|e| self.failed(e)),
+            TxTree::Pg(t) => {
+                t.put(key, value);
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes `key`; its record, if there was one.
+    pub(crate) fn take<T: DeserializeOwned>(&self, tree: &TxTree, key: &[u8]) -> Result<Option<T>> {
+        self.take_raw(tree, key)?.map(|v| codec::decode(&v)).transpose()
+    }
+
     /// Removes `key`; whether it was there.
-    pub(crate) fn remove(&self, tree: &TransactionalTree, key: &[u8]) -> Result<bool> {
-        tree.remove(key).map(|v| v.is_some()).map_err(|e| self.failed(e))
+    pub(crate) fn remove(&self, tree: &TxTree, key: &[u8]) -> Result<bool> {
+        Ok(self.take_raw(tree, key)?.is_some())
+    }
+
+    fn take_raw(&self, tree: &TxTree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match tree {
+            TxTree::Sled(t) => t.remove(key).map(|v| v.map(|v| v.to_vec())).map_err(|e| self.failed(e)),
+            TxTree::Pg(t) => t.remove(key),
+        }
     }
 
     fn failed(&self, e: UnabortableTransactionError) -> Error {

@@ -4,7 +4,7 @@ use crate::keys::{key, prefix};
 use crate::store::{get, Store};
 use crate::{Error, Result, Tx};
 use serde::{Deserialize, Serialize};
-use sled::transaction::TransactionalTree;
+use crate::kv::TxTree;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -300,7 +300,7 @@ impl Tx<'_> {
         let id = user.id.as_str();
         let name_key = key(&[tenant, &user.username]);
         let email_key = user.email_key().map(|e| key(&[tenant, &e]));
-        let owner = |tree: &TransactionalTree, k: &[u8]| -> Result<bool> {
+        let owner = |tree: &TxTree, k: &[u8]| -> Result<bool> {
             Ok(self.get_raw(tree, k)?.is_some_and(|owner| owner != id.as_bytes()))
         };
         if owner(&self.t.users_by_name, &name_key)? {

@@ -219,7 +219,7 @@ impl Versions<'_> {
 
     /// A new voting round id, distinct from every earlier one.
     pub fn new_round(&self) -> Result<String> {
-        Ok(round_part(self.0.trees()?.db.generate_id()?))
+        Ok(round_part(self.0.trees()?.generate_id()?))
     }
 
     // ---- policies ----

@@ -173,7 +173,7 @@ impl Webhooks<'_> {
     pub fn enqueue(&self, tenant: &str, webhook_ids: &[String], entry: &OutboxEntry) -> Result<()> {
         let keys = webhook_ids
             .iter()
-            .map(|w| Ok((w, key(&[tenant, w, &seq_part(self.0.trees()?.db.generate_id()?)]))))
+            .map(|w| Ok((w, key(&[tenant, w, &seq_part(self.0.trees()?.generate_id()?)]))))
             .collect::<Result<Vec<_>>>()?;
         self.0.transact(|tx| {
             for (w, k) in &keys {
@@ -216,14 +216,14 @@ impl Webhooks<'_> {
     /// Entries waiting in a webhook's outbox; 0 while the database is being reopened (a gauge).
     pub fn outbox_depth(&self, tenant: &str, id: &str) -> usize {
         // A gauge: 0 while the database is being reopened.
-        self.0.trees().map_or(0, |t| t.outbox.scan_prefix(prefix(&[tenant, id])).count())
+        self.0.trees().and_then(|t| t.outbox.count_prefix(prefix(&[tenant, id]))).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     /// Records an attempt and the entry's next state: delivered (removed),
     /// retried later (updated) or failed for good (moved to the failed
     /// tree), in one transaction; nothing when the webhook was deleted meanwhile.
     pub fn settle(&self, tenant: &str, id: &str, entry_key: &[u8], attempt: &Attempt, next: Settle) -> Result<()> {
-        let attempt_key = key(&[tenant, id, &seq_part(self.0.trees()?.db.generate_id()?)]);
+        let attempt_key = key(&[tenant, id, &seq_part(self.0.trees()?.generate_id()?)]);
         self.0.transact(|tx| {
             if tx.webhook(tenant, id)?.is_none() {
                 return Ok(());
