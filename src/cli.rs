@@ -58,6 +58,9 @@ pub enum TenantCommand {
         data_dir: PathBuf,
         #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+        /// The store of `herald serve --store`, when not the data directory.
+        #[arg(long, env = "HERALD_STORE")]
+        store: Option<String>,
     },
 }
 
@@ -78,10 +81,10 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Tenant {
-            command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file },
+            command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file, store },
         } => {
             crate::engine::install_crypto_providers();
-            let store = Store::open(&StoreOptions { master_key_file, ..StoreOptions::new(&data_dir) })
+            let store = Store::open(&StoreOptions { master_key_file, store_url: store, ..StoreOptions::new(&data_dir) })
                 .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
             let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
             crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;

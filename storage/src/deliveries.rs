@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn records_of_the_old_shape_are_read() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&crate::StoreOptions::new(dir.path())).unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
         let (old, report) = (old_job(), old_report());
         let t = store.trees().unwrap();
         let k = key(&[&old.tenant, &old.id]);

@@ -309,12 +309,11 @@ impl Default for OtpPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StoreOptions;
 
     #[test]
     fn a_new_otp_counter_moves_the_generation_and_a_count_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let s = Store::open(&crate::test_options(dir.path())).unwrap();
         let c = OtpCounter { count: 1, ..OtpCounter::default() };
         s.transact(|tx| tx.put_otp_counter("t", "u1", &c)).unwrap();
         s.transact(|tx| tx.put_otp_counter("t", "u1", &OtpCounter { count: 2, ..c.clone() })).unwrap();
@@ -331,7 +330,7 @@ mod tests {
     #[test]
     fn an_ended_session_is_kept_until_its_tokens_expire() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let s = Store::open(&crate::test_options(dir.path())).unwrap();
         let session = Session { user_id: "u".into(), refresh_jti: "j".into(), created_ms: 1 };
         s.transact(|tx| tx.put_session("t", "s1", &session)).unwrap();
         s.transact(|tx| tx.end_session("t", "s1", 5_000)).unwrap();

@@ -108,12 +108,11 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StoreOptions;
 
     #[test]
     fn nonces_are_keyed_by_digest_and_still_swept() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
         let n = Nonce {
             value: "live-nonce-value".into(),
             action: "LOGIN_NONCE".into(),

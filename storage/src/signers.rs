@@ -212,7 +212,6 @@ impl Tx<'_> {
 mod tests {
     use super::*;
     use crate::certificates::CertRecord;
-    use crate::StoreOptions;
 
     fn signer(id: &str, generation: u64) -> Signer {
         Signer {
@@ -236,7 +235,7 @@ mod tests {
     #[test]
     fn a_new_signer_moves_the_generation_on_and_generations_are_unique() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
         assert_eq!(store.signers().generation("t").unwrap(), 0);
         store.transact(|tx| tx.insert_signer("t", &signer("a", 1))).unwrap();
         assert_eq!(store.signers().generation("t").unwrap(), 1);
@@ -253,7 +252,7 @@ mod tests {
     #[test]
     fn a_certificate_moves_in_the_signer_index_with_its_signer() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
         let mut c = CertRecord {
             cert_ref: "r".into(),
             status: REQUESTED.into(),

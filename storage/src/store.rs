@@ -253,6 +253,37 @@ pub(crate) fn put<T: Serialize>(tree: &Tree, key: &[u8], value: &T) -> Result<()
     tree.insert(key, &codec::encode(value)?)
 }
 
+/// Whether tests run on PostgreSQL (`HERALD_TEST_STORE=postgres`) rather than sled.
+#[cfg(feature = "test-support")]
+pub fn test_on_postgres() -> bool {
+    std::env::var("HERALD_TEST_STORE").is_ok_and(|s| s == "postgres")
+}
+
+/// Options of a store for tests in `dir`, on the backend under test: sled in
+/// `dir`, or with `HERALD_TEST_STORE=postgres` a database of the test
+/// PostgreSQL server (started once per test process), created the first time
+/// `dir` is opened and the same one after. Panics when it cannot: tests only.
+#[cfg(feature = "test-support")]
+#[allow(clippy::expect_used)]
+pub fn test_options(dir: &Path) -> StoreOptions {
+    let mut opts = StoreOptions::new(dir);
+    if test_on_postgres() {
+        let marker = dir.join("store-url");
+        let url = match std::fs::read_to_string(&marker) {
+            Ok(url) => url,
+            Err(_) => {
+                let cluster = herald_pgtemp::shared().expect("a PostgreSQL server for the tests");
+                let url = cluster.create_database().expect("a database for the test");
+                std::fs::create_dir_all(dir).expect("the test directory");
+                std::fs::write(&marker, &url).expect("the marker written");
+                url
+            }
+        };
+        opts.store_url = Some(url);
+    }
+    opts
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)

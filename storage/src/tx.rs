@@ -168,12 +168,12 @@ impl Tx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Error, Store, StoreOptions};
+    use crate::{Error, Store};
 
     #[test]
     fn a_refused_transaction_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
         let t = store.trees().unwrap();
         let refused: Result<(), Error> = store.transact(|tx| {
             tx.put(&tx.t.settings, b"a", &1u64)?;

@@ -348,7 +348,7 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{StoreOptions, Tx};
+    use crate::Tx;
 
     fn user(id: &str, name: &str, email: Option<&str>) -> User {
         User { id: id.into(), username: name.into(), email: email.map(Into::into), ..User::default() }
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn user_writes_keep_names_e_mails_and_indexes_in_step() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let s = Store::open(&crate::test_options(dir.path())).unwrap();
         let ann = User { realm_roles: vec!["member".into()], ..user("1", "ann", Some("Ann@x.io")) };
         s.users().create("t", &ann).unwrap();
         let taken = |u: User| s.transact(|tx: &Tx| tx.insert_user("t", &u)).unwrap_err();
@@ -381,7 +381,7 @@ mod tests {
     fn the_directory_follows_a_commit_only() {
         use crate::user_directory::Source;
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let s = Store::open(&crate::test_options(dir.path())).unwrap();
         s.users().create("t", &user("1", "ann", None)).unwrap();
         let names = || -> Vec<String> {
             s.users().select("t", Source::All, |_| true).unwrap().iter().map(|r| r.username().to_owned()).collect()
@@ -404,7 +404,7 @@ mod tests {
     #[test]
     fn a_revocation_instant_never_moves_back() {
         let dir = tempfile::tempdir().unwrap();
-        let s = Store::open(&StoreOptions::new(dir.path())).unwrap();
+        let s = Store::open(&crate::test_options(dir.path())).unwrap();
         let later = crate::now_ms() + 60_000;
         s.transact(|tx| tx.put(&tx.t.token_revocations, &key(&["t", "1"]), &later)).unwrap();
         s.transact(|tx| tx.revoke_tokens("t", "1")).unwrap();

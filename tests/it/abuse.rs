@@ -214,6 +214,7 @@ impl LoggedHerald {
             .arg(dir.join("data"))
             .env("HERALD_OPERATOR_TOKEN", OPERATOR)
             .env("HERALD_LOG", "debug")
+            .envs(crate::common::store_for(&dir.join("data")).map(|url| ("HERALD_STORE", url)))
             .stdout(Stdio::piped())
             .stderr(err)
             .spawn()

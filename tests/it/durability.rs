@@ -78,12 +78,14 @@ async fn offline_tenant_creation_is_served() {
     let out = Command::new(env!("CARGO_BIN_EXE_herald"))
         .args(["tenant", "create", "acme", "--admin", "admin", "--password", PASSWORD, "--data-dir"])
         .arg(dir.path())
+        .envs(crate::common::store_for(dir.path()).map(|url| ("HERALD_STORE", url)))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let again = Command::new(env!("CARGO_BIN_EXE_herald"))
         .args(["tenant", "create", "acme", "--admin", "admin", "--password", PASSWORD, "--data-dir"])
         .arg(dir.path())
+        .envs(crate::common::store_for(dir.path()).map(|url| ("HERALD_STORE", url)))
         .output()
         .unwrap();
     assert!(!again.status.success(), "a second create of the same tenant fails");

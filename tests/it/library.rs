@@ -19,7 +19,7 @@ fn typed<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_life_and_a_webhooks_through_the_library_api() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = herald::config::Config::for_data_dir(dir.path().join("data"));
+    let mut config = crate::common::config_for(&dir.path().join("data"));
     let sims = herald::demo::start_simulators(&mut config).await.unwrap();
     let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
@@ -109,7 +109,7 @@ async fn a_clients_life_and_a_webhooks_through_the_library_api() {
 #[tokio::test]
 async fn a_gateway_introspects_and_revokes_through_the_library_api() {
     let dir = tempfile::tempdir().unwrap();
-    let config = herald::config::Config::for_data_dir(dir.path().join("data"));
+    let config = crate::common::config_for(&dir.path().join("data"));
     let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
     let tenant: CreateTenant =
         typed(json!({ "tenantId": "shop", "adminUsername": "root", "adminPassword": "a-long-password" }));

@@ -21,6 +21,26 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
 }
 
+/// The database of the data directory `data` when the suite runs on
+/// PostgreSQL (`HERALD_TEST_STORE=postgres`): a fresh one the first time, the
+/// same one whenever the directory is opened again (restarts, crash
+/// recovery). `None` on sled, the default.
+pub fn store_for(data: &Path) -> Option<String> {
+    herald_storage::test_options(data).store_url
+}
+
+/// [`Config::for_data_dir`] on the suite's backend (see [`store_for`]).
+pub fn config_for(data: &Path) -> Config {
+    let mut config = Config::for_data_dir(data);
+    config.store = store_for(data);
+    config
+}
+
+/// Storage options of `data` on the suite's backend (see [`store_for`]).
+pub fn store_options(data: &Path) -> herald_storage::StoreOptions {
+    herald_storage::test_options(data)
+}
+
 impl TestServer {
     pub async fn start() -> TestServer {
         Self::start_with(|_| {}).await
@@ -28,7 +48,7 @@ impl TestServer {
 
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::for_data_dir(dir.path().join("data"));
+        let mut config = config_for(&dir.path().join("data"));
         config.listen = "127.0.0.1:0".parse().unwrap();
         config.public_url = "http://127.0.0.1:0".into();
         config.operator_token = Some(OPERATOR.into());
@@ -319,6 +339,7 @@ impl Herald {
             .arg(data_dir)
             .env("HERALD_OPERATOR_TOKEN", OPERATOR)
             .env("HERALD_LOG", "warn")
+            .envs(store_for(data_dir).map(|url| ("HERALD_STORE", url)))
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
