@@ -10,6 +10,7 @@ use herald_storage::apps::App;
 use herald_storage::Secret;
 use serde::{Deserialize, Serialize};
 
+/// The notification categories (a send's `category`): an app lists those its clients receive.
 pub const CATEGORIES: [&str; 3] = ["chat", "payment", "tms"];
 
 /// `categories` as [`AppBody::validate`] accepts them: one or more of [`CATEGORIES`], no repeats.
@@ -32,18 +33,34 @@ pub const MASK: &str = "***";
 pub struct AppBody {
     /// Optional; when given it must equal the path's app name.
     pub app_name: Option<String>,
+    /// The categories the app's clients receive; a send of another category gets an Error result.
     #[schema(schema_with = categories_schema)]
     pub categories: Vec<String>,
+    /// Legacy FCM server key (at most 255 characters): Google no longer accepts it, so a send
+    /// through it alone gets an Error result. `***` keeps the stored value.
     pub android_api_key: Option<String>,
+    /// Base64 of the complete Google service-account JSON file, for FCM (at most 15360
+    /// characters); its key must sign. `***` keeps the stored value.
     #[serde(rename = "fcmServiceAccountJSON")]
     pub fcm_service_account_json: Option<String>,
+    /// Base64 of the APNs client certificate, for certificate-based authentication (at most
+    /// 46080 characters; a data-URL prefix is allowed). `***` keeps the stored value.
     pub ios_apns_certificate: Option<String>,
+    /// Base64 of the APNs private key: the certificate's key, or the `.p8` P-256 key of
+    /// token-based authentication (at most 10240 characters). `***` keeps the stored value.
     pub ios_apns_private_key: Option<String>,
+    /// Apple team id (at most 32 characters); required for token-based authentication.
     pub ios_apns_team_id: Option<String>,
+    /// Id of the `.p8` key (at most 32 characters); required for token-based authentication.
     pub ios_apns_key_id: Option<String>,
+    /// The app's bundle id, sent as the APNs topic (at most 128 characters); required with any APNs field.
     pub ios_bundle_id: Option<String>,
+    /// True pushes through the APNs sandbox, false through production; required with any APNs field.
     pub ios_is_development: Option<bool>,
+    /// Huawei Push Kit client id (at most 64 characters); given together with `hpkClientSecret`.
     pub hpk_client_id: Option<String>,
+    /// Huawei Push Kit client secret (at most 256 characters); given together with
+    /// `hpkClientId`. `***` keeps the stored value.
     pub hpk_client_secret: Option<String>,
 }
 
@@ -206,30 +223,47 @@ impl AppBody {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppView {
+    /// The tenant of the app.
     pub tenant_id: String,
+    /// The app's name, unique in the tenant.
     pub app_name: String,
+    /// The app's categories and provider credentials, secrets masked.
     pub push_notification_config: PushConfigView,
 }
 
+/// An app's push configuration as read: each stored secret shows as `***`, which an
+/// update may send back to keep it.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushConfigView {
+    /// The categories the app's clients receive.
     #[schema(schema_with = stored_categories_schema)]
     pub categories: Vec<String>,
+    /// `***` when a legacy FCM server key is stored.
     pub android_api_key: Option<String>,
+    /// `***` when an FCM service account is stored.
     #[serde(rename = "fcmServiceAccountJSON")]
     pub fcm_service_account_json: Option<String>,
+    /// `***` when an APNs certificate is stored (certificate-based authentication).
     pub ios_apns_certificate: Option<String>,
+    /// `***` when an APNs private key is stored.
     pub ios_apns_private_key: Option<String>,
+    /// Apple team id of token-based authentication.
     pub ios_apns_team_id: Option<String>,
+    /// Id of the `.p8` key of token-based authentication.
     pub ios_apns_key_id: Option<String>,
+    /// The bundle id sent as the APNs topic.
     pub ios_bundle_id: Option<String>,
+    /// True when pushes go through the APNs sandbox.
     pub ios_is_development: Option<bool>,
+    /// Huawei Push Kit client id.
     pub hpk_client_id: Option<String>,
+    /// `***` when a Huawei Push Kit client secret is stored.
     pub hpk_client_secret: Option<String>,
 }
 
 impl AppView {
+    /// The read form of a stored app of `tenant`, its secrets masked.
     pub fn of(tenant: &str, app: &App) -> AppView {
         let mask = |s: &Option<herald_storage::Secret>| s.as_ref().map(|_| MASK.to_string());
         AppView {
@@ -257,18 +291,26 @@ impl AppView {
 /// transaction that stores it.
 #[derive(Clone, Debug)]
 pub enum SecretField {
+    /// The body does not give the field: the app has none.
     Absent,
+    /// The body sent [`MASK`]: the stored value stays (400 when there is none).
     Keep,
+    /// A new value, sealed.
     New(Secret),
 }
 
 /// The secret fields of a body, sealed.
 #[derive(Clone, Debug)]
 pub struct SealedSecrets {
+    /// The body's `androidApiKey`.
     pub android_api_key: SecretField,
+    /// The body's `fcmServiceAccountJSON`.
     pub fcm_service_account: SecretField,
+    /// The body's `iosApnsCertificate`.
     pub ios_apns_certificate: SecretField,
+    /// The body's `iosApnsPrivateKey`.
     pub ios_apns_private_key: SecretField,
+    /// The body's `hpkClientSecret`.
     pub hpk_client_secret: SecretField,
 }
 

@@ -8,20 +8,32 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegisterClient {
+    /// The app the client is an installation of: an app of the tenant (1 to 32 characters).
     pub app_name: String,
+    /// The device platform (1 to 100 characters), shown as `appPlatform`.
     pub platform: String,
+    /// The app's version on the device (at most 255 characters).
     pub app_version: Option<String>,
+    /// The Herald SDK version the app embeds (at most 255 characters).
     pub sdk_version: Option<String>,
+    /// User-facing name of the device (at most 255 characters).
     pub device_name: Option<String>,
+    /// Device model (at most 255 characters).
     pub client_device: Option<String>,
+    /// Operating-system version of the device (at most 255 characters).
     pub client_os_version: Option<String>,
+    /// Preferred locales, most preferred first: at most 50, each 1 to 35 characters.
     #[serde(default)]
     pub locales: Vec<String>,
+    /// Free-text risk flags the client detected (at most 255 characters).
     pub risks: Option<String>,
+    /// The client's own risk analysis, stored as given.
     pub risk_analysis: Option<RiskAnalysis>,
 }
 
 impl RegisterClient {
+    /// Checks the lengths and the locales (400 naming the first offending
+    /// field); whether the app exists is checked when the client is stored.
     pub fn validate(&self) -> ApiResult<()> {
         validate::id("appName", &self.app_name, 1, 32)?;
         validate::length("platform", &self.platform, 1, 100)?;
@@ -43,7 +55,9 @@ impl RegisterClient {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Registered {
+    /// The new client's id (a ULID): its `client_id` at the token endpoint and its id in every client path.
     pub ast_client_id: String,
+    /// The secret the client authenticates with at the token endpoint; stored only hashed.
     pub client_secret: String,
 }
 
@@ -51,6 +65,7 @@ pub struct Registered {
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
+    /// The link's level of assurance (1 to 64 characters); `none` when absent.
     #[serde(rename = "mLoA")]
     pub mloa: Option<String>,
 }
@@ -59,12 +74,18 @@ pub struct LinkBody {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LinkView {
+    /// The user linked to the client.
     pub user_id: String,
+    /// The client (a ULID) the user is linked to.
     pub ast_client_id: String,
+    /// The tenant of the user and the client.
     pub tenant_id: String,
+    /// The link's level of assurance; `none` unless the link set one.
     #[serde(rename = "mLoA")]
     pub mloa: String,
+    /// When the link was first made, milliseconds since the Unix epoch.
     pub linked_on: u64,
+    /// When the mLoA last changed (the link time until it does), milliseconds since the Unix epoch.
     #[serde(rename = "mLoAUpdatedOn")]
     pub mloa_updated_on: u64,
 }
@@ -73,12 +94,15 @@ pub struct LinkView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientUser {
+    /// A user linked to the client.
     pub user_id: String,
+    /// The level of assurance of that link.
     #[serde(rename = "mLoA")]
     pub mloa: String,
 }
 
 impl ClientUser {
+    /// The user side of a link.
     pub fn of(link: LinkView) -> ClientUser {
         ClientUser { user_id: link.user_id, mloa: link.mloa }
     }
@@ -88,34 +112,48 @@ impl ClientUser {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RiskAnalysis {
+    /// The platform the analysis ran on, as the client names it.
     pub platform: Option<String>,
+    /// The detected risks, decoded to text.
     pub decoded_risks: Option<String>,
+    /// The overall risk score the client computed.
     pub score: Option<i64>,
+    /// How the score was reached.
     pub details: Option<RiskDetails>,
 }
 
+/// How a risk score was reached: its scoring entries and each detected risk.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RiskDetails {
+    /// The entries the score is made of (none when absent).
     #[serde(default)]
     pub scoring: Vec<Scoring>,
+    /// Each detected risk with its own score (none when absent).
     #[serde(default)]
     pub itemized_risks: Vec<ItemizedRisk>,
 }
 
+/// One entry of a risk score.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scoring {
+    /// What this entry adds to the score.
     pub value: i64,
+    /// The kind of scoring, as the client names it.
     #[serde(rename = "type")]
     pub kind: String,
 }
 
+/// One risk the client detected.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemizedRisk {
+    /// The risk's name, as the client reports it.
     pub name: String,
+    /// What this risk adds to the score.
     pub score: i64,
+    /// A readable explanation of the risk.
     pub description: String,
 }
 
@@ -123,17 +161,26 @@ pub struct ItemizedRisk {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UpdateClient {
+    /// The app's version on the device (at most 255 characters); absent keeps the stored one.
     pub app_version: Option<String>,
+    /// The Herald SDK version (at most 255 characters); absent keeps the stored one.
     pub sdk_version: Option<String>,
+    /// User-facing name of the device (at most 255 characters); absent keeps the stored one.
     pub device_name: Option<String>,
+    /// Device model (at most 255 characters); absent keeps the stored one.
     pub client_device: Option<String>,
+    /// Operating-system version (at most 255 characters); absent keeps the stored one.
     pub client_os_version: Option<String>,
+    /// Replaces the locales when given: at most 50, each 1 to 35 characters.
     pub locales: Option<Vec<String>>,
+    /// Free-text risk flags (at most 255 characters); absent keeps the stored ones.
     pub risks: Option<String>,
+    /// Replaces the stored risk analysis when given.
     pub risk_analysis: Option<RiskAnalysis>,
 }
 
 impl UpdateClient {
+    /// Checks the lengths and the locales; 400 naming the first offending field.
     pub fn validate(&self) -> ApiResult<()> {
         for (field, value) in [
             ("appVersion", &self.app_version),
@@ -152,6 +199,7 @@ impl UpdateClient {
     }
 }
 
+/// At most 50 locales of 1 to 35 characters each; 400 naming `locales` or `locales[i]`.
 pub fn validate_locales(locales: &[String]) -> ApiResult<()> {
     if locales.len() > 50 {
         return Err(crate::error::ApiError::field("locales", "at most 50 items"));
@@ -166,7 +214,9 @@ pub fn validate_locales(locales: &[String]) -> ApiResult<()> {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LockBody {
+    /// The client to lock (a ULID); 406 when it is locked already.
     pub ast_client_id: String,
+    /// Why it is locked (1 to 255 characters), shown as `lockReason` until it is unlocked.
     pub lock_reason: String,
 }
 
@@ -174,7 +224,9 @@ pub struct LockBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UnlinkOne {
+    /// The user whose link is removed (3 to 255 characters).
     pub user_id: String,
+    /// The client (a ULID) the user is unlinked from; 404 when they are not linked.
     pub ast_client_id: String,
 }
 
@@ -182,8 +234,11 @@ pub struct UnlinkOne {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Selection {
+    /// Every client of the user (the default).
     AllClients,
+    /// Only the clients listed in `clientIds`.
     SpecifiedClients,
+    /// Every client of the user except those listed in `clientIds`.
     AllExceptSpecifiedClients,
 }
 
@@ -191,8 +246,11 @@ pub enum Selection {
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SelectClients {
+    /// Which clients a disconnect applies to (`ALL_CLIENTS` when absent); refused in an unlink body.
     pub disconnect_type: Option<Selection>,
+    /// Which clients an unlink applies to (`ALL_CLIENTS` when absent); refused in a disconnect body.
     pub unlink_type: Option<Selection>,
+    /// The clients (ULIDs) the mode names: required and non-empty unless the mode is `ALL_CLIENTS`.
     pub client_ids: Option<Vec<String>>,
 }
 
@@ -224,7 +282,6 @@ impl SelectClients {
     }
 }
 
-/// Spec 002 "Client overview" of a stored client.
 /// The lock transition: `Some(reason)` locks an unlocked client, `None`
 /// unlocks a locked one; asking for the state it is in already is refused
 /// with the reason (the API answers 406).
@@ -274,26 +331,43 @@ pub fn link(
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientOverview {
+    /// The client's id (a ULID).
     pub ast_client_id: String,
+    /// The app the client is an installation of.
     pub app_name: String,
+    /// The app's version on the device, as last reported.
     pub app_version: Option<String>,
+    /// The device platform the client registered with.
     pub app_platform: String,
+    /// Free-text risk flags the client last reported.
     pub risks: Option<String>,
     /// `NONE` or `LOCKED`.
     pub lock_state: String,
+    /// Why the client was locked, while it is.
     pub lock_reason: Option<String>,
+    /// Error of the client's last login, when it failed.
     pub login_error: Option<String>,
+    /// Outcome of the client's last login (`SUCCESS` once a login event is recorded).
     pub login_outcome: Option<String>,
+    /// Error of the client's last activation; absent until one is recorded.
     pub activation_error: Option<String>,
+    /// Outcome of the client's last activation; absent until one is recorded.
     pub activation_outcome: Option<String>,
+    /// The Herald SDK version, as last reported.
     pub sdk_version: Option<String>,
+    /// User-facing name of the device, as last reported.
     pub device_name: Option<String>,
+    /// Device model, as last reported.
     pub client_device: Option<String>,
+    /// Operating-system version of the device, as last reported.
     pub client_os_version: Option<String>,
+    /// When the client's last login was recorded, milliseconds since the Unix epoch.
     pub last_login_attempt: Option<u64>,
+    /// When the client's last activation was, milliseconds since the Unix epoch; absent until one is recorded.
     pub last_activation_attempt: Option<u64>,
     /// Milliseconds since the Unix epoch.
     pub created_on: u64,
+    /// Preferred locales, most preferred first.
     pub locales: Vec<String>,
     /// As the client reported it: stored as [`RiskAnalysis`] wrote it, so of its shape.
     #[schema(value_type = Option<RiskAnalysis>)]
@@ -301,6 +375,7 @@ pub struct ClientOverview {
 }
 
 impl ClientOverview {
+    /// The spec 002 "Client overview" of a stored client.
     pub fn of(c: &herald_storage::clients::Client) -> ClientOverview {
         ClientOverview {
             ast_client_id: c.id.clone(),
@@ -331,15 +406,23 @@ impl ClientOverview {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientDetail {
+    /// The client's id (a ULID).
     pub ast_client_id: String,
+    /// The app's version on the device, as last reported.
     pub app_version: Option<String>,
+    /// Free-text risk flags the client last reported.
     pub risks: Option<String>,
     /// `NONE` or `LOCKED`.
     pub lock_state: String,
+    /// Why the client was locked, while it is.
     pub lock_reason: Option<String>,
+    /// Device model, as last reported.
     pub client_device: Option<String>,
+    /// Operating-system version of the device, as last reported.
     pub client_os_version: Option<String>,
+    /// The Herald SDK version, as last reported.
     pub sdk_version: Option<String>,
+    /// User-facing name of the device, as last reported.
     pub device_name: Option<String>,
     /// As the client reported it: stored as [`RiskAnalysis`] wrote it, so of its shape.
     #[schema(value_type = Option<RiskAnalysis>)]
@@ -348,7 +431,9 @@ pub struct ClientDetail {
     pub created_on: u64,
     /// When its newest link was made or its mLoA changed.
     pub linked_on_or_mloa_updated: Option<u64>,
+    /// When the client last passed a verification (a login with a nonce), milliseconds since the Unix epoch.
     pub last_successful_verification: Option<u64>,
+    /// When the client last failed a verification, milliseconds since the Unix epoch; absent if it never did.
     pub last_failed_verification: Option<u64>,
 }
 
@@ -390,6 +475,7 @@ pub fn field_text(v: &serde_json::Value, name: &str) -> Option<String> {
 /// The fields a user's client links can be filtered on (`filter=`).
 pub const LINK_FIELDS: [&str; 6] = ["userId", "astClientId", "tenantId", "mLoA", "linkedOn", "mLoAUpdatedOn"];
 
+/// The fields the overview of a user's clients can be filtered on (`filter=`).
 pub const OVERVIEW_FIELDS: [&str; 19] = [
     "astClientId",
     "appName",

@@ -9,26 +9,35 @@ use serde::Serialize;
 pub struct Introspection {
     /// Whether the token is valid, unexpired and not taken back.
     pub active: bool,
+    /// Space-separated scopes the token grants.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// The client the token was issued to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// The user's username; `service-account-<client id>` for a device client's token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
     /// `Bearer` (an access token) or `Refresh`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_type: Option<String>,
+    /// When the token expires, Unix seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exp: Option<u64>,
+    /// When the token was issued, Unix seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iat: Option<u64>,
+    /// The subject: the user's UUID, or the device client's id for a client's token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sub: Option<String>,
+    /// The audience: `account` for a user's access token, the issuer for a refresh
+    /// token, the client's id for a device client's token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aud: Option<String>,
+    /// The issuer: the realm's URL (`.../auth/realms/{tenantId}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iss: Option<String>,
+    /// The token's unique id (a ULID).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jti: Option<String>,
     /// The login session the token belongs to.

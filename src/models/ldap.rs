@@ -12,14 +12,23 @@ use std::collections::BTreeMap;
 /// What a stored `bindCredential` reads as.
 pub const MASK: &str = "**********";
 
+/// An LDAP user-federation component to create or replace (`.../v3_ldap/components`).
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LdapBody {
+    /// The component's id (at most 64 characters): a new UUID when absent on create; on update
+    /// it must equal the path's `componentId`.
     pub id: Option<String>,
+    /// The component's display name (1 to 255 characters).
     pub name: String,
+    /// The provider id; `ldap` when absent.
     pub provider_id: Option<String>,
+    /// The user-storage provider type name, `org.<idp>.storage.UserStorageProvider` (1 to 255 characters).
     pub provider_type: String,
+    /// The realm the component belongs to; the tenant id when absent.
     pub parent_id: Option<String>,
+    /// The settings, each an array of one string; `connectionUrl` (ldap:// or ldaps://) and
+    /// `usersDn` are required, the Kerberos fields when Kerberos is on.
     #[schema(schema_with = config_schema)]
     pub config: BTreeMap<String, Vec<String>>,
 }
@@ -209,11 +218,17 @@ impl LdapBody {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LdapView {
+    /// The component's id: the `componentId` of its path.
     pub id: String,
+    /// The component's display name.
     pub name: String,
+    /// The provider id (`ldap` unless the body named another).
     pub provider_id: String,
+    /// The user-storage provider type name.
     pub provider_type: String,
+    /// The realm the component belongs to (the tenant id by default).
     pub parent_id: String,
+    /// The settings as written, each an array of one string; a stored `bindCredential` shows as `**********`.
     pub config: BTreeMap<String, Vec<String>>,
 }
 
@@ -239,6 +254,7 @@ impl LdapView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginConfigBody {
+    /// How logins are assessed for risk.
     pub risks: Risks,
 }
 
@@ -265,6 +281,7 @@ impl From<LoginConfigBody> for LoginConfig {
 /// App settings: `<prefix>_version`, `_link`, `_update_by`, `_build_number`.
 pub const APP_PREFIXES: [&str; 5] = ["flutter_android", "flutter_ios", "macos", "windows", "huawei"];
 
+/// Every app-settings key: `_version`, `_link`, `_update_by` and `_build_number` after each of [`APP_PREFIXES`].
 pub fn app_setting_keys() -> Vec<String> {
     APP_PREFIXES
         .iter()

@@ -5,14 +5,18 @@ use crate::error::{ApiError, ApiResult};
 use herald_storage::nonces::Nonce;
 use serde::{Deserialize, Serialize};
 
+/// What a nonce is for (its `action`, answered as `type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Action {
+    /// A login: spending it sends the `LOGIN_NONCE_COMPLETED` event (the login callback).
     LoginNonce,
+    /// A TMS action: spending it records the login without the login callback.
     TmsNonce,
 }
 
 impl Action {
+    /// The wire name: `LOGIN_NONCE` or `TMS_NONCE`.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::LoginNonce => "LOGIN_NONCE",
@@ -21,21 +25,28 @@ impl Action {
     }
 }
 
+/// A credential stored with a nonce.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NonceCredential {
+    /// 1 to 255 characters.
     pub user: String,
+    /// 1 to 1024 characters; stored sealed, never read back.
     pub secret: String,
 }
 
+/// What a nonce carries.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NoncePayload {
+    /// The portal session waiting for the login (at most 255 characters); echoed in the login callback.
     pub portal_session_id: Option<String>,
+    /// The only user who may spend the nonce (1 to 255 characters); another gets 403, the nonce stays unused.
     pub expected_user_id: Option<String>,
     /// Seconds until the nonce expires: default 300, at most 3600.
     #[schema(minimum = 1, maximum = 3600)]
     pub timeout: Option<i64>,
+    /// A credential to store with the nonce.
     pub credential: Option<NonceCredential>,
 }
 
@@ -43,7 +54,9 @@ pub struct NoncePayload {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateNonce {
+    /// What the nonce is for.
     pub action: Action,
+    /// What the nonce carries.
     pub payload: NoncePayload,
 }
 
@@ -71,12 +84,16 @@ impl CreateNonce {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LoginEvent {
+    /// The nonce the login spends (1 to 128 characters): 404 once it expired, 409 once it was spent.
     pub nonce: String,
+    /// The client that logged in (a ULID); a client reports only its own logins.
     pub ast_client_id: String,
+    /// The user who logged in (1 to 255 characters); the nonce's expected user when it names one.
     pub user_id: String,
 }
 
 impl LoginEvent {
+    /// Checks the forms of the three fields; 400 naming the field.
     pub fn validate(&self) -> ApiResult<()> {
         validate::length("nonce", &self.nonce, 1, 128)?;
         validate::ulid("astClientId", &self.ast_client_id)?;
@@ -98,6 +115,7 @@ pub enum NonceFormat {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NonceView {
+    /// Single use: 43 base64url characters (`type=default`) or 8 digits (`type=short`).
     pub nonce: String,
     /// The action: `LOGIN_NONCE` or `TMS_NONCE`.
     #[serde(rename = "type")]
@@ -110,7 +128,9 @@ pub struct NonceView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginRecorded {
+    /// The client the login was recorded on.
     pub ast_client_id: String,
+    /// The user who logged in.
     pub user_id: String,
     /// `SUCCESS`.
     pub login_outcome: String,
@@ -123,6 +143,7 @@ pub enum Refused {
     Unknown,
     /// Issued for another user: the nonce stays unused.
     OtherUser,
+    /// Spent already.
     Used,
 }
 

@@ -21,6 +21,7 @@ fn stored_provider_schema() -> utoipa::openapi::Object {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PutPushToken {
+    /// The app the client is an installation of; any other name is refused (400).
     pub app_name: String,
     /// Empty removes the stored token (the deprecated variant of spec 000).
     pub push_token: String,
@@ -33,11 +34,16 @@ pub struct PutPushToken {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushTokenView {
+    /// The app of the client the token belongs to.
     pub app_name: String,
+    /// The token as the provider issued it, its legacy prefix stripped; sensitive.
     pub push_token: String,
+    /// The provider the token was issued by; selects the backend a push goes through.
     #[schema(schema_with = stored_provider_schema)]
     pub push_provider: String,
+    /// False once a provider answered that the token is dead (sends skip it) until a new one is set.
     pub is_valid: bool,
+    /// Ids of the users linked to the client.
     pub assigned_users: Vec<String>,
 }
 

@@ -36,10 +36,12 @@ fn cert_profile_schema() -> utoipa::openapi::Object {
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSigner {
+    /// The signer's name (1 to 64 characters); absent: `<tenant>-signer-<generation>`.
     pub name: Option<String>,
 }
 
 impl CreateSigner {
+    /// Checks the name's length; 400 naming `name`.
     pub fn validate(&self) -> ApiResult<()> {
         match &self.name {
             Some(n) => validate::id("name", n, 1, 64),
@@ -52,6 +54,7 @@ impl CreateSigner {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSignerV1 {
+    /// The signer's name (1 to 64 characters).
     pub name: String,
 }
 
@@ -59,6 +62,7 @@ pub struct CreateSignerV1 {
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Renew {
+    /// Renew even though the current certificate is not `ISSUED` (pending or `FAILED`); without it, 412.
     #[serde(default)]
     pub ignore_not_issued: bool,
 }
@@ -67,23 +71,34 @@ pub struct Renew {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignerView {
+    /// The signer's id (a ULID), which a `signerSpec` may name.
     pub id: String,
+    /// The tenant the signer signs for.
     pub tenant: String,
+    /// The signer's readable name.
     pub name: String,
+    /// When the signer was created (RFC 3339).
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub created_at: String,
+    /// When its state or certificate last changed (RFC 3339).
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub updated_at: String,
+    /// 1 for the tenant's first signer, one more for each next; never given twice.
     pub generation: u64,
+    /// `ACTIVE` (the one that signs), `RETIRED` (replaced, still validates) or `REVOKED`
+    /// (key and certificate erased).
     #[schema(schema_with = signer_state_schema)]
     pub state: String,
+    /// The signer certificate's progress: `REQUESTED`, then `ISSUED` or `FAILED`.
     #[schema(schema_with = signer_status_schema)]
     pub status: String,
+    /// Why issuing the signer certificate failed; only while `status` is `FAILED`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
 }
 
 impl SignerView {
+    /// The read form of a stored signer of `tenant`.
     pub fn of(tenant: &str, s: &Signer) -> SignerView {
         SignerView {
             id: s.id.clone(),
@@ -98,8 +113,10 @@ impl SignerView {
         }
     }
 
+    /// The fields the signer list can be filtered on (`filter=`).
     pub const FIELDS: [&'static str; 6] = ["id", "name", "state", "status", "generation", "createdAt"];
 
+    /// The text of a list-filter field; `None` for a field not in [`Self::FIELDS`].
     pub fn field(&self, name: &str) -> Option<String> {
         Some(match name {
             "id" => self.id.clone(),
@@ -118,7 +135,9 @@ impl SignerView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignerDetail {
+    /// The signer.
     pub info: SignerView,
+    /// Its certificate (PEM); `null` until issued or once revoked.
     pub certificate: Option<String>,
 }
 
@@ -126,6 +145,7 @@ pub struct SignerDetail {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SignerChain {
+    /// The signer's certificate, then the engine's root CA certificate (PEM each).
     pub chain: Vec<String>,
 }
 
@@ -133,33 +153,47 @@ pub struct SignerChain {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CertView {
+    /// The request's reference (a ULID), answered at submission; what checking the request takes.
     pub cert_ref: String,
+    /// `REQUESTED` until the ACTIVE signer issues it, then `ISSUED` or `FAILED`; `REVOKED` after a revocation.
     #[schema(schema_with = cert_status_schema)]
     pub status: String,
+    /// The id of the signer that issued it; empty until issued.
     pub signer: String,
+    /// The first user linked to the client when it asked; empty when none was.
     pub user: String,
+    /// The device client (a ULID) that submitted the CSR.
     pub client: String,
+    /// When the CSR was submitted (RFC 3339).
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub requested_at: String,
+    /// When the certificate was issued (RFC 3339); absent before.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub issued_at: Option<String>,
+    /// The profile the certificate is issued with: always `AST_DEVICE`.
     #[schema(schema_with = cert_profile_schema)]
     pub cert_profile: String,
+    /// The issued certificate's serial number, in hex; absent before issuance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial_number: Option<String>,
+    /// Why issuance failed; only when `status` is `FAILED`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
+    /// When the certificate was revoked (RFC 3339); absent unless revoked.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub revoked_at: Option<String>,
+    /// The issued certificate (PEM); only when one request is read, while it is `ISSUED`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate: Option<String>,
+    /// The certificate, its signer's and the root CA's (PEM, leaf to root); only with `certificate`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain: Option<Vec<String>>,
 }
 
 impl CertView {
+    /// The read form of a stored request, without the certificate and chain.
     pub fn of(c: &CertRecord) -> CertView {
         CertView {
             cert_ref: c.cert_ref.clone(),
@@ -178,8 +212,10 @@ impl CertView {
         }
     }
 
+    /// The fields the certificate list can be filtered on (`filter=`).
     pub const FIELDS: [&'static str; 5] = ["status", "signer", "user", "client", "certProfile"];
 
+    /// The text of a list-filter field; `None` for a field not in [`Self::FIELDS`].
     pub fn field(&self, name: &str) -> Option<String> {
         Some(match name {
             "status" => self.status.clone(),
@@ -196,10 +232,13 @@ impl CertView {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CsrBody {
+    /// The CSR in PEM (at most 16384 characters), signed by the key to certify; the
+    /// certificate's subject and extensions are the CA's choice, not the CSR's.
     pub csr: String,
 }
 
 impl CsrBody {
+    /// Checks the length (400 naming `csr`); the CSR's signature is verified when it is recorded.
     pub fn validate(&self) -> ApiResult<()> {
         validate::length("csr", &self.csr, 1, 16_384)
     }
@@ -209,7 +248,9 @@ impl CsrBody {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceEntry {
+    /// The service's name (1 to 255 characters).
     pub name: String,
+    /// Where the SDK reaches the service: an http or https URL (at most 4000 characters).
     pub url: String,
 }
 
@@ -217,8 +258,11 @@ pub struct ServiceEntry {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SdkConfigRequest {
+    /// 1 to 50 X.509 TLS certificates for the SDK to trust, each DER in base64 or base64url.
     pub tls_bundle: Vec<String>,
+    /// The URL the SDK calls the engine at: http or https, at most 256 characters.
     pub ast_url: Option<String>,
+    /// At most 50 further services the SDK calls.
     #[serde(default)]
     pub services: Vec<ServiceEntry>,
 }
@@ -228,6 +272,7 @@ pub struct SdkConfigRequest {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SdkConfig {
+    /// The compact JWS: its payload an `SdkConfigPayload`, its `x5c` header the signer's chain.
     pub sdk_config: String,
 }
 
@@ -236,10 +281,15 @@ pub struct SdkConfig {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SdkConfigPayload {
+    /// The tenant whose signer signed the config.
     pub tenant: String,
+    /// The request's TLS certificates, as given.
     pub tls_bundle: Vec<String>,
+    /// The request's engine URL, as given.
     pub ast_url: Option<String>,
+    /// The request's services, as given.
     pub services: Vec<ServiceEntry>,
+    /// When the config was signed, Unix seconds.
     pub iat: u64,
 }
 
@@ -440,7 +490,9 @@ pub fn awaits_issuance(s: &Signer) -> bool {
 pub struct SignerCertificate {
     /// The signer's sealed key when it was generated for this certificate.
     pub new_key: Option<herald_storage::Secret>,
+    /// The signer certificate, PEM.
     pub cert_pem: String,
+    /// Its serial number in hex: what the root's CRL lists once the signer is revoked.
     pub serial: String,
     /// Its CRL, signed with the new certificate (number: the signer's next).
     pub crl_der: Vec<u8>,

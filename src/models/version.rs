@@ -39,13 +39,22 @@ pub fn parse_version_str(field: &str, s: &str) -> ApiResult<(String, u64)> {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VersionBody {
+    /// An app of the tenant (1 to 255 characters on create, 3 to 255 on update).
     pub app_name: String,
+    /// The platform the version is built for (1 to 100 characters).
     pub platform: String,
+    /// `major.minor.patch`, each part 0 to 999999; stored without leading zeros and ordered numerically.
     pub version_str: String,
+    /// The Herald SDK version the build embeds (at most 255 characters); absent on update keeps it.
     pub sdk_version: Option<String>,
+    /// Whether the version is locked (it takes no votes); absent: false on create, kept on update.
     pub version_lock: Option<bool>,
+    /// Whether integrity is checked by voting; absent: false on create, kept on update.
     pub is_check_integrity: Option<bool>,
+    /// Under the default policy, the user whose client registers the version (1 to 255
+    /// characters); this or `policyId` is required.
     pub register_user_id: Option<String>,
+    /// The registration policy (a ULID) that decides the votes; this or `registerUserId` is required.
     pub policy_id: Option<String>,
 }
 
@@ -92,9 +101,11 @@ pub fn record(body: &VersionBody, parsed: (String, u64), old: Option<&Version>, 
     }
 }
 
+/// `PUT /v1/tenants/{t}/versions/{versionId}/lock`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LockBody {
+    /// True locks the version (it takes no votes), false unlocks it.
     pub version_lock: bool,
 }
 
@@ -109,17 +120,24 @@ fn policy_type_schema() -> utoipa::openapi::Object {
     crate::openapi::schema::strings(&[QUORUM])
 }
 
+/// The registration state of one architecture of a version.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArchView {
+    /// The version (a ULID).
     pub version_id: String,
+    /// The architecture's name (3 to 10 characters), as the votes named it.
     pub architecture: String,
+    /// Whether voting registered the architecture (`registrationState` is `REGISTERED`).
     pub is_registered: bool,
+    /// `VOTING` while votes are counted, then `REGISTERED`, or `FAILED` when `maxVotes`
+    /// votes were cast without a quorum.
     #[schema(schema_with = registration_state_schema)]
     pub registration_state: String,
 }
 
 impl ArchView {
+    /// The read form of an architecture's stored state.
     pub fn of(version_id: &str, a: &ArchState) -> ArchView {
         ArchView {
             version_id: version_id.to_string(),
@@ -130,24 +148,38 @@ impl ArchView {
     }
 }
 
+/// An app version with the registration state of its architectures.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VersionView {
+    /// The version's id (a ULID).
     pub id: String,
+    /// The tenant of the version.
     pub tenant_id: String,
+    /// The numeric sort key of `versionStr` (major * 10^12 + minor * 10^6 + patch), in decimal.
     pub version: String,
+    /// The Herald SDK version the build embeds, when given.
     pub sdk_version: Option<String>,
+    /// The app of the version.
     pub app_name: String,
+    /// The platform the version is built for.
     pub platform: String,
+    /// `major.minor.patch`, without leading zeros.
     pub version_str: String,
+    /// Whether the version is locked: it takes no votes.
     pub version_lock: bool,
+    /// Whether integrity is checked by voting; without it, votes are refused.
     pub is_check_integrity: bool,
+    /// Under the default policy, the user whose client registers the version.
     pub register_user_id: Option<String>,
+    /// The registration policy deciding the votes; absent under the default policy.
     pub policy_id: Option<String>,
+    /// The state of each architecture voted on; empty before the first vote.
     pub architecture_integrities: Vec<ArchView>,
 }
 
 impl VersionView {
+    /// The read form of a stored version with its architectures' states.
     pub fn of(tenant: &str, v: &Version, archs: &[ArchState]) -> VersionView {
         VersionView {
             id: v.id.clone(),
@@ -166,6 +198,7 @@ impl VersionView {
     }
 }
 
+/// The quorum of a new registration policy.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PolicyParameters {
@@ -177,17 +210,22 @@ pub struct PolicyParameters {
     pub max_votes: u32,
 }
 
+/// `POST /v1/tenants/{t}/policies`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyBody {
+    /// The policy's name, unique in the tenant (1 to 50 characters; 409 when taken).
     pub name: String,
+    /// The kind of policy: only `QUORUM`.
     #[serde(rename = "type")]
     #[schema(schema_with = policy_type_schema)]
     pub kind: String,
+    /// How many agreeing votes register an architecture, out of how many at most.
     pub parameters: PolicyParameters,
 }
 
 impl PolicyBody {
+    /// Checks the name, the type and `1 <= quorumSize <= maxVotes <= 1000`; 400 naming the field.
     pub fn validate(&self) -> ApiResult<()> {
         validate::id("name", &self.name, 1, 50)?;
         if self.kind != QUORUM {
@@ -215,11 +253,14 @@ pub fn check_policy_unused(p: &Policy) -> Result<(), &'static str> {
 /// A registration policy as read.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PolicyView {
+    /// The policy's id (a ULID): what a version's `policyId` names.
     pub id: String,
+    /// The policy's name, unique in the tenant.
     pub name: String,
     /// `QUORUM`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The quorum the policy requires.
     pub parameters: PolicyParametersView,
 }
 
@@ -227,7 +268,9 @@ pub struct PolicyView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyParametersView {
+    /// Agreeing votes for one integrityCheckId that register an architecture.
     pub quorum_size: u32,
+    /// Votes after which voting fails when no integrityCheckId reached the quorum.
     pub max_votes: u32,
 }
 
@@ -246,16 +289,22 @@ impl PolicyView {
 /// The distinct version numbers `GET /versions` answers.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct VersionNumbers {
+    /// Distinct `versionStr` values in numeric order, highest first with `orderByVersion=desc`.
     pub versions: Vec<String>,
 }
 
 /// The conditions of `GET /versions`; `%` at either end of a text is a wildcard.
 #[derive(Debug, Clone, Default)]
 pub struct VersionQuery {
+    /// Versions of the app of this name (1 to 32 characters besides the wildcards).
     pub app_name: Option<String>,
+    /// Versions of this platform (3 to 10 characters besides the wildcards).
     pub platform: Option<String>,
+    /// Only locked (true) or only unlocked (false) versions.
     pub version_lock: Option<bool>,
+    /// Only versions with (true) or without (false) integrity checking.
     pub is_check_integrity: Option<bool>,
+    /// Versions whose versionStr matches: digits and dots, with an optional `%` at either end.
     pub version_str: Option<String>,
     /// Newest first (`orderByVersion=desc`) rather than oldest first.
     pub descending: bool,
@@ -265,7 +314,9 @@ pub struct VersionQuery {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteView {
+    /// The client that voted (a ULID).
     pub ast_client_id: String,
+    /// The integrity check value it voted for (22 characters).
     pub integrity_check_id: String,
 }
 
@@ -273,7 +324,9 @@ pub struct VoteView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VotePage {
+    /// The page shown, from 1.
     pub page: usize,
+    /// Votes per page (1 to 100).
     pub page_size: usize,
 }
 
@@ -281,12 +334,19 @@ pub struct VotePage {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteList {
+    /// The version voted on (a ULID).
     pub version_id: String,
+    /// The app of the version.
     pub app_name: String,
+    /// The platform of the version.
     pub platform: String,
+    /// The version's `major.minor.patch`.
     pub version_str: String,
+    /// The architecture whose votes these are.
     pub architecture: String,
+    /// The page of votes of the current round; only those for `integrityCheckId` when the query names one.
     pub votes: Vec<VoteView>,
+    /// Which page this is.
     pub metadata: VotePage,
 }
 
@@ -294,7 +354,9 @@ pub struct VoteList {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteCount {
+    /// An integrity check value votes went to.
     pub integrity_check_id: String,
+    /// How many votes of the current round it has.
     pub num: u32,
     /// Of all the votes of the round, rounded to the nearest integer.
     pub percent: u32,
@@ -313,9 +375,12 @@ pub enum SummaryPolicy {
 /// The default policy (`type` `DEFAULT`, `name` `default`).
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DefaultPolicy {
+    /// Always `DEFAULT`: the version has no `policyId`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Always `default`.
     pub name: String,
+    /// Whose client registers the version.
     pub parameters: DefaultPolicyParameters,
 }
 
@@ -323,6 +388,7 @@ pub struct DefaultPolicy {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DefaultPolicyParameters {
+    /// The version's `registerUserId`: a vote of that user's client registers an architecture alone.
     pub register_user_id: Option<String>,
 }
 
@@ -330,13 +396,19 @@ pub struct DefaultPolicyParameters {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VoteSummary {
+    /// The version voted on (a ULID).
     pub version_id: String,
+    /// The app of the version.
     pub app_name: String,
+    /// The platform of the version.
     pub platform: String,
+    /// The version's `major.minor.patch`.
     pub version_str: String,
+    /// The architecture tallied.
     pub architecture: String,
     /// `None` when the version's policy no longer exists.
     pub policy: Option<SummaryPolicy>,
+    /// The count of each integrityCheckId in the current round, most voted first; empty before any vote.
     pub votes: Vec<VoteCount>,
 }
 
@@ -359,14 +431,18 @@ pub struct AppsLatestQuery {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppLatest {
+    /// The app's name.
     pub app_name: String,
+    /// What the app pushes and through which providers.
     pub push_notification_config: AppKinds,
+    /// Each platform the app has versions of, with its latest version; empty without versions.
     pub platforms: Vec<PlatformLatest>,
 }
 
 /// What an app pushes (categories) and through which providers (credentials).
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AppKinds {
+    /// The notification categories the app accepts: `chat`, `payment`, `tms`.
     pub categories: Vec<String>,
     /// `APNS`, `FCM`, `HMS`.
     pub credentials: Vec<String>,
@@ -376,8 +452,11 @@ pub struct AppKinds {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlatformLatest {
+    /// A platform the app has versions for.
     pub name: String,
+    /// The highest `versionStr` of that platform, compared numerically.
     pub latest_version: String,
+    /// The id (a ULID) of that version.
     pub latest_version_id: String,
 }
 
@@ -385,7 +464,9 @@ pub struct PlatformLatest {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppsLatest {
+    /// The page of matching apps.
     pub data: Vec<AppLatest>,
+    /// How many apps matched, over all pages.
     pub total_count: usize,
 }
 
@@ -393,12 +474,16 @@ pub struct AppsLatest {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VoteBody {
+    /// The architecture voted on (3 to 10 characters).
     pub architecture_name: String,
+    /// The integrity check value the client computed (exactly 22 characters).
     pub integrity_check_id: String,
+    /// The client the vote is for (a ULID): required when an administrator votes; a client may name only itself.
     pub ast_client_id: Option<String>,
 }
 
 impl VoteBody {
+    /// Checks the forms of the architecture, the integrityCheckId and the client id; 400 naming the field.
     pub fn validate(&self) -> ApiResult<()> {
         architecture("architectureName", &self.architecture_name)?;
         integrity_check_id("integrityCheckId", &self.integrity_check_id)?;
@@ -409,10 +494,12 @@ impl VoteBody {
     }
 }
 
+/// An architecture name: 3 to 10 printable characters (400 naming `field` otherwise).
 pub fn architecture(field: &str, v: &str) -> ApiResult<()> {
     validate::id(field, v, 3, 10)
 }
 
+/// An integrityCheckId: exactly 22 printable characters (400 naming `field` otherwise).
 pub fn integrity_check_id(field: &str, v: &str) -> ApiResult<()> {
     validate::id(field, v, 22, 22)
 }
@@ -432,7 +519,9 @@ pub fn like(pattern: &str, value: &str) -> bool {
 
 /// The records a vote is decided on, as stored inside its transaction.
 pub struct Ballot<'a> {
+    /// The version voted on.
     pub version: &'a Version,
+    /// Its registration policy; `None` under the default policy.
     pub policy: Option<&'a Policy>,
     /// The architecture's state; a fresh `VOTING` one for its first vote.
     pub state: ArchState,
@@ -445,7 +534,9 @@ pub struct Ballot<'a> {
 /// Why a vote was not counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
+    /// The version is locked (the API answers 409).
     Locked,
+    /// The version does not check integrity (409).
     NoIntegrityCheck,
     /// Voting of this architecture is over (`REGISTERED` or `FAILED`).
     Closed(String),
@@ -457,8 +548,17 @@ pub enum Refusal {
 /// architecture's new state to write.
 #[derive(Debug)]
 pub enum Decision {
+    /// The vote is not counted; nothing is written.
     Refused(Refusal),
-    Counted { vote: Vote, state: ArchState, registered_now: bool },
+    /// The vote counts: both records are written in the vote's transaction.
+    Counted {
+        /// The client's vote in the current round (replacing its earlier one).
+        vote: Vote,
+        /// The architecture's state after the vote.
+        state: ArchState,
+        /// Whether this vote registered the architecture (a `VERSION_REGISTERED` event follows).
+        registered_now: bool,
+    },
 }
 
 /// The state of an architecture's first vote, in round `round`.

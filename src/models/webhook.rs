@@ -7,10 +7,13 @@ use herald_storage::webhooks::{OutboxEntry, Webhook};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The basic-auth credentials deliveries carry when `authType` is `BASIC`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
+    /// 1 to 255 characters, without `:`.
     pub username: String,
+    /// 1 to 1024 characters; stored sealed and read back as `***`.
     pub password: String,
 }
 
@@ -33,15 +36,22 @@ fn domain_type_schema() -> utoipa::openapi::Object {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookBody {
+    /// The events to deliver (3 to 4000 characters): conditions such as `event^=CLIENT_`
+    /// joined with `and`, `or`, `not` and brackets; 400 when it does not parse.
     pub filter: String,
+    /// Where events are POSTed: an http or https URL with a host (at most 4000 characters).
     pub callback_url: String,
+    /// `NONE` (when absent) or `BASIC`: deliveries then carry `authCredentials` as basic auth.
     #[schema(schema_with = auth_type_schema)]
     pub auth_type: Option<String>,
+    /// Required when `authType` is `BASIC`, ignored otherwise.
     pub auth_credentials: Option<Credentials>,
+    /// Whether events are delivered; absent means true, on create and on update alike.
     pub active: Option<bool>,
 }
 
 impl WebhookBody {
+    /// Checks the filter (it must parse), the URL and the credentials; 400 naming the field.
     pub fn validate(&self) -> ApiResult<()> {
         validate::length("filter", &self.filter, 3, 4000)?;
         Expr::parse(&self.filter).map_err(|e| ApiError::field("filter", e))?;
@@ -65,15 +75,19 @@ impl WebhookBody {
         }
     }
 
+    /// `authType`, `NONE` when absent.
     pub fn auth_type(&self) -> &str {
         self.auth_type.as_deref().unwrap_or("NONE")
     }
 }
 
+/// A webhook's basic-auth credentials as read.
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CredentialsView {
+    /// The username deliveries send.
     pub username: String,
+    /// Always `***`: the password is never read back.
     pub password: String,
 }
 
@@ -81,27 +95,41 @@ pub struct CredentialsView {
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WebhookView {
+    /// The webhook's id (a ULID).
     pub id: String,
+    /// The tenant whose events it receives.
     pub tenant_id: String,
+    /// The filter events are matched against.
     pub filter: String,
+    /// Where events are POSTed.
     pub callback_url: String,
+    /// `BASIC` when deliveries carry basic auth, else `NONE`.
     #[schema(schema_with = stored_auth_type_schema)]
     pub auth_type: String,
+    /// The basic-auth username, the password masked; absent without basic auth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_credentials: Option<CredentialsView>,
+    /// Whether events are delivered: false when switched off, or disabled after a 410 (`disabledReason`).
     pub active: bool,
+    /// When the webhook was created (RFC 3339).
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub created_at: String,
+    /// When it was last changed (RFC 3339).
     #[schema(schema_with = crate::openapi::schema::date_time)]
     pub modified_at: String,
+    /// The username of the administrator that created it.
     pub created_by: String,
+    /// The username of the administrator that last changed it.
     pub modified_by: String,
+    /// Why Herald switched it off (the receiver answered 410 Gone); cleared when an update re-activates it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disabled_reason: Option<String>,
+    /// The Standard Webhooks signing secret (`whsec_...`) of `webhook-signature`; only in the create answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
 
+/// Milliseconds since the Unix epoch as an RFC 3339 UTC timestamp (empty when out of range).
 pub fn rfc3339(ms: u64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms).saturating_mul(1_000_000))
         .ok()
@@ -110,6 +138,7 @@ pub fn rfc3339(ms: u64) -> String {
 }
 
 impl WebhookView {
+    /// The read form of a stored webhook of `tenant`, without its secret.
     pub fn of(tenant: &str, w: &Webhook) -> WebhookView {
         WebhookView {
             id: w.id.clone(),
@@ -147,6 +176,7 @@ impl WebhookView {
         })
     }
 
+    /// The fields the webhook list can be filtered on (`filter=`).
     pub const FIELDS: [&'static str; 9] =
         ["id", "filter", "callbackUrl", "authType", "active", "createdAt", "modifiedAt", "createdBy", "modifiedBy"];
 }
@@ -155,6 +185,7 @@ impl WebhookView {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptView {
+    /// The event delivered: the `webhook-id` header of the attempt.
     pub event_id: String,
     /// 1 for the first try.
     pub attempt: u32,
@@ -163,6 +194,7 @@ pub struct AttemptView {
     pub at: String,
     /// The receiver's HTTP status, 0 when none answered.
     pub status_code: u16,
+    /// How long the receiver took to answer, in milliseconds.
     pub duration_ms: u64,
     /// The start of the answer, or the error.
     pub response: String,
@@ -185,26 +217,37 @@ impl AttemptView {
 /// How many failed events a replay put back into the outbox.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Replayed {
+    /// Failed events put back into the outbox, due at once.
     pub requeued: usize,
 }
 
 /// A published event: its id, and how many webhooks will receive it.
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Published {
+    /// The event's id (a ULID): the `webhook-id` its deliveries carry.
     pub id: String,
+    /// How many active webhooks matched it and queued it for delivery.
     pub webhooks: usize,
 }
 
 /// An update of a webhook's configuration, its secrets sealed beforehand.
 #[derive(Clone, Debug)]
 pub struct WebhookUpdate {
+    /// The new filter, already parsed once.
     pub filter: String,
+    /// The new callback URL.
     pub callback_url: String,
+    /// `NONE` or `BASIC`.
     pub auth_type: String,
+    /// The basic-auth username; `None` unless `auth_type` is `BASIC`.
     pub auth_username: Option<String>,
+    /// The basic-auth password, sealed; `None` unless `auth_type` is `BASIC`.
     pub auth_password: Option<herald_storage::Secret>,
+    /// Whether the webhook delivers; true re-activates one a 410 disabled.
     pub active: bool,
+    /// When the update is made, ms since the epoch.
     pub modified_ms: u64,
+    /// The username of the administrator making it.
     pub modified_by: String,
 }
 
@@ -251,6 +294,7 @@ pub struct DomainEvent {
 }
 
 impl DomainEvent {
+    /// Checks the type, the event name and that `data` is an object or `null`; 400 naming the field.
     pub fn validate(&self) -> ApiResult<()> {
         if self.kind != "domain" {
             return Err(ApiError::field("type", "only domain events can be published"));
