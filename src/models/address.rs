@@ -8,26 +8,43 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AddressWrite {
+    /// Edit Address only: the address to change (as read); an add carrying one is refused.
     #[serde(rename = "addressID")]
     pub address_id: Option<String>,
+    /// Required and not blank on add; at most 255 characters.
     pub postal_code: Option<String>,
+    /// First name of the addressee; at most 255 characters.
     pub first_name: Option<String>,
+    /// Last name of the addressee; at most 255 characters.
     pub last_name: Option<String>,
+    /// Kind of address, free text; at most 255 characters.
     pub address_type: Option<String>,
+    /// Label of the address, free text; at most 255 characters.
     pub address_title: Option<String>,
+    /// At most 255 characters.
     pub city: Option<String>,
+    /// Code of the city; at most 255 characters.
     pub city_code: Option<String>,
+    /// At most 255 characters.
     pub town: Option<String>,
+    /// Code of the town; at most 255 characters.
     pub town_code: Option<String>,
+    /// At most 255 characters.
     pub district: Option<String>,
+    /// Code of the district; at most 255 characters.
     pub district_code: Option<String>,
+    /// Street, number and the rest; at most 2000 characters.
     pub address_details: Option<String>,
+    /// How to find the place; at most 255 characters (`direction` is accepted too).
     #[serde(alias = "direction")]
     pub directions: Option<String>,
+    /// `true`: this becomes the user's one default address; `false` on edit unmarks it. The first
+    /// address is the default.
     pub default_address: Option<bool>,
 }
 
 impl AddressWrite {
+    /// The field lengths: 255 characters, `addressDetails` 2000.
     pub fn validate(&self) -> ApiResult<()> {
         let fields = [
             ("postalCode", &self.postal_code),
@@ -110,21 +127,36 @@ pub fn edit(list: &mut [Address], id: &str, b: &AddressWrite) -> ApiResult<()> {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AddressView {
+    /// UUID assigned when the address was added: the `addressID` of Edit Address.
     #[serde(rename = "addressID")]
     pub address_id: String,
+    /// Empty when not set.
     pub address_title: String,
+    /// Empty when not set.
     pub address_type: String,
+    /// Empty when not set.
     pub address_details: String,
+    /// Empty when not set.
     pub city: String,
+    /// Empty when not set.
     pub city_code: String,
+    /// `"true"` for the user's default address, else `"false"`.
     pub default_address: String,
+    /// The `directions` written; empty when not set.
     pub direction: String,
+    /// Empty when not set.
     pub district: String,
+    /// Empty when not set.
     pub district_code: String,
+    /// Empty when not set.
     pub first_name: String,
+    /// Empty when not set.
     pub last_name: String,
+    /// Always present.
     pub postal_code: String,
+    /// Empty when not set.
     pub town: String,
+    /// Empty when not set.
     pub town_code: String,
 }
 

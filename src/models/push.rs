@@ -7,15 +7,21 @@ use herald_actors::send::Recipient as Target;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// What a notification is about: it goes only to clients whose app lists this category in its push
+/// configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
+    /// `chat`: a message of a conversation.
     Chat,
+    /// `payment`: a payment or transaction notice.
     Payment,
+    /// `tms`: a TMS action (its nonces are `TMS_NONCE`).
     Tms,
 }
 
 impl Category {
+    /// The wire spelling (`chat`, `payment`, `tms`), as apps list it in their push configuration.
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Chat => "chat",
@@ -25,30 +31,48 @@ impl Category {
     }
 }
 
+/// Body of `POST /v1/tenants/{tenantId}/push_notification/send` (spec 000 "PushNotificationEvent");
+/// unknown fields are refused (400).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushNotificationEvent {
+    /// What the notification is about; a client whose app does not list it gets an error result
+    /// instead.
     pub category: Category,
+    /// Who receives it: one client, every client of a user, or every client of the tenant (topic).
     pub recipient: Recipient,
+    /// What the device shows and the data the app receives.
     pub payload: Payload,
+    /// Who sent it, when someone did; it travels to the app as data.
     pub sender: Option<Sender>,
+    /// `true`: a background push (no alert; a data-only Android message). Default `false`.
     #[serde(default)]
     pub silent: bool,
 }
 
+/// Target of a send: exactly one of {tenantId, userId}, {tenantId, userId, astClientId} or
+/// {tenantId, topic}; anything else is refused (400).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Recipient {
+    /// Required; must equal the tenant of the path.
     pub tenant_id: Option<String>,
+    /// The user (1 to 255 characters) whose clients receive it; 404 when there is no such user.
     pub user_id: Option<String>,
+    /// With `userId`: only this client of the user (a ULID); 404 when it does not exist.
     pub ast_client_id: Option<String>,
+    /// A broadcast (1 to 255 characters) to every client of the tenant with a valid token: answered
+    /// at once, followed in the delivery report.
     pub topic: Option<String>,
 }
 
+/// The content of a notification (spec 000 "Payload"); unknown fields are refused.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Payload {
+    /// The visible content.
     pub message: Message,
+    /// Any JSON object, passed to the app unchanged (FCM receives its values as strings).
     pub custom_data: Option<Map<String, Value>>,
 }
 
@@ -56,7 +80,9 @@ pub struct Payload {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum LocArgs {
+    /// One argument, taken as a one-element array.
     One(String),
+    /// The arguments, in order.
     Many(Vec<String>),
 }
 
@@ -69,11 +95,15 @@ impl LocArgs {
     }
 }
 
+/// How urgently the provider delivers; absent means `NORMAL`.
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum MessagePriority {
+    /// `HIGH`: at once (apns-priority 10, Android high).
     High,
+    /// `NORMAL`: apns-priority 5, Android normal.
     Normal,
+    /// `LOW`: apns-priority 1, Android normal.
     Low,
 }
 
@@ -81,23 +111,39 @@ pub enum MessagePriority {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    /// Title shown on the device.
     pub title: Option<String>,
+    /// Key of the title in the app's localized strings.
     pub title_loc_key: Option<String>,
+    /// Arguments of the localized title: one string or an array of strings.
     pub title_loc_args: Option<LocArgs>,
+    /// Text shown on the device.
     pub body: Option<String>,
+    /// Key of the body in the app's localized strings.
     pub body_loc_key: Option<String>,
+    /// Arguments of the localized body: one string or an array of strings.
     pub body_loc_args: Option<LocArgs>,
+    /// Sound the device plays; passed to the provider as given.
     pub sound: Option<String>,
+    /// Icon of the notification; passed to the provider as given.
     pub icon: Option<String>,
+    /// Notifications with the same key replace one another on a device that has not received them
+    /// yet (apns-collapse-id, Android collapse_key).
     pub collapse_key: Option<String>,
+    /// Seconds the provider keeps an undelivered notification, not negative; capped at the
+    /// provider's maximum (30 days or less).
     pub time_to_live: Option<i64>,
+    /// Delivery urgency; absent: `NORMAL`.
     pub priority: Option<MessagePriority>,
 }
 
+/// Who sent a notification (spec 000 "Sender"); unknown fields are refused.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Sender {
+    /// Tenant of the sender, 1 to 255 characters (not checked against the path).
     pub tenant_id: String,
+    /// User who sent it, 1 to 255 characters.
     pub user_id: String,
 }
 
@@ -174,39 +220,60 @@ impl PushNotificationEvent {
 /// Spec 000 "Error" inside a result.
 #[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ResultError {
+    /// What went wrong, in words.
     pub message: String,
+    /// The HTTP status (the provider's, or Herald's when it did not get that far); outside 100 to
+    /// 599 a custom error code.
     pub code: u16,
+    /// Part of Herald that answers: 516 for push.
     pub subsystem: u16,
 }
 
+/// The outcome of one delivery: the text `SENT`, or an Error saying why not.
 #[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum ResultValue {
+    /// `SENT`: the provider accepted the notification.
     Text(String),
+    /// Why the notification was not delivered.
     Error(ResultError),
 }
 
+/// One outcome inside an entry of the send answer.
 #[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationResult {
+    /// `SENT`, or an Error saying why not.
     pub result: ResultValue,
+    /// The client it concerns (a ULID); absent in a broadcast's entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ast_client_id: Option<String>,
 }
 
+/// One entry of the send answer (spec 000 "NotificationResponse"): one per client for a client or
+/// user recipient, one per app of the tenant for a topic.
 #[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationResponse {
+    /// Tenant the notification was sent in.
     pub tenant_id: String,
+    /// The recipient user; absent for a topic.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
+    /// The client of this entry; absent for a topic.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ast_client_id: Option<String>,
+    /// The broadcast's topic; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
+    /// ULID of the notification, the same in every entry; the key of its delivery report.
     pub notification_id: String,
+    /// Client: the provider accepted it. Topic: the app's clients were queued (`false`: refused,
+    /// reason in `results`).
     pub is_successful: bool,
+    /// Client: its one outcome. Topic: empty, or why the app was refused.
     pub results: Vec<NotificationResult>,
+    /// The app of this entry, with its provider (client) or the clients queued (topic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ResponseMetadata>,
 }
@@ -216,6 +283,7 @@ pub struct NotificationResponse {
 #[derive(Debug, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResponseMetadata {
+    /// Name of the app this entry concerns.
     pub app_name: String,
     /// A broadcast's: the app's clients it targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,26 +296,38 @@ pub struct ResponseMetadata {
 /// Counts of one app, one provider or the whole notification.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct DeliveryCounts {
+    /// Clients whose provider accepted the notification.
     pub sent: u64,
+    /// Clients whose token the provider declared dead; the token is marked invalid and skipped from
+    /// then on.
     pub invalid: u64,
+    /// Clients not reached for another reason (provider error, timeout, missing credentials).
     pub failed: u64,
 }
 
 /// Counts of one app, with how many of its clients were targeted.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AppCounts {
+    /// Clients of the app the notification was queued for.
     pub targeted: u64,
+    /// Clients whose provider accepted the notification.
     pub sent: u64,
+    /// Clients whose token the provider declared dead (now marked invalid).
     pub invalid: u64,
+    /// Clients not reached for another reason.
     pub failed: u64,
 }
 
 /// The totals of a report.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ReportCounts {
+    /// Clients the notification was queued for, over every app.
     pub targeted: u64,
+    /// Clients whose provider accepted the notification.
     pub sent: u64,
+    /// Clients whose token the provider declared dead (now marked invalid).
     pub invalid: u64,
+    /// Clients not reached for another reason (provider error, timeout, missing credentials).
     pub failed: u64,
     /// Targeted and not settled yet.
     pub pending: u64,
@@ -274,14 +354,18 @@ fn report_state_schema() -> utoipa::openapi::Object {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientDelivery {
+    /// The client (a ULID).
     pub ast_client_id: String,
+    /// App of the client, whose push credentials were used.
     pub app_name: String,
+    /// Push provider that carried it: `apns`, `fcm` or `hms`; empty when none was reached.
     pub provider: String,
     /// `SENT`, `INVALID` or `FAILED`.
     #[schema(schema_with = client_state_schema)]
     pub state: String,
     /// The provider's status (or Herald's, when it did not get that far).
     pub code: u16,
+    /// The provider's (or Herald's) reason when not sent; absent when sent.
     pub message: Option<String>,
 }
 
@@ -289,7 +373,9 @@ pub struct ClientDelivery {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PageInfo {
+    /// The page shown, from 1 (query `page`).
     pub page: usize,
+    /// Clients per page, 1 to 1000, default 20 (query `page_size`).
     pub page_size: usize,
 }
 
@@ -297,11 +383,14 @@ pub struct PageInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeliveryReport {
+    /// The ULID the send answered.
     pub notification_id: String,
+    /// Tenant of the notification.
     pub tenant_id: String,
     /// `client`, `user` or `topic`.
     #[schema(schema_with = report_kind_schema)]
     pub kind: String,
+    /// The client id, user id or topic it was sent to.
     pub recipient: String,
     /// `RUNNING`, `COMPLETED` or `FAILED`.
     #[schema(schema_with = report_state_schema)]
@@ -310,10 +399,17 @@ pub struct DeliveryReport {
     pub failure: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
+    /// When the last client's outcome was counted (ms since the Unix epoch); absent while a
+    /// broadcast runs.
     pub completed_at: Option<u64>,
+    /// Totals over every targeted client.
     pub counts: ReportCounts,
+    /// Counts per push provider (`apns`, `fcm`, `hms`).
     pub by_provider: std::collections::BTreeMap<String, DeliveryCounts>,
+    /// Counts per app name, with the clients targeted in each.
     pub by_app: std::collections::BTreeMap<String, AppCounts>,
+    /// The outcomes of the clients on this page.
     pub clients: Vec<ClientDelivery>,
+    /// Which page of the clients' outcomes `clients` holds.
     pub page: PageInfo,
 }

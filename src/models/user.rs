@@ -15,12 +15,15 @@ pub const UPDATE_PASSWORD: &str = "UPDATE_PASSWORD";
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum AttrValue {
+    /// A single value, stored as a one-element array.
     One(String),
+    /// The values, in order.
     Many(Vec<String>),
 }
 
 impl AttrValue {
-    pub fn into_vec(self) -> Vec<String> {
+    /// The values as stored: a single value becomes a one-element array.
+    pub(crate) fn into_vec(self) -> Vec<String> {
         match self {
             AttrValue::One(s) => vec![s],
             AttrValue::Many(v) => v,
@@ -35,14 +38,19 @@ fn credential_type_schema() -> utoipa::openapi::Object {
     crate::openapi::schema::strings(&[PASSWORD])
 }
 
+/// A credential of a user write body; only passwords are set (the last one given counts).
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CredentialWrite {
+    /// `true`: the user must change the password at its next login (adds the required action
+    /// `UPDATE_PASSWORD`).
     #[serde(default)]
     pub temporary: bool,
+    /// `password`; any other type is refused (400).
     #[serde(rename = "type")]
     #[schema(schema_with = credential_type_schema)]
     pub kind: String,
+    /// The password in clear, 1 to 1024 characters; stored only as an argon2id hash.
     pub value: String,
 }
 
@@ -50,17 +58,34 @@ pub struct CredentialWrite {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UserWrite {
+    /// Custom attributes, name (1 to 255 characters) to one string or an array of strings (each at
+    /// most 255); replaces the user's attributes.
     pub attributes: Option<BTreeMap<String, AttrValue>>,
+    /// Roles per client name (names 1 to 255 characters); replaces the user's client roles.
     pub client_roles: Option<BTreeMap<String, Vec<String>>>,
+    /// The new password; a changed password revokes the user's tokens.
     pub credentials: Option<Vec<CredentialWrite>>,
+    /// E-mail address (at most 255 characters, `name@domain`), unique in the tenant (409); empty
+    /// removes it.
     pub email: Option<String>,
+    /// Whether the e-mail address is confirmed; absent keeps it.
     pub email_verified: Option<bool>,
+    /// `false`: the user may not log in and its tokens stop working; a new user is enabled.
     pub enabled: Option<bool>,
+    /// At most 255 characters, no control characters.
     pub first_name: Option<String>,
+    /// Group names (each 1 to 255 characters); replaces the user's groups.
     pub groups: Option<Vec<String>>,
+    /// At most 255 characters, no control characters.
     pub last_name: Option<String>,
+    /// Login name, 1 to 255 characters, stored in lower case and unique in the tenant (409);
+    /// required on create.
     pub username: Option<String>,
+    /// Realm roles (such as `admin`, `admin-read`), each 1 to 255 characters; replaces the user's;
+    /// a role taken away revokes its tokens.
     pub realm_roles: Option<Vec<String>>,
+    /// Actions the user must take before it may log in (such as `VERIFY_EMAIL`, `UPDATE_PASSWORD`);
+    /// replaces the list.
     pub required_actions: Option<Vec<String>>,
 }
 
@@ -68,9 +93,14 @@ pub struct UserWrite {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProfileWrite {
+    /// At most 255 characters; absent keeps it.
     pub first_name: Option<String>,
+    /// At most 255 characters; absent keeps it.
     pub last_name: Option<String>,
+    /// New e-mail address, unique in the tenant; a changed one is no longer verified, an empty one
+    /// is removed.
     pub email: Option<String>,
+    /// Attributes merged into the user's: those named are replaced, the others kept.
     pub attributes: Option<BTreeMap<String, AttrValue>>,
 }
 
@@ -78,8 +108,10 @@ pub struct ProfileWrite {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RevokeRoles {
+    /// Roles to take away per client name; a client left without roles is removed from the user.
     #[serde(default)]
     pub client_roles: BTreeMap<String, Vec<String>>,
+    /// Realm roles to take away; roles the user does not hold are ignored.
     #[serde(default)]
     pub realm_roles: Vec<String>,
 }
@@ -88,6 +120,7 @@ pub struct RevokeRoles {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RevokeActions {
+    /// Required actions to take from the user; the others stay.
     pub required_actions: Vec<String>,
 }
 
@@ -106,7 +139,9 @@ fn text(field: &str, v: &Option<String>) -> ApiResult<()> {
     Ok(())
 }
 
-pub fn validate_email(field: &str, v: &Option<String>) -> ApiResult<()> {
+/// An optional e-mail: at most 255 characters without control characters, and `name@domain` without
+/// spaces when not empty.
+pub(crate) fn validate_email(field: &str, v: &Option<String>) -> ApiResult<()> {
     text(field, v)?;
     if let Some(e) = v.as_deref().filter(|e| !e.is_empty()) {
         let ok = e.split_once('@').is_some_and(|(l, d)| !l.is_empty() && !d.is_empty() && !e.contains(' '));
@@ -117,7 +152,8 @@ pub fn validate_email(field: &str, v: &Option<String>) -> ApiResult<()> {
     Ok(())
 }
 
-pub fn validate_attributes(attrs: &Option<BTreeMap<String, AttrValue>>) -> ApiResult<()> {
+/// Attribute names of 1 to 255 characters, values of at most 255, none with control characters.
+pub(crate) fn validate_attributes(attrs: &Option<BTreeMap<String, AttrValue>>) -> ApiResult<()> {
     for (k, v) in attrs.iter().flatten() {
         name("attributes", k)?;
         let values = match v {
@@ -131,14 +167,16 @@ pub fn validate_attributes(attrs: &Option<BTreeMap<String, AttrValue>>) -> ApiRe
     Ok(())
 }
 
-pub fn validate_names(field: &str, list: &[String]) -> ApiResult<()> {
+/// Each name 1 to 255 characters without control characters; an error names `field[i]`.
+pub(crate) fn validate_names(field: &str, list: &[String]) -> ApiResult<()> {
     for (i, v) in list.iter().enumerate() {
         name(&format!("{field}[{i}]"), v)?;
     }
     Ok(())
 }
 
-pub fn validate_client_roles(field: &str, map: &BTreeMap<String, Vec<String>>) -> ApiResult<()> {
+/// Client names and their role names, each 1 to 255 characters without control characters.
+pub(crate) fn validate_client_roles(field: &str, map: &BTreeMap<String, Vec<String>>) -> ApiResult<()> {
     for (client, roles) in map {
         name(field, client)?;
         validate_names(&format!("{field}.{client}"), roles)?;
@@ -147,6 +185,7 @@ pub fn validate_client_roles(field: &str, map: &BTreeMap<String, Vec<String>>) -
 }
 
 impl UserWrite {
+    /// The field rules of the body; `create`: `username` is required.
     pub fn validate(&self, create: bool) -> ApiResult<()> {
         match &self.username {
             Some(u) => validate::id("username", u, 1, 255)?,
@@ -171,12 +210,13 @@ impl UserWrite {
     }
 }
 
-pub fn attributes_map(attrs: BTreeMap<String, AttrValue>) -> BTreeMap<String, Vec<String>> {
+/// Attributes as stored: every value an array.
+pub(crate) fn attributes_map(attrs: BTreeMap<String, AttrValue>) -> BTreeMap<String, Vec<String>> {
     attrs.into_iter().map(|(k, v)| (k, v.into_vec())).collect()
 }
 
 /// Adds `item` once.
-pub fn add_unique(list: &mut Vec<String>, item: &str) {
+pub(crate) fn add_unique(list: &mut Vec<String>, item: &str) {
     if !list.iter().any(|x| x == item) {
         list.push(item.to_string());
     }
@@ -203,6 +243,7 @@ pub fn revokes_tokens(old: &User, new: &User) -> bool {
 /// A new password, hashed before the transaction that stores it.
 #[derive(Debug, Clone)]
 pub struct NewPassword {
+    /// The stored credential: an argon2id hash, never the clear password.
     pub credential: Credential,
     /// A temporary password makes the user update it at the next login.
     pub temporary: bool,
@@ -310,17 +351,19 @@ pub fn revoke_roles(u: &mut User, body: &RevokeRoles) {
     u.client_roles.retain(|_, r| !r.is_empty());
 }
 
+/// Revoke Required Actions: takes the listed actions from the user, keeps the others.
 pub fn revoke_required_actions(u: &mut User, body: &RevokeActions) {
     u.required_actions.retain(|a| !body.required_actions.contains(a));
 }
 
-/// Whether the user may log in: refused when disabled or not fully set up.
 /// First and last name, as the `name` claim gives them; `None` with neither.
 pub fn full_name(u: &User) -> Option<String> {
     let name = [u.first_name.as_deref(), u.last_name.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
     (!name.is_empty()).then_some(name)
 }
 
+/// Whether the user may log in: refused when disabled or with required
+/// actions pending; the error is the reason the token endpoint gives.
 pub fn may_log_in(u: &User) -> Result<(), &'static str> {
     if !u.enabled {
         return Err("Account disabled");
@@ -354,7 +397,12 @@ pub enum OtpResend {
     /// Locked already: refused, nothing changes.
     Locked,
     /// Counted; `locked` when this resend went past the limit (refused too).
-    Counted { counter: OtpCounter, locked: bool },
+    Counted {
+        /// The counter to store.
+        counter: OtpCounter,
+        /// This resend went past the limit: refused too, the user locked until the window ends.
+        locked: bool,
+    },
 }
 
 /// Counts one resend on the counter as it stands at `now`.
@@ -378,24 +426,37 @@ pub fn otp_resend(stored: OtpCounter, p: &OtpPolicy, now: u64) -> OtpResend {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserView {
+    /// UUID assigned at creation.
     pub id: String,
+    /// Login name, in lower case; the `userId` of the user routes.
     pub username: String,
+    /// Empty when not set.
     pub first_name: String,
+    /// Empty when not set.
     pub last_name: String,
+    /// Empty when not set.
     pub email: String,
+    /// `false`: the user may not log in.
     pub enabled: bool,
+    /// Whether the e-mail address is confirmed; a changed address is not.
     pub email_verified: bool,
+    /// Holds one of the admin realm roles (`admin`, `platform_admin`, `realm-admin`).
     pub admin: bool,
+    /// Creation time, ms since the Unix epoch.
     pub created_timestamp: u64,
+    /// Custom attributes, name to values.
     pub attributes: BTreeMap<String, Vec<String>>,
+    /// Actions pending before the user may log in; empty when none.
     pub required_actions: Vec<String>,
 }
 
-pub fn is_admin(u: &User) -> bool {
+/// Whether the user holds one of the admin realm roles.
+pub(crate) fn is_admin(u: &User) -> bool {
     crate::auth::roles::ADMINS.iter().any(|r| u.realm_roles.iter().any(|x| x == r))
 }
 
 impl UserView {
+    /// The record of a stored user; names and e-mail not set are empty strings.
     pub fn of(u: &User) -> UserView {
         UserView {
             id: u.id.clone(),
@@ -416,7 +477,9 @@ impl UserView {
 /// What Create User answers: the new user's id and (lower-case) username.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CreatedUser {
+    /// UUID assigned to the user (the `id` of Get User By UUID).
     pub id: String,
+    /// Username in lower case: the `userId` of the other user routes.
     pub username: String,
 }
 
@@ -425,10 +488,15 @@ pub struct CreatedUser {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserAccess {
+    /// Always `true`: an administrator may change the user's groups.
     pub manage_group_membership: bool,
+    /// Always `true`: an administrator may read the user.
     pub view: bool,
+    /// Always `true`: an administrator may assign the user's roles.
     pub map_roles: bool,
+    /// Always `false`: impersonation is not offered.
     pub impersonate: bool,
+    /// Always `true`: an administrator may change the user.
     pub manage: bool,
 }
 
@@ -436,20 +504,31 @@ pub struct UserAccess {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserRepresentation {
+    /// UUID assigned at creation.
     pub id: String,
+    /// Creation time, ms since the Unix epoch.
     pub created_timestamp: u64,
+    /// Login name, in lower case.
     pub username: String,
+    /// `false`: the user may not log in.
     pub enabled: bool,
+    /// Whether the e-mail address is confirmed.
     pub email_verified: bool,
+    /// Empty when not set.
     pub first_name: String,
+    /// Empty when not set.
     pub last_name: String,
+    /// Empty when not set.
     pub email: String,
+    /// Custom attributes, name to values.
     pub attributes: BTreeMap<String, Vec<String>>,
     /// Always empty.
     pub disableable_credential_types: Vec<String>,
+    /// Actions pending before the user may log in.
     pub required_actions: Vec<String>,
     /// Keycloak's `notBefore` (seconds): tokens issued before are refused.
     pub not_before: u64,
+    /// What an administrator may do with the user.
     pub access: UserAccess,
 }
 
@@ -485,12 +564,15 @@ impl UserRepresentation {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CredentialView {
+    /// UUID of the credential; each new password gets a new one.
     pub id: String,
     /// `password`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// When the password was set, ms since the Unix epoch.
     pub created_date: u64,
-    /// JSON text of the hashing parameters ([`credential_data`]).
+    /// JSON text of the hashing parameters (algorithm, iterations, memory,
+    /// parallelism); never the salt or the hash.
     pub credential_data: String,
 }
 
@@ -543,18 +625,26 @@ impl UserOrder {
 pub struct UserListQuery {
     /// From 1 to [`MAX_LIMIT`].
     pub limit: usize,
+    /// Matching users skipped before the page.
     pub offset: usize,
+    /// Only enabled (`true`) or only disabled (`false`) users.
     pub enabled: Option<bool>,
+    /// Only users whose e-mail is verified (`true`) or not (`false`).
     pub email_verified: Option<bool>,
+    /// A part of the first name.
     pub first_name: Option<String>,
+    /// A part of the last name.
     pub last_name: Option<String>,
+    /// A part of the e-mail address.
     pub email: Option<String>,
+    /// A part of the username.
     pub username: Option<String>,
     /// Matches any of the four text fields; the four specific filters are
     /// then ignored.
     pub generic: Option<String>,
     /// Descending order.
     pub desc: bool,
+    /// The field the users are sorted by (`orderByKey`).
     pub order_by: UserOrder,
     /// Created at or after (ms).
     pub from: Option<u64>,
@@ -691,7 +781,9 @@ impl UserListQuery {
 pub struct UserPageInfo {
     /// From 1.
     pub current_page: usize,
+    /// Users per page: the query's `limit`.
     pub page_size: usize,
+    /// Pages of `pageSize` the matching users fill.
     pub total_pages: usize,
     /// Users matching the query, on every page.
     pub total_records: usize,
@@ -701,7 +793,9 @@ pub struct UserPageInfo {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserPage {
+    /// The users of this page, in the query's order.
     pub user_list: Vec<UserView>,
+    /// Where this page stands in the whole list.
     pub page: UserPageInfo,
 }
 
@@ -721,6 +815,7 @@ pub struct OtpResent {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OtpLockStatus {
+    /// `true`: resends are refused until `lockedUntil`.
     pub locked: bool,
     /// Resends counted in the current window.
     pub resend_count: u32,
@@ -736,7 +831,7 @@ pub struct OtpUnlocked {
 }
 
 /// `credentialData` of an argon2 PHC string: the parameters, never salt or hash.
-pub fn credential_data(phc: &str) -> String {
+pub(crate) fn credential_data(phc: &str) -> String {
     // $argon2id$v=19$m=19456,t=2,p=1$salt$hash
     let parts: Vec<&str> = phc.split('$').collect();
     let variant = parts.get(1).copied().unwrap_or("");
