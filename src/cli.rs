@@ -7,13 +7,16 @@ use clap::{Parser, Subcommand};
 use herald_storage::{Store, StoreOptions};
 use std::path::PathBuf;
 
+/// The `herald` command line, as `main` parses it and [`run`] executes it.
 #[derive(Parser, Debug)]
 #[command(name = "herald", version, about = "Herald: a push and delivery engine")]
 pub struct Cli {
+    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The top-level commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the engine.
@@ -24,38 +27,48 @@ pub enum Command {
         /// Start the provider simulators in-process and seed tenant `demo` for a first try.
         #[arg(long, env = "HERALD_DEMO")]
         demo: bool,
+        /// Every other setting, as flags or `HERALD_*` variables.
         #[command(flatten)]
         settings: Box<Settings>,
     },
     /// Tenant administration without a running server.
     Tenant {
+        /// Which tenant command.
         #[command(subcommand)]
         command: TenantCommand,
     },
     /// The configuration reference.
     Config {
+        /// Which configuration command.
         #[command(subcommand)]
         command: ConfigCommand,
     },
 }
 
+/// The commands of `herald config`.
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
     /// Print every option of `herald serve` as commented TOML with its default.
     Defaults,
 }
 
+/// The commands of `herald tenant`, which work on the data directory directly (stop the server first).
 #[derive(Subcommand, Debug)]
 pub enum TenantCommand {
     /// Create a tenant and its first admin user, as `POST /v1/tenants` does.
     Create {
+        /// Id of the new tenant: 3 to 255 characters of a-z, 0-9 and -.
         tenant_id: String,
+        /// Username of the tenant's first admin.
         #[arg(long)]
         admin: String,
+        /// Password of the first admin (8 to 1024 characters).
         #[arg(long, env = "HERALD_ADMIN_PASSWORD", hide_env_values = true)]
         password: String,
+        /// Directory of the database.
         #[arg(long, env = "HERALD_DATA_DIR", default_value = "./data")]
         data_dir: PathBuf,
+        /// Hex file with the key that seals secrets (the data dir's when absent).
         #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
         /// The store of `herald serve --store`, when not the data directory.

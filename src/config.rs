@@ -214,6 +214,7 @@ impl Settings {
         }
     }
 
+    /// The settings of a TOML file (the `--config` file); unknown keys are an error, naming the file.
     pub fn from_toml_file(path: &std::path::Path) -> Result<Settings, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -223,31 +224,47 @@ impl Settings {
 /// The resolved configuration the engine runs with.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Address of the API listener (default `127.0.0.1:8080`).
     pub listen: SocketAddr,
     /// The operations listener (probes and metrics only), when configured.
     pub ops_listen: Option<SocketAddr>,
     /// Free disk below which writes are refused (507).
     pub disk_reserve_bytes: u64,
+    /// Directory of the database and the generated master key (default `./data`).
     pub data_dir: PathBuf,
     /// Where records live when not in the data directory (a database URL).
     pub store: Option<String>,
+    /// File of the sealing master key; `None`: the one generated in `data_dir`.
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
     pub cache_bytes: u64,
+    /// Bearer token of the operator routes; `None`: the engine makes a random one when it opens.
     pub operator_token: Option<String>,
+    /// `(certificate chain, private key)` PEM files: serve TLS; `None`: plain HTTP.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Base URL clients reach Herald at: token issuers, discovery; default from the scheme and `listen`.
     pub public_url: String,
+    /// Largest request body in bytes (413 beyond; default 1 MiB).
     pub body_limit: usize,
+    /// Lifetime of access tokens, in seconds (default 300).
     pub access_token_ttl: u64,
+    /// Lifetime of refresh tokens, in seconds (default 1800).
     pub refresh_token_ttl: u64,
+    /// Log as JSON lines instead of text.
     pub log_json: bool,
     /// The clock of login-failure and lock decisions; tests move it.
     pub clock: crate::auth::brute_force::Clock,
+    /// Provider endpoints, extra CA, bulk concurrency and the tenant actors' idle stop.
     pub push: PushSettings,
+    /// How long a one-client or one-user send waits for the providers (default 10 s).
     pub send_deadline: Duration,
+    /// Webhook delivery: retry schedule, timeout, concurrency, private addresses.
     pub webhooks: WebhookSettings,
+    /// The certificate authority and client certificate validity.
     pub pki: PkiSettings,
+    /// The `tenant` label of metrics: on, off or the first N tenants (default on).
     pub metrics_tenant_label: TenantLabel,
+    /// Limits against abusive clients: timeouts, sizes, connections, rates.
     pub limits: AbuseLimits,
 }
 
@@ -256,6 +273,7 @@ pub struct Config {
 pub struct PkiSettings {
     /// `(certificate, key)` PEM files of the operator's CA.
     pub ca: Option<(PathBuf, PathBuf)>,
+    /// Lifetime of issued client certificates (1 to 3650 days; default 365).
     pub client_cert_validity: Duration,
 }
 
@@ -264,6 +282,7 @@ pub struct PkiSettings {
 pub struct AbuseLimits {
     /// From accept to the first complete request head (idle connect-only sockets included).
     pub header_read_timeout: Duration,
+    /// Largest request head in bytes (431 beyond; at least 8192, default 64 KiB).
     pub header_limit: usize,
     /// `None`: what the process's file-descriptor limit holds (see [`AbuseLimits::connections`]).
     pub max_connections: Option<usize>,
@@ -275,11 +294,17 @@ pub struct AbuseLimits {
     pub body_timeout: Duration,
     /// Bytes a second a body must average after [`BODY_GRACE`]; 0: no minimum.
     pub min_body_rate: u64,
+    /// Sends a second per tenant on the send API (default 10 000).
     pub send_rate: u32,
+    /// Burst of the send limit (default twice the rate).
     pub send_burst: u32,
+    /// Token requests a second per user or client id of a realm (default 20).
     pub token_rate_per_user: u32,
+    /// Burst of the per-user token limit (default five times the rate).
     pub token_burst_per_user: u32,
+    /// Token requests a second per client IP address (default 500).
     pub token_rate_per_ip: u32,
+    /// Burst of the per-IP token limit (default twice the rate).
     pub token_burst_per_ip: u32,
 }
 
@@ -330,6 +355,7 @@ impl AbuseLimits {
 }
 
 impl Config {
+    /// Applies the defaults to layered settings and checks them; the error names the bad setting.
     pub fn resolve(s: Settings) -> Result<Config, String> {
         let limits = AbuseLimits::resolve(&s);
         let listen = s.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));

@@ -11,12 +11,15 @@ use clap::{Args, Command};
 pub struct OptionDoc {
     /// The TOML key (the field name).
     pub key: String,
+    /// The command-line flag, with its dashes (`--listen`).
     pub flag: String,
+    /// The environment variable (`HERALD_LISTEN`).
     pub env: String,
     /// The default as a TOML value; None when unset by default.
     pub default: Option<String>,
     /// The default follows `listen` (so a file should not pin it by accident).
     pub derived: bool,
+    /// The flag's help text, as `herald serve --help` prints it.
     pub help: String,
 }
 

@@ -11,8 +11,11 @@ use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// The tenant the demo seeds.
 pub const TENANT: &str = "demo";
+/// Username of the demo tenant's admin.
 pub const ADMIN: &str = "admin";
+/// Password of the demo admin: public, so never run `--demo` where it matters.
 pub const PASSWORD: &str = "demo-password";
 
 /// Starts the simulators and points the configuration at them.

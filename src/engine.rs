@@ -10,11 +10,15 @@ use std::sync::Arc;
 /// One running engine: storage, keys, actors and configuration. Build one with
 /// [`Engine::builder`] to embed Herald, or let `herald serve` do it.
 pub struct Engine {
+    /// The configuration it was opened with.
     pub config: Config,
+    /// The embedded database: every operation reads and writes through it.
     pub store: Store,
+    /// The tenants' token keys, unsealed on first use, and verified tokens.
     pub keys: KeyCache,
     /// The platform operator's bearer token.
     pub operator_token: String,
+    /// Renders the Prometheus recorder's metrics for `/metrics`.
     pub metrics: PrometheusHandle,
     /// The push engine's supervisor tree.
     pub push: Push,

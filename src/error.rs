@@ -12,9 +12,15 @@ use serde_json::json;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// `/v1`, `/v2`: `{ message, code, subsystem }`.
-    Admin { subsystem: u16 },
+    Admin {
+        /// The `subsystem` of the body (see [`subsystem`]).
+        subsystem: u16,
+    },
     /// `/auth/realms/...`: `{ message, status, subSystem }`.
-    Realm { subsystem: u16 },
+    Realm {
+        /// The `subSystem` of the body: 5 users and addresses, 9 LDAP.
+        subsystem: u16,
+    },
     /// The OAuth token endpoint: `{ error, error_description }`.
     OAuth,
     /// Operational routes (`/healthz`, `/metrics`, `/v1/tenants`).
@@ -23,18 +29,29 @@ pub enum Family {
 
 /// Subsystem numbers of API.md.
 pub mod subsystem {
+    /// Push sending and delivery reports.
     pub const PUSH: u16 = 516;
+    /// Client versions and their policies.
     pub const VERSIONS: u16 = 517;
+    /// Signers and client certificates.
     pub const SIGNERS: u16 = 518;
+    /// Tenant administration: apps, clients, catalogue, nonces and the like.
     pub const TENANT: u16 = 519;
+    /// Webhooks and their deliveries.
     pub const WEBHOOKS: u16 = 521;
+    /// Authentication, in API.md's table (no route answers with it today).
     pub const AUTH: u16 = 522;
+    /// The realm's users and addresses (`/auth/realms`; LDAP is 9).
     pub const USERS: u16 = 5;
 }
 
+/// A failed request or library call: its HTTP status and message, plus what
+/// the route's error body or headers need. [`ApiError::kind`] classifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
+    /// The HTTP status answered; [`ApiError::kind`] derives from it.
     pub status: StatusCode,
+    /// Human-readable cause, sent as the body's message (or `error_description`).
     pub message: String,
     /// The OAuth `error` code (`invalid_grant`, ...) on the token endpoint.
     pub oauth: Option<&'static str>,
@@ -49,6 +66,7 @@ pub struct ApiError {
     pub challenge: Option<Box<str>>,
 }
 
+/// The result of every handler, library method and operation.
 pub type ApiResult<T> = Result<T, ApiError>;
 
 /// What went wrong, for a caller of the library API to match on; the HTTP
@@ -80,6 +98,7 @@ pub enum ErrorKind {
 /// The error body of `/v1` and `/v2` routes.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct AdminErrorBody {
+    /// Human-readable cause; an invalid field is named first (`payload.timeout: ...`).
     pub message: String,
     /// The HTTP status.
     pub code: u16,
@@ -91,6 +110,7 @@ pub struct AdminErrorBody {
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RealmErrorBody {
+    /// Human-readable cause; always `HTTP 401 Unauthorized` on a 401.
     pub message: String,
     /// A status word: `BAD_REQUEST`, `USER_NOT_FOUND`, ...
     pub status: String,
@@ -103,17 +123,21 @@ pub struct RealmErrorBody {
 pub struct OAuthErrorBody {
     /// `invalid_request`, `invalid_grant`, `unauthorized_client`, ...
     pub error: String,
+    /// Human-readable cause.
     pub error_description: String,
 }
 
 /// The error body of operational routes.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct OpsErrorBody {
+    /// Human-readable cause.
     pub message: String,
+    /// The HTTP status.
     pub code: u16,
 }
 
 impl ApiError {
+    /// An error with this status and message, and no OAuth code, status word, field or header.
     pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
@@ -140,6 +164,7 @@ impl ApiError {
             _ => ErrorKind::Internal,
         }
     }
+    /// 400: the input is not acceptable.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
@@ -147,21 +172,27 @@ impl ApiError {
     pub fn field(path: &str, problem: impl std::fmt::Display) -> Self {
         Self { field: Some(path.to_string()), ..Self::bad_request(format!("{path}: {problem}")) }
     }
+    /// 401: no credentials, or invalid ones.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, message)
     }
+    /// 403: the caller may not do this.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, message)
     }
+    /// 404: what the request names does not exist.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
     }
+    /// 409: clashes with the current state (taken, in use, locked).
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, message)
     }
+    /// 500: a fault of the engine; the message reaches the caller, so keep secrets out of it.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
+    /// An OAuth error (RFC 6749 §5.2): `error` is the code, `description` the `error_description`.
     pub fn oauth(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
         Self { oauth: Some(error), ..Self::new(status, description) }
     }
@@ -178,6 +209,7 @@ impl ApiError {
         self.challenge = Some(challenge.into().into_boxed_str());
         self
     }
+    /// Sets the Keycloak status word of the realm body (`USER_NOT_FOUND`, ...) instead of the status's.
     pub fn with_word(mut self, word: &'static str) -> Self {
         self.word = Some(word);
         self

@@ -99,12 +99,16 @@ fn describe() {
 /// The kind of a series, as Prometheus types it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// Only ever increases (`_total`); read it with `rate()`.
     Counter,
+    /// A current value that goes up and down.
     Gauge,
+    /// Observations in buckets (`_bucket`, `_sum`, `_count`).
     Histogram,
 }
 
 impl Kind {
+    /// The Prometheus `# TYPE` word.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Counter => "counter",
@@ -117,9 +121,13 @@ impl Kind {
 /// One documented series.
 #[derive(Clone, Copy, Debug)]
 pub struct Series {
+    /// The metric name as exported (`herald_...`).
     pub name: &'static str,
+    /// Its Prometheus type.
     pub kind: Kind,
+    /// Its label names; `tenant` follows the `metrics_tenant_label` setting.
     pub labels: &'static [&'static str],
+    /// What it measures, as the README's table and the `# HELP` line say.
     pub help: &'static str,
 }
 

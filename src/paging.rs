@@ -3,9 +3,12 @@
 use crate::error::{ApiError, ApiResult};
 use crate::http::Cx;
 
+/// Which page of a list to answer; list methods of the library API take one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paging {
+    /// 1-based page number (at most [`MAX_PAGE`] when read from a query).
     pub page: usize,
+    /// Items per page, within the route's bounds when read from a query.
     pub size: usize,
 }
 
@@ -20,6 +23,7 @@ impl Paging {
         Ok(Paging { page, size })
     }
 
+    /// Items to skip before the page: `(page - 1) * size`, saturating.
     pub fn offset(&self) -> usize {
         self.page.saturating_sub(1).saturating_mul(self.size)
     }

@@ -29,6 +29,7 @@ impl RateLimiter {
         RateLimiter { rate, burst: f64::from(burst.max(1)), what, buckets: DashMap::new() }
     }
 
+    /// False when configured with a rate of 0: every request passes.
     pub fn enabled(&self) -> bool {
         self.rate > 0.0
     }
@@ -78,6 +79,7 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The three limiters with the rates and bursts of `c.limits`.
     pub fn from_config(c: &crate::config::Config) -> Limits {
         let l = &c.limits;
         Limits {

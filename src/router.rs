@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+/// A route's handler: takes the decoded request, answers or fails with an error the router renders by family.
 pub type Handler = fn(Cx) -> BoxFuture<'static, ApiResult<Response>>;
 
 /// Path parameters by name, in pattern order.
@@ -19,11 +20,15 @@ pub type Params = Vec<(String, String)>;
 
 /// One route of API.md.
 pub struct Route {
+    /// The HTTP method matched.
     pub method: Method,
     /// The pattern, with `{name}` parameters; also the `route` label of metrics.
     pub path: &'static str,
+    /// Which error body the route answers with.
     pub family: Family,
+    /// Who may call it; checked before the body is read.
     pub access: Access,
+    /// What runs once the caller is authenticated and the body read.
     pub handler: Handler,
     /// What the OpenAPI document says of it (the builder methods of
     /// [`crate::openapi::doc`] fill it in).
@@ -50,12 +55,14 @@ macro_rules! route {
 #[derive(Clone, Copy, Debug)]
 pub struct PeerAddr(pub std::net::SocketAddr);
 
+/// The route table, indexed by method and path pattern for matching.
 pub struct Router {
     routes: Vec<Route>,
     by_method: HashMap<Method, matchit::Router<usize>>,
 }
 
 impl Router {
+    /// Indexes `routes`; fails when two routes of one method have conflicting patterns.
     pub fn new(routes: Vec<Route>) -> Result<Router, String> {
         let mut by_method: HashMap<Method, matchit::Router<usize>> = HashMap::new();
         for (i, r) in routes.iter().enumerate() {
@@ -80,6 +87,7 @@ impl Router {
         })
     }
 
+    /// Every route, in table order.
     pub fn routes(&self) -> &[Route] {
         &self.routes
     }

@@ -6,18 +6,18 @@ use crate::error::ApiResult;
 use crate::http::{Cx, Response};
 use crate::models::address::AddressWrite;
 
-pub async fn add(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn add(cx: Cx) -> ApiResult<Response> {
     let body: AddressWrite = cx.json()?;
     cx.engine.users().add_address(&cx.caller, cx.tenant(), cx.param("userName"), body).await?;
     envelope("Address added successfully")
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let list = cx.engine.users().addresses(&cx.caller, cx.tenant(), cx.param("userName")).await?;
     AddressesEnvelope::answer("Address fetched successfully", list)
 }
 
-pub async fn edit(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn edit(cx: Cx) -> ApiResult<Response> {
     let body: AddressWrite = cx.json()?;
     cx.engine.users().edit_address(&cx.caller, cx.tenant(), cx.param("userName"), body).await?;
     envelope("Address updated successfully")

@@ -30,20 +30,20 @@ fn finish<T: Serialize>(answer: Versioned<T>, trace: Option<String>) -> ApiResul
     Ok(r)
 }
 
-pub async fn put(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn put(cx: Cx) -> ApiResult<Response> {
     let (trace, wanted) = prepare(&cx)?;
     let body: CatalogueService = cx.json()?;
     let stored = cx.engine.catalogue().put(&cx.caller, cx.tenant(), cx.param("serviceId"), body, wanted).await?;
     finish(stored, trace)
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let (trace, wanted) = prepare(&cx)?;
     let service = cx.engine.catalogue().get(&cx.caller, cx.tenant(), cx.param("serviceId"), wanted).await?;
     finish(service, trace)
 }
 
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let (trace, wanted) = prepare(&cx)?;
     let paging = Paging::from_query(&cx, "page_size", 1, 100)?;
     let hidden: Vec<String> = cx.query_pairs().into_iter().filter(|(k, _)| k == "hideType").map(|(_, v)| v).collect();

@@ -9,7 +9,7 @@ use crate::models::signer::{CertView, CsrBody};
 use crate::paging::Paging;
 use http::StatusCode;
 
-pub async fn submit(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn submit(cx: Cx) -> ApiResult<Response> {
     let body: CsrBody = cx.json()?;
     let view = cx.engine.certificates().submit(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::ACCEPTED, &view)
@@ -28,23 +28,23 @@ fn page(cx: &Cx, views: Vec<CertView>) -> ApiResult<Response> {
     json(StatusCode::OK, &views)
 }
 
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let views = cx.engine.certificates().list(&cx.caller, cx.tenant()).await?;
     page(&cx, views)
 }
 
-pub async fn by_signer(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn by_signer(cx: Cx) -> ApiResult<Response> {
     let views = cx.engine.certificates().of_signer(&cx.caller, cx.tenant(), cx.param("signerId")).await?;
     page(&cx, views)
 }
 
 /// Check a request; once issued the answer carries the certificate and its chain to the root.
-pub async fn check(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn check(cx: Cx) -> ApiResult<Response> {
     let view = cx.engine.certificates().get(&cx.caller, cx.tenant(), cx.param("certRef")).await?;
     json(StatusCode::OK, &view)
 }
 
-pub async fn revoke(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn revoke(cx: Cx) -> ApiResult<Response> {
     let view = cx.engine.certificates().revoke(&cx.caller, cx.tenant(), cx.param("certRef")).await?;
     json(StatusCode::OK, &view)
 }

@@ -5,13 +5,13 @@ use crate::http::{empty, Cx, Response};
 use crate::models::client::LockBody;
 use http::StatusCode;
 
-pub async fn lock(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn lock(cx: Cx) -> ApiResult<Response> {
     let body: LockBody = cx.json()?;
     cx.engine.clients().lock(&cx.caller, cx.tenant(), &body.ast_client_id, &body.lock_reason).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-pub async fn unlock(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn unlock(cx: Cx) -> ApiResult<Response> {
     cx.engine.clients().unlock(&cx.caller, cx.tenant(), cx.param("astClientId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }

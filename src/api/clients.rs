@@ -5,13 +5,13 @@ use crate::http::{json, Cx, Response};
 use crate::models::client::{ClientUser, LinkBody, RegisterClient, UpdateClient};
 use http::StatusCode;
 
-pub async fn register(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn register(cx: Cx) -> ApiResult<Response> {
     let body: RegisterClient = cx.json()?;
     let registered = cx.engine.clients().register(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::CREATED, &registered)
 }
 
-pub async fn link(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn link(cx: Cx) -> ApiResult<Response> {
     let body: LinkBody = if cx.body.is_empty() { LinkBody::default() } else { cx.json()? };
     let (user, id) = (cx.param("userId"), cx.param("astClientId"));
     let link = cx.engine.clients().link(&cx.caller, cx.tenant(), user, id, body.mloa.as_deref()).await?;
@@ -19,7 +19,7 @@ pub async fn link(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `GET /v1/tenants/{t}/users/{userId}/clients?filter=`.
-pub async fn of_user(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn of_user(cx: Cx) -> ApiResult<Response> {
     let conditions = crate::list_filter::parse(&cx, &crate::models::client::LINK_FIELDS)?;
     let mut out = Vec::new();
     for link in cx.engine.clients().links_of_user(&cx.caller, cx.tenant(), cx.param("userId")).await? {
@@ -32,20 +32,20 @@ pub async fn of_user(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `GET /v1/tenants/{t}/clients/{astClientId}`: admins, readers, or the client itself.
-pub async fn detail(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn detail(cx: Cx) -> ApiResult<Response> {
     let detail = cx.engine.clients().get(&cx.caller, cx.tenant(), cx.param("astClientId")).await?;
     json(StatusCode::OK, &detail)
 }
 
 /// `PUT /v1/tenants/{t}/clients/{astClientId}` (ext): a client updates what it reports of itself.
-pub async fn update(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn update(cx: Cx) -> ApiResult<Response> {
     let body: UpdateClient = cx.json()?;
     let detail = cx.engine.clients().update(&cx.caller, cx.tenant(), cx.param("astClientId"), body).await?;
     json(StatusCode::OK, &detail)
 }
 
 /// `GET /v1/tenants/{t}/clients/overview?userId=&filter=`.
-pub async fn overview(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn overview(cx: Cx) -> ApiResult<Response> {
     let user = cx.query_param("userId").ok_or_else(|| ApiError::field("userId", "is required"))?;
     let conditions = crate::list_filter::parse(&cx, &crate::models::client::OVERVIEW_FIELDS)?;
     let mut out = Vec::new();
@@ -59,7 +59,7 @@ pub async fn overview(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `GET /v1/tenants/{t}/users?astClientId=`: `[{ userId, mLoA }]`.
-pub async fn users_of_client(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn users_of_client(cx: Cx) -> ApiResult<Response> {
     let id = cx.query_param("astClientId").ok_or_else(|| ApiError::field("astClientId", "is required"))?;
     let links = cx.engine.clients().links_of_client(&cx.caller, cx.tenant(), &id).await?;
     let users: Vec<ClientUser> = links.into_iter().map(ClientUser::of).collect();
@@ -67,7 +67,7 @@ pub async fn users_of_client(cx: Cx) -> ApiResult<Response> {
 }
 
 /// `DELETE /v1/tenants/{t}/clients/{astClientId}`: only once no user is linked.
-pub async fn delete(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete(cx: Cx) -> ApiResult<Response> {
     cx.engine.clients().delete(&cx.caller, cx.tenant(), cx.param("astClientId")).await?;
     Ok(crate::http::empty(StatusCode::NO_CONTENT))
 }

@@ -6,7 +6,7 @@ use crate::http::{json, Cx, Response};
 use crate::models::nonce::{CreateNonce, LoginEvent, NonceFormat};
 use http::StatusCode;
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let format = match cx.query_param("type").as_deref() {
         None | Some("default") => NonceFormat::Long,
         Some("short") => NonceFormat::Short,
@@ -18,7 +18,7 @@ pub async fn create(cx: Cx) -> ApiResult<Response> {
 }
 
 /// A client reports a login with a nonce: single use, the expected user only.
-pub async fn login_event(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn login_event(cx: Cx) -> ApiResult<Response> {
     let body: LoginEvent = cx.json()?;
     let recorded = cx.engine.nonces().login_event(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::OK, &recorded)
@@ -27,11 +27,11 @@ pub async fn login_event(cx: Cx) -> ApiResult<Response> {
 pub use crate::models::ldap::LoginConfigBody;
 
 /// `GET /config/login` (see [`crate::library::realm`]).
-pub async fn get_login_config(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get_login_config(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &cx.engine.realm().login_config(&cx.caller, cx.tenant()).await?)
 }
 
-pub async fn put_login_config(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn put_login_config(cx: Cx) -> ApiResult<Response> {
     let body: LoginConfigBody = cx.json()?;
     json(StatusCode::OK, &cx.engine.realm().set_login_config(&cx.caller, cx.tenant(), body).await?)
 }

@@ -11,13 +11,13 @@ pub struct Status {
     pub status: &'static str,
 }
 
-pub async fn healthz(_cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn healthz(_cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &Status { status: "ok" })
 }
 
 /// Ready when storage answers a read and takes writes (not while the disk is
 /// below its reserve).
-pub async fn readyz(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn readyz(cx: Cx) -> ApiResult<Response> {
     cx.engine.store.tenants().get("readyz-probe")?;
     if let Err(e) = cx.engine.store.writable() {
         return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}")));
@@ -25,7 +25,7 @@ pub async fn readyz(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &Status { status: "ready" })
 }
 
-pub async fn metrics(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn metrics(cx: Cx) -> ApiResult<Response> {
     if let Ok(size) = cx.engine.store.size_on_disk() {
         metrics::gauge!("herald_storage_size_bytes").set(size as f64);
     }

@@ -12,7 +12,7 @@ fn client(cx: &Cx) -> Option<&str> {
     Some(cx.param("astClientId")).filter(|id| !id.is_empty())
 }
 
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "page_size", 5, 100)?;
     let conditions = list_filter::parse(&cx, &FIELDS)?;
     let (tenant, user) = (cx.tenant(), cx.param("userId"));
@@ -20,7 +20,7 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &page)
 }
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: PropertyBody = cx.json()?;
     let (tenant, user) = (cx.tenant(), cx.param("userId"));
     let view = cx.engine.properties().create(&cx.caller, tenant, user, client(&cx), body).await?;

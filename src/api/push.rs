@@ -6,14 +6,14 @@ use crate::models::push::PushNotificationEvent;
 use crate::paging::Paging;
 use http::StatusCode;
 
-pub async fn send(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
     cx.engine.limits.send.check(cx.tenant())?;
     let event: PushNotificationEvent = cx.json()?;
     let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
     json(StatusCode::ACCEPTED, &responses)
 }
 
-pub async fn report(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn report(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "page_size", 1, 1000)?;
     let id = cx.param("notificationId");
     let report = cx.engine.push().report(&cx.caller, cx.tenant(), id, paging.page, paging.size).await?;

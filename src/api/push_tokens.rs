@@ -6,7 +6,7 @@ use crate::http::{empty, json, Cx, Response};
 use crate::models::push_token::PutPushToken;
 use http::StatusCode;
 
-pub async fn put(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn put(cx: Cx) -> ApiResult<Response> {
     let body: PutPushToken = cx.json()?;
     let written = cx.engine.clients().set_push_token(&cx.caller, cx.tenant(), cx.param("astClientId"), body).await?;
     match written {
@@ -15,7 +15,7 @@ pub async fn put(cx: Cx) -> ApiResult<Response> {
     }
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let view = cx.engine.clients().push_token(&cx.caller, cx.tenant(), cx.param("astClientId")).await?;
     json(StatusCode::OK, &view)
 }

@@ -7,7 +7,7 @@ use crate::http::{json, Cx, Response};
 use crate::models::signer::SdkConfigRequest;
 use http::StatusCode;
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: SdkConfigRequest = cx.json()?;
     let config = cx.engine.signers().sdk_config(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::OK, &config)

@@ -23,7 +23,7 @@ fn spec(cx: &Cx) -> &str {
     cx.param("signerSpec")
 }
 
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "page_size", 5, 100)?;
     let conditions = list_filter::parse(&cx, &SignerView::FIELDS)?;
     let views: Vec<SignerView> = cx
@@ -39,40 +39,40 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &views)
 }
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: CreateSigner = optional_json(&cx)?;
     let view = cx.engine.signers().create(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::ACCEPTED, &view)
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let detail = cx.engine.signers().get(&cx.caller, cx.tenant(), spec(&cx)).await?;
     json(StatusCode::OK, &detail)
 }
 
-pub async fn delete(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete(cx: Cx) -> ApiResult<Response> {
     cx.engine.signers().delete(&cx.caller, cx.tenant(), spec(&cx)).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-pub async fn chain(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn chain(cx: Cx) -> ApiResult<Response> {
     let chain = cx.engine.signers().chain(&cx.caller, cx.tenant(), spec(&cx)).await?;
     json(StatusCode::OK, &chain)
 }
 
-pub async fn renew(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn renew(cx: Cx) -> ApiResult<Response> {
     let body: Renew = optional_json(&cx)?;
     let view = cx.engine.signers().renew(&cx.caller, cx.tenant(), spec(&cx), body).await?;
     json(StatusCode::ACCEPTED, &view)
 }
 
-pub async fn revoke(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn revoke(cx: Cx) -> ApiResult<Response> {
     let view = cx.engine.signers().revoke(&cx.caller, cx.tenant(), spec(&cx)).await?;
     json(StatusCode::OK, &view)
 }
 
 /// `GET .../signers/{signerSpec}/crl` (ext): DER; `root` is the root's CRL of revoked signers.
-pub async fn crl(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn crl(cx: Cx) -> ApiResult<Response> {
     let der = cx.engine.signers().crl(&cx.caller, cx.tenant(), spec(&cx)).await?;
     Ok(with_body(StatusCode::OK, "application/pkix-crl", der.into()))
 }
@@ -87,24 +87,24 @@ fn deprecated(mut r: Response, tenant: &str) -> Response {
     r
 }
 
-pub async fn v1_get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn v1_get(cx: Cx) -> ApiResult<Response> {
     let detail = cx.engine.signers().get(&cx.caller, cx.tenant(), "current").await?;
     Ok(deprecated(json(StatusCode::OK, &detail)?, cx.tenant()))
 }
 
-pub async fn v1_create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn v1_create(cx: Cx) -> ApiResult<Response> {
     let body: CreateSignerV1 = cx.json()?;
     let view = cx.engine.signers().create_first(&cx.caller, cx.tenant(), body).await?;
     Ok(deprecated(json(StatusCode::ACCEPTED, &view)?, cx.tenant()))
 }
 
-pub async fn v1_reissue(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn v1_reissue(cx: Cx) -> ApiResult<Response> {
     let body: Renew = optional_json(&cx)?;
     let view = cx.engine.signers().renew(&cx.caller, cx.tenant(), "current", body).await?;
     Ok(deprecated(json(StatusCode::ACCEPTED, &view)?, cx.tenant()))
 }
 
-pub async fn v1_delete(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn v1_delete(cx: Cx) -> ApiResult<Response> {
     cx.engine.signers().delete(&cx.caller, cx.tenant(), "current").await?;
     Ok(deprecated(empty(StatusCode::NO_CONTENT), cx.tenant()))
 }

@@ -11,10 +11,11 @@ use http::StatusCode;
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TenantCreated {
+    /// The new tenant's id, as given in the request; its realm and admin routes use it.
     pub tenant_id: String,
 }
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: CreateTenant = cx.json()?;
     let id = body.tenant_id.clone();
     cx.engine.tenants().create(&cx.caller, body).await?;

@@ -7,29 +7,29 @@ use crate::models::version::{AppsLatestQuery, LockBody, PolicyBody, VersionBody,
 use crate::paging::Paging;
 use http::StatusCode;
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: VersionBody = cx.json()?;
     let v = cx.engine.versions().create(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::CREATED, &v)
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let v = cx.engine.versions().get(&cx.caller, cx.tenant(), cx.param("versionId")).await?;
     json(StatusCode::OK, &v)
 }
 
-pub async fn update(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn update(cx: Cx) -> ApiResult<Response> {
     let body: VersionBody = cx.json()?;
     let v = cx.engine.versions().update(&cx.caller, cx.tenant(), cx.param("versionId"), body).await?;
     json(StatusCode::OK, &v)
 }
 
-pub async fn delete(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete(cx: Cx) -> ApiResult<Response> {
     cx.engine.versions().delete(&cx.caller, cx.tenant(), cx.param("versionId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-pub async fn lock(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn lock(cx: Cx) -> ApiResult<Response> {
     let body: LockBody = cx.json()?;
     let v = cx.engine.versions().lock(&cx.caller, cx.tenant(), cx.param("versionId"), body.version_lock).await?;
     json(StatusCode::OK, &v)
@@ -45,7 +45,7 @@ fn bool_param(cx: &Cx, name: &str) -> ApiResult<Option<bool>> {
 }
 
 /// `GET /versions`: distinct versionStr values of the matching versions.
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "pageSize", 1, 100)?;
     let query = VersionQuery {
         app_name: cx.query_param("appName"),
@@ -63,7 +63,7 @@ pub async fn list(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &versions)
 }
 
-pub async fn architectures(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn architectures(cx: Cx) -> ApiResult<Response> {
     let archs = cx.engine.versions().architectures(&cx.caller, cx.tenant(), cx.param("versionId")).await?;
     json(StatusCode::OK, &archs)
 }
@@ -72,20 +72,20 @@ fn arch_param(cx: &Cx) -> ApiResult<String> {
     cx.query_param("architectureName").ok_or_else(|| ApiError::field("architectureName", "is required"))
 }
 
-pub async fn delete_registration(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete_registration(cx: Cx) -> ApiResult<Response> {
     let arch = arch_param(&cx)?;
     cx.engine.versions().delete_registration(&cx.caller, cx.tenant(), cx.param("versionId"), &arch).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
 /// A client casts its vote (an admin casts one for a named client).
-pub async fn vote(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn vote(cx: Cx) -> ApiResult<Response> {
     let body: VoteBody = cx.json()?;
     let arch = cx.engine.versions().vote(&cx.caller, cx.tenant(), cx.param("versionId"), body).await?;
     json(StatusCode::OK, &arch)
 }
 
-pub async fn votes(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn votes(cx: Cx) -> ApiResult<Response> {
     let arch = arch_param(&cx)?;
     let check = cx.query_param("integrityCheckId");
     let paging = Paging::from_query(&cx, "pageSize", 1, 100)?;
@@ -94,14 +94,14 @@ pub async fn votes(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &votes)
 }
 
-pub async fn summary(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn summary(cx: Cx) -> ApiResult<Response> {
     let arch = arch_param(&cx)?;
     let summary = cx.engine.versions().summary(&cx.caller, cx.tenant(), cx.param("versionId"), &arch).await?;
     json(StatusCode::OK, &summary)
 }
 
 /// Resets one architecture (`architectureName`) or all.
-pub async fn reset(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn reset(cx: Cx) -> ApiResult<Response> {
     let arch = cx.query_param("architectureName");
     cx.engine.versions().reset(&cx.caller, cx.tenant(), cx.param("versionId"), arch.as_deref()).await?;
     Ok(empty(StatusCode::NO_CONTENT))
@@ -109,23 +109,23 @@ pub async fn reset(cx: Cx) -> ApiResult<Response> {
 
 // ---- registration policies ----
 
-pub async fn create_policy(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create_policy(cx: Cx) -> ApiResult<Response> {
     let body: PolicyBody = cx.json()?;
     let p = cx.engine.versions().create_policy(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::CREATED, &p)
 }
 
-pub async fn list_policies(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list_policies(cx: Cx) -> ApiResult<Response> {
     let policies = cx.engine.versions().policies(&cx.caller, cx.tenant()).await?;
     json(StatusCode::OK, &policies)
 }
 
-pub async fn get_policy(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get_policy(cx: Cx) -> ApiResult<Response> {
     let p = cx.engine.versions().policy(&cx.caller, cx.tenant(), cx.param("policyId")).await?;
     json(StatusCode::OK, &p)
 }
 
-pub async fn delete_policy(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete_policy(cx: Cx) -> ApiResult<Response> {
     cx.engine.versions().delete_policy(&cx.caller, cx.tenant(), cx.param("policyId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
@@ -137,7 +137,7 @@ fn all_of(cx: &Cx, name: &str) -> Vec<String> {
     cx.query_pairs().into_iter().filter(|(k, _)| k == name).map(|(_, v)| v).collect()
 }
 
-pub async fn apps_latest(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn apps_latest(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "pageSize", 1, 100)?;
     bool_param(&cx, "isTextSearch")?;
     let query = AppsLatestQuery {

@@ -8,42 +8,42 @@ use crate::models::webhook::{DomainEvent, WebhookBody, WebhookView};
 use crate::paging::Paging;
 use http::StatusCode;
 
-pub async fn create(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let body: WebhookBody = cx.json()?;
     let view = cx.engine.webhooks().create(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::CREATED, &view)
 }
 
-pub async fn list(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn list(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "page_size", 5, 100)?;
     let conditions = list_filter::parse(&cx, &WebhookView::FIELDS)?;
     let views = cx.engine.webhooks().list(&cx.caller, cx.tenant(), &conditions, paging).await?;
     json(StatusCode::OK, &views)
 }
 
-pub async fn get(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn get(cx: Cx) -> ApiResult<Response> {
     let view = cx.engine.webhooks().get(&cx.caller, cx.tenant(), cx.param("webhookId")).await?;
     json(StatusCode::OK, &view)
 }
 
-pub async fn update(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn update(cx: Cx) -> ApiResult<Response> {
     let body: WebhookBody = cx.json()?;
     let view = cx.engine.webhooks().update(&cx.caller, cx.tenant(), cx.param("webhookId"), body).await?;
     json(StatusCode::OK, &view)
 }
 
-pub async fn delete(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn delete(cx: Cx) -> ApiResult<Response> {
     cx.engine.webhooks().delete(&cx.caller, cx.tenant(), cx.param("webhookId")).await?;
     Ok(empty(StatusCode::NO_CONTENT))
 }
 
-pub async fn attempts(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn attempts(cx: Cx) -> ApiResult<Response> {
     let paging = Paging::from_query(&cx, "page_size", 5, 100)?;
     let page = cx.engine.webhooks().attempts(&cx.caller, cx.tenant(), cx.param("webhookId"), paging).await?;
     json(StatusCode::OK, &page)
 }
 
-pub async fn replay(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn replay(cx: Cx) -> ApiResult<Response> {
     let since = cx.query_param("since").ok_or_else(|| ApiError::field("since", "is required (RFC 3339)"))?;
     let since = time::OffsetDateTime::parse(&since, &time::format_description::well_known::Rfc3339)
         .map_err(|_| ApiError::field("since", "must be an RFC 3339 date-time"))?;
@@ -51,7 +51,7 @@ pub async fn replay(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::ACCEPTED, &replayed)
 }
 
-pub async fn publish(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn publish(cx: Cx) -> ApiResult<Response> {
     let body: DomainEvent = cx.json()?;
     let published = cx.engine.webhooks().publish(&cx.caller, cx.tenant(), body).await?;
     json(StatusCode::ACCEPTED, &published)

@@ -8,11 +8,17 @@ use std::sync::Arc;
 /// Keycloak's brute-force settings of a realm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
+    /// Failures per wait increment: every `failure_factor` failures add one `wait_increment_seconds` (default 30).
     pub failure_factor: u32,
+    /// Lockout added per `failure_factor` failures, in seconds (default 60).
     pub wait_increment_seconds: u64,
+    /// Cap on one lockout, in seconds (default 900).
     pub max_failure_wait_seconds: u64,
+    /// Failures closer together than this (milliseconds) count as quick (default 1000).
     pub quick_login_check_millis: u64,
+    /// Lockout after a quick failure, in seconds, when the increment gives less (default 60).
     pub minimum_quick_login_wait_seconds: u64,
+    /// A failure this long after the previous one (seconds) resets the count (default 43 200, 12 hours).
     pub max_delta_time_seconds: u64,
 }
 
@@ -67,6 +73,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// Milliseconds since the epoch: the wall clock plus the offset, or the frozen instant.
     pub fn now_ms(&self) -> u64 {
         match self.frozen_ms.load(Ordering::SeqCst) {
             0 => herald_storage::now_ms().saturating_add(self.offset_ms.load(Ordering::SeqCst)),
@@ -79,6 +86,7 @@ impl Clock {
         self.frozen_ms.store(self.now_ms().max(1), Ordering::SeqCst);
     }
 
+    /// Moves the clock forward by `ms` milliseconds, frozen or not.
     pub fn advance(&self, ms: u64) {
         if self.frozen_ms.load(Ordering::SeqCst) == 0 {
             self.offset_ms.fetch_add(ms, Ordering::SeqCst);

@@ -10,11 +10,15 @@ use std::sync::Arc;
 
 /// A tenant's token key: signs and verifies its access tokens; published in its JWKS.
 pub struct TenantKey {
+    /// Key id (a ULID chosen at tenant creation): the `kid` of token headers and of the JWKS.
     pub kid: String,
+    /// The private key, for signing tokens.
     pub encoding: EncodingKey,
+    /// The public key, for verifying tokens.
     pub decoding: DecodingKey,
     /// Base64url affine coordinates of the public key, for the JWKS.
     pub x: String,
+    /// Base64url Y coordinate of the public key, for the JWKS.
     pub y: String,
     /// The public key as DER SubjectPublicKeyInfo: Keycloak's realm info
     /// publishes it (base64) as `public_key`, which client libraries read.
@@ -38,6 +42,7 @@ impl TenantKey {
             .map_err(|_| "key generation failed".to_string())
     }
 
+    /// The key of a tenant from its unsealed PKCS#8 document; fails on a key that is not P-256.
     pub fn from_pkcs8(kid: &str, pkcs8: &[u8]) -> Result<Self, String> {
         let rng = ring::rand::SystemRandom::new();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
@@ -67,6 +72,7 @@ impl TenantKey {
         }
     }
 
+    /// [`Self::public_jwk`] as a JSON value.
     pub fn jwk(&self) -> serde_json::Value {
         serde_json::to_value(self.public_jwk()).unwrap_or_default()
     }
@@ -84,6 +90,7 @@ pub struct Jwk {
     /// `sig`.
     #[serde(rename = "use")]
     pub use_: String,
+    /// Key id: matches the `kid` header of the realm's tokens.
     pub kid: String,
     /// The point's X coordinate (base64url).
     pub x: String,
@@ -157,6 +164,7 @@ impl KeyCache {
     }
 }
 
+/// The sealing context of a tenant's signing key in storage: a sealed key unseals only under its own tenant.
 pub fn signing_key_context(tenant: &str) -> String {
     format!("tenant/{tenant}/signing-key")
 }

@@ -13,10 +13,15 @@ use crate::error::{ApiError, ApiResult};
 
 /// Role names of API.md, as they appear in `realm_access.roles`.
 pub mod roles {
+    /// Full administration of the tenant (Keycloak's usual admin role).
     pub const ADMIN: &str = "admin";
+    /// Full administration of the tenant (the platform's name); the tenant's first admin holds all three.
     pub const PLATFORM_ADMIN: &str = "platform_admin";
+    /// Full administration of the tenant (Keycloak's realm-management name).
     pub const REALM_ADMIN: &str = "realm-admin";
+    /// Read-only administration: the routes that admit [`super::Grant::AdminRead`].
     pub const ADMIN_READ: &str = "admin-read";
+    /// A device client's service account (client-credentials tokens); limited to its own client.
     pub const CLIENT: &str = "client";
     /// Any of these grants full administration of the tenant.
     pub const ADMINS: [&str; 3] = [ADMIN, PLATFORM_ADMIN, REALM_ADMIN];
@@ -44,16 +49,23 @@ pub enum Grant {
     Client,
 }
 
+/// Routes that change tenant administration: admins only.
 pub const ADMIN: &[Grant] = &[Grant::Admin];
+/// Administrative reads: admins and `admin-read`.
 pub const ADMIN_OR_READ: &[Grant] = &[Grant::Admin, Grant::AdminRead];
+/// Device routes an admin may also call (a client acts only on itself).
 pub const ADMIN_OR_CLIENT: &[Grant] = &[Grant::Admin, Grant::Client];
+/// Any role of the tenant: admins, readers and device clients.
 pub const ANY: &[Grant] = &[Grant::Admin, Grant::AdminRead, Grant::Client];
 
 /// The verified caller of a tenant route.
 #[derive(Clone, Debug)]
 pub struct Principal {
+    /// The tenant whose key signed the token (always the route's tenant).
     pub tenant: String,
+    /// `preferred_username` of the token (`service-account-<client>` for a device client).
     pub username: String,
+    /// The realm roles of the token (`realm_access.roles`), as issued.
     pub roles: Vec<String>,
     /// Set for device clients.
     pub client_id: Option<String>,
@@ -62,12 +74,15 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Whether the token holds exactly this realm role (see [`roles`]).
     pub fn has(&self, role: &str) -> bool {
         self.roles.iter().any(|r| r == role)
     }
+    /// Whether the token holds any of [`roles::ADMINS`].
     pub fn is_admin(&self) -> bool {
         roles::ADMINS.iter().any(|r| self.has(r))
     }
+    /// Whether the token satisfies `grant`; a route admits a caller that satisfies any of its grants.
     pub fn grants(&self, grant: Grant) -> bool {
         match grant {
             Grant::Admin => self.is_admin(),

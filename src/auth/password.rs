@@ -6,6 +6,7 @@ use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::Argon2;
 use std::sync::OnceLock;
 
+/// An argon2id PHC string of `password` with a random salt; slow by design, so call it off the async threads.
 pub fn hash(password: &str) -> Result<String, String> {
     let mut salt = [0u8; 16];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut salt)

@@ -9,41 +9,61 @@ use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// `typ` of an access token: the only kind a bearer may present to the API.
 pub const TYP_ACCESS: &str = "Bearer";
+/// `typ` of a refresh token: accepted only by the token, logout, introspection and revocation endpoints.
 pub const TYP_REFRESH: &str = "Refresh";
+/// `typ` of an ID token: never a credential, only a logout hint.
 pub const TYP_ID: &str = "ID";
 
 /// Clock skew tolerated on `exp` (seconds).
 pub const LEEWAY_S: u64 = 5;
 
+/// A list of role names, in Keycloak's `{"roles": [...]}` claim shape.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RoleSet {
+    /// Role names, as stored on the user (or `client` for a device client).
     pub roles: Vec<String>,
 }
 
 /// The claims of an access (or refresh) token.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccessClaims {
+    /// Expiry, seconds since the epoch; verification allows [`LEEWAY_S`] of skew.
     pub exp: u64,
+    /// Issue time, seconds since the epoch.
     pub iat: u64,
     /// `iat` to the millisecond: revocation compares it with the user's
     /// revocation instant (tokens issued before Herald 0.2 lack it).
     #[serde(default)]
     pub iat_ms: u64,
+    /// Unique token id (a ULID); a refresh token's is the one its stored session expects.
     pub jti: String,
+    /// The realm's issuer URL ([`issuer`]); a token of another realm fails verification.
     pub iss: String,
+    /// `account` for a user's access token, the issuer for a refresh token, the client id for a device client.
     pub aud: String,
+    /// The user's id, or the device client's id for a client-credentials token.
     pub sub: String,
+    /// Which kind of token: [`TYP_ACCESS`] or [`TYP_REFRESH`].
     pub typ: String,
+    /// The client the token was issued to.
     pub azp: String,
+    /// The login session (a ULID) that logout and revocation end.
     pub session_state: String,
+    /// Space-separated scopes granted.
     pub scope: String,
+    /// The user's realm roles; what the route grants check.
     pub realm_access: RoleSet,
+    /// The user's client roles, by client id.
     #[serde(default)]
     pub resource_access: BTreeMap<String, RoleSet>,
+    /// The username (`service-account-<client>` for a device client).
     pub preferred_username: String,
+    /// The user's email, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
+    /// The device client, on a client-credentials token only.
     #[serde(rename = "astClientId", default, skip_serializing_if = "Option::is_none")]
     pub ast_client_id: Option<String>,
 }
@@ -52,27 +72,41 @@ pub struct AccessClaims {
 /// access token when the scope holds `openid`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IdClaims {
+    /// The realm's issuer URL, as in the access token.
     pub iss: String,
+    /// The user's id.
     pub sub: String,
     /// The client the token was issued to.
     pub aud: String,
+    /// Expiry, seconds since the epoch (that of the access token).
     pub exp: u64,
+    /// Issue time, seconds since the epoch.
     pub iat: u64,
+    /// Unique token id (a ULID).
     pub jti: String,
+    /// Always [`TYP_ID`].
     pub typ: String,
+    /// The client the token was issued to (same as `aud`).
     pub azp: String,
     /// The login session (what a logout with this token as hint ends).
     pub sid: String,
+    /// The same session as `sid`, under Keycloak's name.
     pub session_state: String,
+    /// The username.
     pub preferred_username: String,
+    /// The user's email, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
+    /// Whether the user's email is marked verified.
     #[serde(default)]
     pub email_verified: bool,
+    /// First and last name joined; absent when the user has neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The user's first name, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given_name: Option<String>,
+    /// The user's last name, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family_name: Option<String>,
 }
@@ -80,14 +114,22 @@ pub struct IdClaims {
 /// The token endpoint's answer (spec 001 "Token response").
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenPair {
+    /// The access token (an ES256 JWT) to send as `Authorization: Bearer`.
     pub access_token: String,
+    /// Lifetime of the access token, in seconds.
     pub expires_in: u64,
+    /// Lifetime of the refresh token, in seconds; 0 when none is issued.
     pub refresh_expires_in: u64,
+    /// Token for the `refresh_token` grant; empty for client credentials or when the session could not be stored.
     pub refresh_token: String,
+    /// Always `Bearer`.
     pub token_type: String,
+    /// Always 0 (Keycloak's field; Herald has no not-before policy).
     #[serde(rename = "not-before-policy")]
     pub not_before_policy: u64,
+    /// The login session the tokens belong to; logout ends it.
     pub session_state: String,
+    /// Space-separated scopes granted (`openid profile email` by default for a user).
     pub scope: String,
     /// Present when the scope holds `openid`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

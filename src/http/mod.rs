@@ -11,15 +11,22 @@ use http_body_util::Full;
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::Arc;
 
+/// What every handler answers: the whole body in memory.
 pub type Response = http::Response<Full<Bytes>>;
 
 /// One request, decoded as far as routing and authentication go.
 pub struct Cx {
+    /// The engine serving the request.
     pub engine: Arc<Engine>,
+    /// The request method.
     pub method: Method,
+    /// Path parameters by name, in pattern order (see [`Cx::param`]).
     pub params: Vec<(String, String)>,
+    /// The raw query string, without `?`; `None` when the URI has none.
     pub query: Option<String>,
+    /// The request headers.
     pub headers: HeaderMap,
+    /// The whole body, already read within the body limit and timeouts.
     pub body: Bytes,
     /// The verified caller: a tenant's principal on every route that needs
     /// its token, the operator on operator routes.
@@ -39,6 +46,7 @@ impl Cx {
         self.param("tenantId")
     }
 
+    /// The tenant principal of the token; 401 when the caller is not a tenant's.
     pub fn principal(&self) -> ApiResult<&Principal> {
         match &self.caller {
             Caller::Tenant(p) => Ok(p),
@@ -56,15 +64,19 @@ impl Cx {
         self.query.as_deref().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
     }
 
+    /// The first value of query parameter `name`, percent-decoded; `None` when absent.
     pub fn query_param(&self, name: &str) -> Option<String> {
         self.query_pairs().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
+    /// A header's value; `None` when absent or not visible ASCII.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 }
 
+/// Decodes a JSON body into `T`: 400 on an empty body, and a 400 naming the
+/// failing field path (`request body` for the whole) on a bad one.
 pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     if body.is_empty() {
         return Err(ApiError::bad_request("request body: a JSON body is required"));
@@ -84,6 +96,7 @@ pub fn json<T: Serialize>(status: StatusCode, value: &T) -> ApiResult<Response> 
     Ok(with_body(status, "application/json", body.into()))
 }
 
+/// An answer with `body` as is, under `content_type`.
 pub fn with_body(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
     let mut r = http::Response::new(Full::new(body));
     *r.status_mut() = status;
@@ -91,6 +104,7 @@ pub fn with_body(status: StatusCode, content_type: &'static str, body: Bytes) ->
     r
 }
 
+/// An answer without a body (204, 202 and the like).
 pub fn empty(status: StatusCode) -> Response {
     let mut r = http::Response::new(Full::new(Bytes::new()));
     *r.status_mut() = status;

@@ -31,16 +31,21 @@ pub fn many<T: ToSchema>(c: &mut Components) -> Value {
 
 /// One answer of an operation.
 pub enum Answer {
+    /// A JSON body of this schema.
     Json(SchemaFn),
+    /// A text body of this media type.
     Text(&'static str),
     /// Raw bytes of this media type (`type: string, format: binary`).
     Binary(&'static str),
+    /// No body.
     Empty,
 }
 
 /// A query parameter.
 pub struct Query {
+    /// The parameter's name, as the handler reads it.
     pub name: &'static str,
+    /// Whether the handler refuses a request without it.
     pub required: bool,
     /// Its JSON schema: free text unless the handler parses it (integers with
     /// their bounds, booleans, closed sets, timestamps).
@@ -48,6 +53,7 @@ pub struct Query {
 }
 
 impl Query {
+    /// Its JSON schema, for the operation's `parameters`.
     pub fn schema(&self) -> Value {
         self.value.clone()
     }
@@ -55,11 +61,17 @@ impl Query {
 
 /// The documentation of one route.
 pub struct Doc {
+    /// One line: the operation's `summary`.
     pub summary: &'static str,
+    /// The request body's schema; `None`: the route reads no body.
     pub body: Option<SchemaFn>,
+    /// The body may be left out (its defaults apply).
     pub body_optional: bool,
+    /// Media types of the body: JSON, or form-encoded on the OAuth endpoints.
     pub media: &'static [&'static str],
+    /// The success answers, by status; the error answers come from the route's family.
     pub responses: Vec<(u16, Answer)>,
+    /// Query parameters, in declaration order.
     pub query: Vec<Query>,
 }
 

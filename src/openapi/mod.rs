@@ -87,26 +87,32 @@ pub fn document(router: &Router) -> OpenApiDocument {
 pub struct OpenApiDocument {
     /// `3.1.0`.
     pub openapi: String,
+    /// Title, version, description and licence of the API.
     pub info: OpenApiInfo,
     /// A path item (its operations) by path pattern; their shape is the OpenAPI specification's.
     #[schema(value_type = BTreeMap<String, Object>)]
     pub paths: Map<String, Value>,
+    /// The schemas the operations refer to, and the security schemes.
     pub components: OpenApiComponents,
 }
 
 /// The `info` member of the document.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct OpenApiInfo {
+    /// `Herald`.
     pub title: String,
     /// The engine's version.
     pub version: String,
+    /// What the engine serves, in one sentence.
     pub description: String,
+    /// Apache-2.0.
     pub license: OpenApiLicense,
 }
 
 /// The licence of the engine.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct OpenApiLicense {
+    /// The licence's name.
     pub name: String,
     /// Its SPDX identifier.
     pub identifier: String,
@@ -119,6 +125,7 @@ pub struct OpenApiComponents {
     /// JSON Schemas (2020-12) by name.
     #[schema(value_type = BTreeMap<String, Object>)]
     pub schemas: Map<String, Value>,
+    /// `bearerJwt` (a tenant's access token) and `operatorToken`, by name.
     pub security_schemes: BTreeMap<String, SecurityScheme>,
 }
 
@@ -131,8 +138,10 @@ pub struct SecurityScheme {
     pub kind: String,
     /// `bearer`.
     pub scheme: String,
+    /// `JWT` for tenant tokens; absent for the opaque operator token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bearer_format: Option<String>,
+    /// Which token it is and where it comes from.
     pub description: String,
 }
 

@@ -37,11 +37,14 @@ use serde_json::Value;
 pub struct Event {
     /// `client`, `push`, `signer`, `version`, `login` or `domain`.
     pub kind: &'static str,
+    /// The webhook event name subscribers filter on (`CLIENT_REGISTERED`, ...).
     pub name: &'static str,
+    /// The event's payload, as the webhook body carries it.
     pub data: Value,
 }
 
 impl Event {
+    /// An event to publish once the operation's write has committed.
     pub fn new(kind: &'static str, name: &'static str, data: Value) -> Event {
         Event { kind, name, data }
     }

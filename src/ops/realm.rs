@@ -18,6 +18,7 @@ pub async fn set_login_config(engine: &Engine, tenant: &str, c: LoginConfig) -> 
     commit(engine, tenant, Vec::new()).await
 }
 
+/// 400 `BAD_REQUEST` "Component Not found": Keycloak's answer for an unknown LDAP component.
 pub fn component_not_found() -> ApiError {
     ApiError::bad_request("Component Not found").with_word("BAD_REQUEST")
 }
@@ -101,9 +102,12 @@ pub enum Resend {
     Disabled,
     /// Refused: the user is locked (`counted`: by this very resend).
     Locked {
+        /// True when this resend reached the limit (and was counted).
         counted: bool,
     },
+    /// Counted; the user may resend `remaining` more times before the lock.
     Accepted {
+        /// Resends left in the current window.
         remaining: u32,
     },
 }
@@ -186,10 +190,13 @@ pub async fn otp_unlock_all(engine: &Engine, tenant: &str) -> ApiResult<Option<u
     Err(ApiError::conflict("OTP counters kept changing: try again"))
 }
 
+/// 400 `invalid_grant` with this description (RFC 6749 §5.2).
 pub fn invalid_grant(description: &str) -> ApiError {
     ApiError::oauth(StatusCode::BAD_REQUEST, "invalid_grant", description)
 }
 
+/// 401 `invalid_grant` "Invalid user credentials": the one answer to a wrong
+/// username or password, so neither reveals which.
 pub fn invalid_credentials() -> ApiError {
     ApiError::oauth(StatusCode::UNAUTHORIZED, "invalid_grant", "Invalid user credentials")
 }
@@ -210,12 +217,15 @@ pub async fn record_login_failure(engine: &Engine, tenant: &str, user_id: &str, 
 /// A password login to open a session for.
 #[derive(Debug, Clone)]
 pub struct Login<'a> {
+    /// The id of the user whose password was verified.
     pub user_id: &'a str,
     /// The password hash the password was verified against.
     pub verified: Option<&'a str>,
     /// The brute-force clock's reading.
     pub now: u64,
+    /// Id of the new session: the tokens' `session_state`.
     pub session_id: &'a str,
+    /// The session record to store.
     pub session: Session,
 }
 
@@ -249,7 +259,9 @@ pub async fn open_session(engine: &Engine, tenant: &str, login: Login<'_>) -> Ap
 /// A refresh token presented at the token endpoint (verified and of this tenant).
 #[derive(Debug, Clone)]
 pub struct Refresh<'a> {
+    /// The token's subject (the user's id).
     pub user_id: &'a str,
+    /// The token's session (`session_state`).
     pub session_id: &'a str,
     /// The token's `jti`.
     pub jti: &'a str,

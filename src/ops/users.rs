@@ -18,6 +18,7 @@ use herald_storage::now_ms;
 use herald_storage::users::{Credential, User};
 use herald_storage::Tx;
 
+/// 404 `USER_NOT_FOUND` "User does not exist", Keycloak's answer for an unknown user.
 pub fn user_not_found() -> ApiError {
     ApiError::not_found("User does not exist").with_word("USER_NOT_FOUND")
 }
@@ -110,6 +111,7 @@ pub async fn update(engine: &Engine, tenant: &str, username: &str, body: &UserWr
     .await
 }
 
+/// Update Profile of the user of `username` ([`user::apply_profile`]); 404 when absent.
 pub async fn update_profile(engine: &Engine, tenant: &str, username: &str, body: &ProfileWrite) -> ApiResult<User> {
     change(engine, tenant, username, |u| user::apply_profile(u, body)).await
 }
@@ -120,18 +122,22 @@ pub async fn set_enabled(engine: &Engine, tenant: &str, username: &str, enabled:
     change(engine, tenant, username, |u| user::set_enabled(u, enabled, now_s)).await
 }
 
+/// Gives the user of `username` every admin role.
 pub async fn promote(engine: &Engine, tenant: &str, username: &str) -> ApiResult<User> {
     change(engine, tenant, username, user::promote).await
 }
 
+/// Takes every admin role from the user of `username`; its earlier tokens are refused.
 pub async fn revoke_admin(engine: &Engine, tenant: &str, username: &str) -> ApiResult<User> {
     change(engine, tenant, username, user::revoke_admin).await
 }
 
+/// Takes the listed realm and client roles from the user; its earlier tokens are refused.
 pub async fn revoke_roles(engine: &Engine, tenant: &str, username: &str, body: &RevokeRoles) -> ApiResult<User> {
     change(engine, tenant, username, |u| user::revoke_roles(u, body)).await
 }
 
+/// Removes the listed required actions from the user of `username`.
 pub async fn revoke_required_actions(
     engine: &Engine,
     tenant: &str,

@@ -118,7 +118,9 @@ pub(crate) fn remove_version(tx: &Tx, tenant: &str, id: &str, ballots: &Ballots)
 
 /// What a counted vote answers.
 pub struct Counted {
+    /// The version voted on, as stored.
     pub version: Version,
+    /// The architecture's state after the vote (`REGISTERED` once the quorum agrees).
     pub state: ArchState,
 }
 

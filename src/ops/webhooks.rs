@@ -36,7 +36,9 @@ fn seal_password(
 
 /// A created webhook with its signing secret, which only this answer shows.
 pub struct Created {
+    /// The webhook as stored (its secret sealed).
     pub webhook: Webhook,
+    /// The signing secret in clear: shown once, never readable again.
     pub secret: String,
 }
 

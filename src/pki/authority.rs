@@ -25,6 +25,8 @@ use std::time::Duration;
 /// Lifetime of a signer certificate (capped by the root's).
 const SIGNER_VALIDITY: Duration = Duration::from_secs(5 * 365 * 86_400);
 
+/// The engine's certificate authority: the root, and through the store the
+/// tenants' signers, client certificates and CRLs; events go to the webhooks.
 pub struct Authority {
     store: Store,
     root: Root,
@@ -42,10 +44,12 @@ pub fn precondition(message: impl Into<String>) -> ApiError {
 }
 
 impl Authority {
+    /// An authority over `root`, issuing client certificates valid for `client_validity`.
     pub fn new(store: Store, root: Root, events: Arc<EventBus>, client_validity: Duration) -> Arc<Authority> {
         Arc::new(Authority { store, root, events, client_validity })
     }
 
+    /// The root CA every signer chains to.
     pub fn root(&self) -> &Root {
         &self.root
     }

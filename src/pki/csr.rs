@@ -3,9 +3,12 @@
 
 /// A verified request: the requester's SubjectPublicKeyInfo (DER).
 pub struct VerifiedCsr {
+    /// The public key to certify; the only part of the request Herald uses.
     pub spki_der: Vec<u8>,
 }
 
+/// Parses a PEM `CERTIFICATE REQUEST` and checks its self-signature; the
+/// error says why a request is refused (not PEM, bad signature, unsupported key).
 pub fn verify(pem: &str) -> Result<VerifiedCsr, String> {
     use x509_parser::prelude::FromDer;
     let der = super::pem_der(pem.trim(), "CERTIFICATE REQUEST")?;

@@ -10,7 +10,9 @@ use rcgen::{
 
 /// An issued certificate: PEM and hex serial.
 pub struct Issued {
+    /// The certificate, PEM-encoded.
     pub pem: String,
+    /// Its serial number in hex: what revocation and the CRL name it by.
     pub serial: String,
 }
 

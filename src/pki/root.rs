@@ -9,8 +9,11 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsage
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The root CA certificate and its key (20 years when generated).
 pub struct Root {
+    /// The certificate, PEM-encoded, as written to `root-ca.pem`.
     pub cert_pem: String,
+    /// The certificate, DER-encoded, for chains and verification.
     pub cert_der: Vec<u8>,
     key: KeyPair,
 }

@@ -34,9 +34,11 @@ const OPS_CONNECTIONS: usize = 64;
 
 /// A server running in this process (tests, embedding).
 pub struct Running {
+    /// The API listener's bound address (the real port when `listen` asked for port 0).
     pub addr: SocketAddr,
     /// The operations listener's address, when one was configured.
     pub ops_addr: Option<SocketAddr>,
+    /// The engine it serves, for calling the library API beside HTTP.
     pub engine: Arc<Engine>,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
@@ -53,7 +55,9 @@ impl Running {
 
 /// The bound sockets: the public port and, when configured, the operations port.
 pub struct Listeners {
+    /// The API port (`listen`).
     pub public: TcpListener,
+    /// The operations port (`ops_listen`); `None` when not configured.
     pub ops: Option<TcpListener>,
 }
 
@@ -270,6 +274,8 @@ impl Connection {
     }
 }
 
+/// The TLS acceptor of the configured certificate and key (ALPN h2 and http/1.1);
+/// `None` without TLS; an error names the file that cannot be read or used.
 pub fn tls_acceptor(engine: &Engine) -> Result<Option<TlsAcceptor>, String> {
     let Some((cert, key)) = &engine.config.tls else {
         return Ok(None);

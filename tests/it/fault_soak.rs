@@ -11,7 +11,7 @@ use crate::common;
 use crate::common::{apns_token, Herald, OPERATOR, PASSWORD};
 use herald_sim::{Faults, Provider, ProviderFaults, StatusFault};
 use herald_storage::push_tokens::PushProvider;
-use herald_storage::{Store, StoreOptions};
+use herald_storage::Store;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -47,7 +47,7 @@ pub struct Discovery {
 
 const CLIENT_AUTH: [&str; 2] = ["client_secret_basic", "client_secret_post"];
 
-pub async fn discovery(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn discovery(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     if cx.engine.store.tenants().get(tenant)?.is_none() {
         return Err(ApiError::not_found("Realm does not exist"));
@@ -107,7 +107,7 @@ pub struct Jwks {
     keys: Vec<crate::auth::Jwk>,
 }
 
-pub async fn certs(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn certs(cx: Cx) -> ApiResult<Response> {
     let key = cx
         .engine
         .keys
@@ -131,7 +131,7 @@ pub struct RealmInfo {
     tokens_not_before: u64,
 }
 
-pub async fn realm_info(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn realm_info(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let key =
         cx.engine.keys.get(&cx.engine.store, tenant)?.ok_or_else(|| ApiError::not_found("Realm does not exist"))?;

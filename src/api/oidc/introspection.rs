@@ -11,7 +11,7 @@ use http::StatusCode;
 
 pub use crate::library::realm::Introspection;
 
-pub async fn introspect(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn introspect(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let params = Params::limited(&cx)?;
     let caller = match crate::router::bearer(&cx.headers) {

@@ -14,14 +14,17 @@ use http::StatusCode;
 /// What names the session to end (one of the two), and the client.
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
 pub struct LogoutRequest {
+    /// A refresh token of the session; checked before `id_token_hint` when both are given.
     pub refresh_token: Option<String>,
     /// An ID token of the session, possibly expired.
     pub id_token_hint: Option<String>,
+    /// The client (`client_secret_post`, or HTTP Basic); if named, it must be the client the token was issued to.
     pub client_id: Option<String>,
+    /// The client's secret (`client_secret_post`); required to end a device client's session.
     pub client_secret: Option<String>,
 }
 
-pub async fn logout(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn logout(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let params = Params::limited(&cx)?;
     let client = OAuthClient::identify(&cx.engine, tenant, &cx.headers, &params)?;

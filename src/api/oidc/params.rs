@@ -80,9 +80,12 @@ impl Params {
 /// §2.1); the client authenticates with them or with HTTP Basic.
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
 pub struct TokenParams {
+    /// The access or refresh token to introspect or revoke.
     pub token: String,
     /// `access_token` or `refresh_token`: where to look first.
     pub token_type_hint: Option<String>,
+    /// The client (`client_secret_post`); HTTP Basic may name it instead.
     pub client_id: Option<String>,
+    /// The client's secret (`client_secret_post`).
     pub client_secret: Option<String>,
 }

@@ -10,7 +10,7 @@ use crate::http::{empty, Cx, Response};
 use crate::ops::realm;
 use http::StatusCode;
 
-pub async fn revoke(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn revoke(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     let params = Params::limited(&cx)?;
     let client = OAuthClient::identify(&cx.engine, tenant, &cx.headers, &params)?;

@@ -29,6 +29,7 @@ fn grant_type_schema() -> utoipa::openapi::Object {
 /// authenticate with HTTP Basic instead of `client_id` and `client_secret`.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct TokenRequest {
+    /// Which grant: `password`, `refresh_token` or `client_credentials`; anything else is `unsupported_grant_type`.
     #[schema(schema_with = grant_type_schema, required = true)]
     pub grant_type: Option<String>,
     /// Password grant.
@@ -45,7 +46,7 @@ pub struct TokenRequest {
     pub scope: Option<String>,
 }
 
-pub async fn token(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn token(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant().to_string();
     let key = realm_key(&cx.engine, &tenant)?;
     // A refresh grant names neither user nor client before its token is

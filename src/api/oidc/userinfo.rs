@@ -31,7 +31,7 @@ fn invalid_token(tenant: &str, description: impl Into<String>) -> ApiError {
         .with_challenge(format!("Bearer realm=\"{tenant}\", error=\"invalid_token\""))
 }
 
-pub async fn userinfo(cx: Cx) -> ApiResult<Response> {
+pub(crate) async fn userinfo(cx: Cx) -> ApiResult<Response> {
     let tenant = cx.tenant();
     // RFC 6750 §2: the header, or (POST only) the `access_token` form field.
     let from_form = match cx.method {
