@@ -97,8 +97,9 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file, store },
         } => {
             crate::engine::install_crypto_providers();
-            let store = Store::open(&StoreOptions { master_key_file, store_url: store, ..StoreOptions::new(&data_dir) })
-                .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
+            let store =
+                Store::open(&StoreOptions { master_key_file, store_url: store, ..StoreOptions::new(&data_dir) })
+                    .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
             let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
             crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;
             store.durable().await.map_err(|e| e.to_string())?;

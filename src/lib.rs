@@ -35,6 +35,7 @@
 //! - `server`: the listeners, HTTP/1.1 and HTTP/2, TLS, connection limits
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod auth;

@@ -246,6 +246,7 @@ pub async fn open_session(engine: &Engine, tenant: &str, login: Login<'_>) -> Ap
             return Err(invalid_grant("Account temporarily disabled"));
         }
         user::may_log_in(&u).map_err(invalid_grant)?;
+        tx.hold_revocation(tenant, &u.id)?;
         if failure.is_some() {
             tx.clear_login_failure(tenant, &u.id)?;
         }
@@ -283,7 +284,7 @@ pub async fn refresh_session(engine: &Engine, tenant: &str, r: Refresh<'_>) -> A
     let rotated = engine.store.transact(|tx| {
         let u = tx.user(tenant, r.user_id)?.ok_or_else(|| invalid_grant("Invalid refresh token"))?;
         user::may_log_in(&u).map_err(invalid_grant)?;
-        if r.issued_ms < tx.tokens_revoked_before(tenant, &u.id)? {
+        if r.issued_ms < tx.hold_revocation(tenant, &u.id)? {
             return Err(invalid_grant("Token is not active"));
         }
         let current = tx.session(tenant, r.session_id)?.ok_or_else(|| invalid_grant("Session not active"))?;

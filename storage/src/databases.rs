@@ -217,7 +217,9 @@ impl Dbs {
                 let mut trees: Vec<sled::Tree> = Vec::new();
                 let mut ops = Vec::with_capacity(writes.len());
                 for (tree, k, v) in writes {
-                    let Tree::Sled(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
+                    let Tree::Sled(t) = tree else {
+                        return Err(Error::Unavailable("a tree of another backend".into()));
+                    };
                     let at = match trees.iter().position(|x| x.name() == t.name()) {
                         Some(i) => i,
                         None => {

@@ -57,7 +57,7 @@ pub mod webhooks;
 pub use codec::round_trip_every_record;
 pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};
+pub use store::{now_ms, Store, StoreOptions};
 #[cfg(feature = "test-support")]
 pub use store::{test_on_postgres, test_options};
-pub use store::{now_ms, Store, StoreOptions};
 pub use tx::Tx;

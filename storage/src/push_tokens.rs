@@ -141,7 +141,10 @@ impl PushTokens<'_> {
     /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.
-        self.0.trees().and_then(|t| t.tokens_by_app.count_prefix(prefix(&[tenant, app]))).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        self.0
+            .trees()
+            .and_then(|t| t.tokens_by_app.count_prefix(prefix(&[tenant, app])))
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 }
 

@@ -1,6 +1,6 @@
 use crate::databases::{Dbs, Engine, Slot};
-use crate::kv::Tree;
 use crate::flusher::Flusher;
+use crate::kv::Tree;
 use crate::seal::{MasterKey, Secret};
 use crate::space::{Space, SAMPLE_EVERY};
 use crate::{codec, Error, Result};

@@ -1,10 +1,10 @@
 //! Users of a tenant's realm, with the username index.
 
 use crate::keys::{key, prefix};
+use crate::kv::TxTree;
 use crate::store::{get, Store};
 use crate::{Error, Result, Tx};
 use serde::{Deserialize, Serialize};
-use crate::kv::TxTree;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -337,6 +337,20 @@ impl Tx<'_> {
         let k = key(&[tenant, user_id]);
         let stored = self.get::<u64>(&self.t.token_revocations, &k)?.unwrap_or(0);
         self.put(&self.t.token_revocations, &k, &stored.max(revocation_instant()))
+    }
+
+    /// Writes the user's revocation instant back as it is, so that this
+    /// transaction and any concurrent one that revokes the user's tokens
+    /// write the same record: one of them then runs again after the other
+    /// (both backends order writers of one key), and a session opened here
+    /// is never ordered before a revocation whose instant precedes its
+    /// tokens. Reading the user is not enough: PostgreSQL's serializable
+    /// level may order a reader before a concurrent writer.
+    pub fn hold_revocation(&self, tenant: &str, user_id: &str) -> Result<u64> {
+        let k = key(&[tenant, user_id]);
+        let stored = self.get::<u64>(&self.t.token_revocations, &k)?.unwrap_or(0);
+        self.put(&self.t.token_revocations, &k, &stored)?;
+        Ok(stored)
     }
 
     /// See [`Users::tokens_revoked_before`].

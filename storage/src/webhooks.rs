@@ -216,7 +216,10 @@ impl Webhooks<'_> {
     /// Entries waiting in a webhook's outbox; 0 while the database is being reopened (a gauge).
     pub fn outbox_depth(&self, tenant: &str, id: &str) -> usize {
         // A gauge: 0 while the database is being reopened.
-        self.0.trees().and_then(|t| t.outbox.count_prefix(prefix(&[tenant, id]))).map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        self.0
+            .trees()
+            .and_then(|t| t.outbox.count_prefix(prefix(&[tenant, id])))
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     /// Records an attempt and the entry's next state: delivered (removed),

@@ -324,6 +324,9 @@ async fn until_status(http: &reqwest::Client, url: &str, status: StatusCode, sec
 
 #[tokio::test]
 async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_restart() {
+    if herald_storage::test_on_postgres() {
+        return; // The data directory's disk: records live in the database's on PostgreSQL.
+    }
     let Some(disk) = SmallDisk::mount(192) else { return };
     let data = disk.0.path().join("data");
     let h = Herald::start(&data, &[]);
@@ -387,6 +390,9 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
 
 #[tokio::test]
 async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
+    if herald_storage::test_on_postgres() {
+        return; // The data directory's disk: records live in the database's on PostgreSQL.
+    }
     let Some(disk) = SmallDisk::mount(96) else { return };
     let data = disk.0.path().join("data");
     // No reserve: the database itself meets the full disk.
@@ -419,6 +425,9 @@ async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
 
 #[tokio::test]
 async fn an_engine_started_on_a_full_disk_serves_reads_and_is_not_ready() {
+    if herald_storage::test_on_postgres() {
+        return; // The data directory's disk: records live in the database's on PostgreSQL.
+    }
     let Some(disk) = SmallDisk::mount(160) else { return };
     let data = disk.0.path().join("data");
     let h = Herald::start(&data, &[]);
@@ -443,6 +452,9 @@ async fn an_engine_started_on_a_full_disk_serves_reads_and_is_not_ready() {
 
 #[tokio::test]
 async fn a_broadcast_pauses_on_a_full_disk_and_completes_once_space_is_freed() {
+    if herald_storage::test_on_postgres() {
+        return; // The data directory's disk: records live in the database's on PostgreSQL.
+    }
     use herald_sim::{Faults, ProviderFaults};
     let Some(disk) = SmallDisk::mount(192) else { return };
     let dir = tempfile::tempdir().unwrap();

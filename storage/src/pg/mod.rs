@@ -159,10 +159,14 @@ impl Pg {
         let pool = self.pool.clone();
         let stored = self.run(async move {
             let c = pool.get().await.map_err(pool_error)?;
-            c.execute("INSERT INTO herald_meta (name, v) VALUES ('master_key_check', $1) ON CONFLICT (name) DO NOTHING", &[&sealed])
-                .await
-                .map_err(fault)?;
-            let row = c.query_one("SELECT v FROM herald_meta WHERE name = 'master_key_check'", &[]).await.map_err(fault)?;
+            c.execute(
+                "INSERT INTO herald_meta (name, v) VALUES ('master_key_check', $1) ON CONFLICT (name) DO NOTHING",
+                &[&sealed],
+            )
+            .await
+            .map_err(fault)?;
+            let row =
+                c.query_one("SELECT v FROM herald_meta WHERE name = 'master_key_check'", &[]).await.map_err(fault)?;
             row.try_get::<_, Vec<u8>>(0).map_err(fault)
         })?;
         let secret: Secret = crate::codec::decode(&stored)?;
@@ -235,7 +239,8 @@ impl Table {
             conditions.push(format!("k < ${}", params.len()));
         }
         let filter = if conditions.is_empty() { String::new() } else { format!("WHERE {}", conditions.join(" AND ")) };
-        let sql = format!("SELECT k, v FROM {} {filter} ORDER BY k LIMIT ${}", self.name, params.len().saturating_add(1));
+        let sql =
+            format!("SELECT k, v FROM {} {filter} ORDER BY k LIMIT ${}", self.name, params.len().saturating_add(1));
         let pool = self.pg.pool.clone();
         self.pg.run(async move {
             let c = pool.get().await.map_err(pool_error)?;

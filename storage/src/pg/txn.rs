@@ -13,8 +13,8 @@ use deadpool_postgres::Object;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use tokio_postgres::types::ToSql;
 use std::sync::Arc;
+use tokio_postgres::types::ToSql;
 
 /// A transaction in progress. Rolled back when dropped unfinished.
 pub(crate) struct Txn {

@@ -510,7 +510,7 @@ pub fn seed_clients(
 ) -> Vec<(String, String)> {
     use herald_storage::clients::Client;
     use herald_storage::push_tokens::PushToken;
-    let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(data)).unwrap();
+    let store = herald_storage::Store::open(&store_options(data)).unwrap();
     let mut seeded = Vec::new();
     for i in 0..n {
         let id = ulid::Ulid::generate().to_string();
