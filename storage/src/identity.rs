@@ -125,7 +125,7 @@ impl Identity<'_> {
 
     /// Whether session `id` was ended: its tokens are refused even unexpired.
     pub fn session_ended(&self, tenant: &str, id: &str) -> Result<bool> {
-        Ok(self.0.trees()?.ended_sessions.contains_key(key(&[tenant, id]))?)
+        self.0.trees()?.ended_sessions.contains_key(key(&[tenant, id]))
     }
 
     /// Forgets ended sessions whose every token has expired by `now` (ms);

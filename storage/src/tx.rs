@@ -86,9 +86,7 @@ where
         let txn = Txn::begin(pg)?;
         let trees = TxTrees::pg(&txn);
         let tx = Tx { t: &trees, conflict: Cell::new(false) };
-        let done = f(&tx);
-        drop(tx);
-        match done {
+        match f(&tx) {
             Ok(value) => match txn.commit() {
                 Ok(()) => return Ok(value),
                 Err(_) if txn.must_retry() => continue,

@@ -13,7 +13,7 @@ const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_records.sql")];
 pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// The advisory lock's key, held while migrating ("herald" in ASCII).
-const LOCK: i64 = 0x68_65_72_61_6c_64;
+const LOCK: i64 = 0x6865_7261_6c64;
 
 /// Brings the database to [`SCHEMA_VERSION`]; refuses a newer one.
 pub(crate) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()> {

@@ -40,6 +40,9 @@ pub(crate) struct Pg {
     pool: Pool,
 }
 
+/// One write of [`Pg::write_all`]: table, key, and the value or `None` to delete.
+pub(crate) type Row = (&'static str, Vec<u8>, Option<Vec<u8>>);
+
 /// One tree as a table of the shared database. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Table {
@@ -129,8 +132,8 @@ impl Pg {
         })
     }
 
-    /// Applies `writes` (table, key, value or `None` to delete) in one transaction.
-    pub(crate) fn write_all(&self, writes: Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)>) -> Result<()> {
+    /// Applies `writes` in one transaction.
+    pub(crate) fn write_all(&self, writes: Vec<Row>) -> Result<()> {
         let pool = self.pool.clone();
         self.run(async move {
             let mut c = pool.get().await.map_err(pool_error)?;

@@ -16,12 +16,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
 
+/// Writes not yet sent, by table and key: a value, or `None` for a delete.
+type Pending = BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>;
+
 /// A transaction in progress. Rolled back when dropped unfinished.
 pub(crate) struct Txn {
     pg: Arc<Pg>,
     client: Arc<Object>,
-    /// Writes not yet sent, by table and key: a value, or `None` for a delete.
-    writes: RefCell<BTreeMap<(&'static str, Vec<u8>), Option<Vec<u8>>>>,
+    writes: RefCell<Pending>,
     /// `BEGIN` was sent and neither `COMMIT` nor `ROLLBACK` since.
     open: Cell<bool>,
     /// A statement failed in a way that running the transaction again may cure.
