@@ -24,6 +24,12 @@ pub struct Settings {
     /// (they need the same master key file).
     #[arg(long, env = "HERALD_STORE")]
     pub store: Option<String>,
+    /// How long delivery reports and outcomes are kept (`7d`, `12h`, `30s`; `0` for ever).
+    #[arg(long, env = "HERALD_REPORT_RETENTION")]
+    pub report_retention: Option<String>,
+    /// How long webhook delivery attempts are kept (`7d`, `12h`, `30s`; `0` for ever).
+    #[arg(long, env = "HERALD_EVENT_RETENTION")]
+    pub event_retention: Option<String>,
     /// Hex file with the 256-bit key that seals secrets (created in the data dir when absent).
     #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
@@ -165,6 +171,8 @@ impl Settings {
             listen: self.listen.or(other.listen),
             data_dir: self.data_dir.or(other.data_dir),
             store: self.store.or(other.store),
+            report_retention: self.report_retention.or(other.report_retention),
+            event_retention: self.event_retention.or(other.event_retention),
             master_key_file: self.master_key_file.or(other.master_key_file),
             cache_mib: self.cache_mib.or(other.cache_mib),
             operator_token: self.operator_token.or(other.operator_token),
@@ -221,6 +229,9 @@ impl Settings {
     }
 }
 
+/// How long reports and webhook attempts are kept unless configured.
+const DEFAULT_RETENTION: &str = "7d";
+
 /// The resolved configuration the engine runs with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -234,6 +245,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where records live when not in the data directory (a database URL).
     pub store: Option<String>,
+    /// How long reports and webhook attempts are kept.
+    pub retention: crate::sweeper::Retention,
     /// File of the sealing master key; `None`: the one generated in `data_dir`.
     pub master_key_file: Option<PathBuf>,
     /// sled's page cache in bytes.
@@ -436,6 +449,16 @@ impl Config {
             disk_reserve_bytes: s.disk_reserve_mib.unwrap_or(64).saturating_mul(1 << 20),
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
             store: s.store,
+            retention: crate::sweeper::Retention {
+                reports: crate::sweeper::parse_retention(
+                    "report_retention",
+                    s.report_retention.as_deref().unwrap_or(DEFAULT_RETENTION),
+                )?,
+                events: crate::sweeper::parse_retention(
+                    "event_retention",
+                    s.event_retention.as_deref().unwrap_or(DEFAULT_RETENTION),
+                )?,
+            },
             master_key_file: s.master_key_file,
             cache_bytes: match s.cache_mib {
                 Some(0) => return Err("cache_mib: must be at least 1".into()),

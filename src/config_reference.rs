@@ -94,6 +94,8 @@ impl Config {
             listen: Some(self.listen),
             data_dir: Some(self.data_dir.clone()),
             store: self.store.clone(),
+            report_retention: Some(retention_text(self.retention.reports)),
+            event_retention: Some(retention_text(self.retention.events)),
             master_key_file: self.master_key_file.clone(),
             cache_mib: Some(self.cache_bytes >> 20),
             operator_token: self.operator_token.clone(),
@@ -163,4 +165,12 @@ mod tests {
         assert!(text.contains("# operator_token = (unset by default)"), "{text}");
         assert!(text.contains("# public_url = \"http://127.0.0.1:8080\" (derived from listen)"), "{text}");
     }
+}
+
+/// A retention as `--report-retention` takes it: whole seconds, `0` for ever.
+fn retention_text(d: Option<std::time::Duration>) -> String {
+    d.map_or_else(
+        || "0".to_string(),
+        |d| humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string(),
+    )
 }

@@ -58,7 +58,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        spawn_sweeper(store.clone(), config.clock.clone());
+        crate::sweeper::spawn(store.clone(), config.clock.clone(), config.retention);
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let tenants = store.tenants().list().map_err(|e| format!("listing tenants: {e}"))?;
         herald_actors::telemetry::export_at_zero(tenants.iter().map(|t| t.id.as_str()));
@@ -103,27 +103,4 @@ pub fn random_token() -> Result<String, String> {
     let mut bytes = [0u8; 32];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes).map_err(|_| "no randomness")?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
-}
-
-/// Deletes expired nonces every few seconds, so none outlives its expiry
-/// for long; once a minute, forgets ended sessions whose tokens have all
-/// expired (a full scan of the ended ones: no need to do it more often).
-fn spawn_sweeper(store: Store, clock: crate::auth::brute_force::Clock) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
-        for round in 0u64.. {
-            tick.tick().await;
-            if store.writable().is_err() {
-                continue;
-            }
-            if let Err(e) = store.nonces().sweep(clock.now_ms()) {
-                tracing::warn!(error = %e, "nonce sweep failed");
-            }
-            if round % 12 == 0 {
-                if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
-                    tracing::warn!(error = %e, "ended-session sweep failed");
-                }
-            }
-        }
-    });
 }

@@ -33,6 +33,7 @@
 //! - `rate_limit`: token buckets of the send API and the token endpoints
 //! - `router`: matching, authenticating and dispatching one request
 //! - `server`: the listeners, HTTP/1.1 and HTTP/2, TLS, connection limits
+//! - `sweeper`: deleting what expired (nonces, ended sessions) and what is past its retention
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -59,6 +60,7 @@ pub mod pki;
 pub mod rate_limit;
 pub mod router;
 pub mod server;
+pub mod sweeper;
 
 pub use auth::Caller;
 pub use embedding::{EngineBuilder, HttpService};

@@ -75,6 +75,9 @@ fn at_zero() {
     }
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
+    for kind in ["report", "outcome", "attempt"] {
+        counter!("herald_retention_deleted_total", "kind" => kind).absolute(0);
+    }
     for route in crate::api::routes() {
         let status = route.doc.responses.iter().map(|(s, _)| *s).find(|s| (200..300).contains(s)).unwrap_or(200);
         let labels =
@@ -184,6 +187,12 @@ pub const SERIES: &[Series] = &[
     series("herald_storage_free_bytes", Kind::Gauge, &[],
         "Free space of the data directory's disk; below --disk-reserve-mib writes are refused with 507 and /readyz answers 503."),
     series("herald_storage_flush_seconds", Kind::Histogram, &[], "Duration of one grouped storage flush."),
+    series("herald_stored_reports", Kind::Gauge, &[],
+        "Delivery reports stored (one per send), counted after each retention pass."),
+    series("herald_stored_webhook_attempts", Kind::Gauge, &[],
+        "Webhook delivery attempts stored, counted after each retention pass."),
+    series("herald_retention_deleted_total", Kind::Counter, &["kind"],
+        "Records deleted past their retention, by kind (report, outcome, attempt)."),
 ];
 
 /// The README's metrics table (its test checks the README holds exactly this).

@@ -19,6 +19,8 @@
 //!   `push_tokens`, `provider_tokens`, `apps`, `versions`, `properties`,
 //!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
 //!   `deliveries`
+//! - `retention`: deleting reports and attempt logs past their retention
+//! - `kv`, `pg`: the ordered key-value trees over sled or PostgreSQL
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -46,6 +48,7 @@ pub mod nonces;
 pub mod properties;
 pub mod provider_tokens;
 pub mod push_tokens;
+pub mod retention;
 pub mod settings;
 pub mod signers;
 pub mod tenants;

@@ -286,3 +286,172 @@ async fn a_broadcast_read_mark_and_resends_round_trip() {
     assert!(s.deliveries().unfinished_jobs().unwrap().is_empty());
     assert_eq!(s.deliveries().report("acme", "n1").unwrap().map(|r| r.resent), Some(7), "kept once finished");
 }
+
+/// A tenant record for tests that list tenants (retention goes tenant by tenant).
+fn tenant(s: &Store, id: &str) {
+    let t = herald_storage::tenants::Tenant {
+        id: id.into(),
+        created_ms: 1,
+        signing_key: s.seal(b"k", "test").unwrap(),
+        key_id: "k1".into(),
+    };
+    let admin = User { id: format!("{id}-admin"), username: "admin".into(), ..User::default() };
+    s.transact(|tx| tx.insert_tenant(&t, &admin)).unwrap();
+}
+
+#[test]
+fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
+    use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
+    use herald_storage::webhooks::{Attempt, OutboxEntry, Settle, Webhook};
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    tenant(&s, "acme");
+    tenant(&s, "other");
+    let (old, young, cutoff) = (1_000_000u64, 3_000_000u64, 2_000_000u64);
+    let id_at = |ms: u64| ulid::Ulid::from_parts(ms, 7).to_string();
+    let outcome =
+        || ClientOutcome { app: "a".into(), provider: "apns".into(), state: State::Failed, code: 500, message: None };
+    let report = |id: &str, kind: &str, at: u64, completed: Option<u64>| Report {
+        id: id.into(),
+        kind: kind.into(),
+        created_ms: at,
+        completed_ms: completed,
+        ..Report::default()
+    };
+    for t in ["acme", "other"] {
+        for (i, at) in [old, old + 1, young].into_iter().enumerate() {
+            let id = id_at(at + i as u64);
+            s.deliveries().finish_send(t, &report(&id, "client", at, Some(at)), &[("c1".into(), outcome())]).unwrap();
+        }
+    }
+    // Broadcasts: an old finished one (with outcomes), an old one still running, a young one.
+    let job = |id: &str, at: u64| Job {
+        id: id.into(),
+        tenant: "acme".into(),
+        notification_json: "{}".into(),
+        apps: vec![JobApp { app: "a".into(), cursor: None, done: false }],
+        created_ms: at,
+        read_mark: None,
+    };
+    let (done_old, running_old, done_young) = (id_at(old + 10), id_at(old + 11), id_at(young + 10));
+    for (id, at, finished) in [(&done_old, old, true), (&running_old, old, false), (&done_young, young, true)] {
+        let j = job(id, at);
+        s.deliveries().create_job(&j, &report(id, "topic", at, None)).unwrap();
+        let outcomes: Vec<(String, ClientOutcome)> = (0..1200).map(|c| (format!("c{c:05}"), outcome())).collect();
+        s.deliveries().commit_batch(&j, &report(id, "topic", at, None), &outcomes).unwrap();
+        if finished {
+            s.deliveries().checkpoint(&j, &report(id, "topic", at, Some(at + 5)), true).unwrap();
+        }
+    }
+    // Webhook attempts: two old, one young.
+    let secret = s.seal(b"whsec", "w").unwrap();
+    let hook = Webhook {
+        id: "01WEBHOOK".into(),
+        filter: "*".into(),
+        callback_url: "http://127.0.0.1:9/".into(),
+        auth_type: "NONE".into(),
+        auth_username: None,
+        auth_password: None,
+        active: true,
+        secret,
+        created_ms: 1,
+        modified_ms: 1,
+        created_by: "t".into(),
+        modified_by: "t".into(),
+        disabled_reason: None,
+    };
+    s.transact(|tx| tx.insert_webhook("acme", &hook)).unwrap();
+    let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
+    s.webhooks().enqueue("acme", &[hook.id.clone()], &entry).unwrap();
+    let (entry_key, _) = s.webhooks().pending("acme", &hook.id, 1).unwrap().remove(0);
+    for at in [old, old + 1, young] {
+        let attempt = Attempt {
+            event_id: "e".into(),
+            attempt: 1,
+            at_ms: at,
+            status: 500,
+            duration_ms: 1,
+            response: String::new(),
+        };
+        s.webhooks().settle("acme", &hook.id, &entry_key, &attempt, Settle::Retry(entry.clone())).unwrap();
+    }
+    assert_eq!(s.stored_reports().unwrap(), 9);
+
+    let swept = s.sweep_reports(cutoff).unwrap();
+    assert_eq!((swept.reports, swept.outcomes), (5, 1200), "two old sends per tenant and the old finished broadcast");
+    for t in ["acme", "other"] {
+        assert!(s.deliveries().report(t, &id_at(old)).unwrap().is_none());
+        assert!(s.deliveries().report(t, &id_at(young + 2)).unwrap().is_some(), "a young send stays");
+    }
+    assert!(s.deliveries().report("acme", &done_old).unwrap().is_none());
+    assert!(s.deliveries().outcomes("acme", &done_old, 0, 10).unwrap().is_empty(), "its outcomes went with it");
+    assert!(s.deliveries().report("acme", &running_old).unwrap().is_some(), "a running broadcast keeps its report");
+    assert_eq!(s.deliveries().outcomes("acme", &running_old, 0, 5000).unwrap().len(), 1200);
+    assert!(s.deliveries().report("acme", &done_young).unwrap().is_some());
+    assert_eq!(s.stored_reports().unwrap(), 4);
+    assert_eq!(
+        s.sweep_reports(cutoff).unwrap(),
+        herald_storage::retention::Swept::default(),
+        "a second pass finds nothing"
+    );
+
+    assert_eq!(s.stored_attempts().unwrap(), 3);
+    assert_eq!(s.sweep_attempts(cutoff).unwrap().attempts, 2);
+    let left = s.webhooks().attempts("acme", &hook.id, 0, 10).unwrap();
+    assert_eq!(left.iter().map(|a| a.at_ms).collect::<Vec<_>>(), vec![young]);
+}
+
+/// PostgreSQL only: what the schema's version guards.
+mod schema {
+    use super::*;
+
+    fn on_postgres(dir: &std::path::Path) -> Option<String> {
+        herald_storage::test_options(dir).store_url
+    }
+
+    #[test]
+    fn an_engine_refuses_a_database_migrated_by_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(url) = on_postgres(dir.path()) else { return };
+        drop(open(dir.path()));
+        let db = url.rsplit('/').next().unwrap();
+        let cluster = herald_pgtemp::shared().unwrap();
+        cluster.psql(db, "UPDATE herald_schema SET version = 99").unwrap();
+        let refused = Store::open(&herald_storage::test_options(dir.path())).err().expect("refused");
+        assert!(matches!(refused, Error::SchemaTooNew { database: 99, engine: 1 }), "{refused}");
+        let text = refused.to_string();
+        assert!(text.contains("99") && text.contains('1'), "names both versions: {text}");
+    }
+
+    #[test]
+    fn engines_starting_together_migrate_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(url) = on_postgres(dir.path()) else { return };
+        let opts = herald_storage::test_options(dir.path());
+        std::thread::scope(|scope| {
+            let starts: Vec<_> = (0..4).map(|_| scope.spawn(|| Store::open(&opts).map(drop))).collect();
+            for s in starts {
+                s.join().unwrap().unwrap();
+            }
+        });
+        let db = url.rsplit('/').next().unwrap();
+        let cluster = herald_pgtemp::shared().unwrap();
+        assert_eq!(cluster.psql(db, "SELECT count(*) || ' ' || max(version) FROM herald_schema").unwrap(), "1 1");
+    }
+
+    #[test]
+    fn an_engine_with_another_master_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        if on_postgres(dir.path()).is_none() {
+            return;
+        }
+        drop(open(dir.path()));
+        let other = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            master_key_file: Some(other.path().join("other.key")),
+            ..herald_storage::test_options(dir.path())
+        };
+        let refused = Store::open(&opts).err().expect("refused");
+        assert!(refused.to_string().contains("master key"), "{refused}");
+    }
+}

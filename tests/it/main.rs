@@ -42,6 +42,7 @@ mod push;
 mod push_faults;
 mod quickstart;
 mod resends;
+mod retention;
 mod signers;
 mod transport;
 mod validation;

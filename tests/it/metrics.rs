@@ -280,6 +280,9 @@ async fn every_documented_series_moves_under_a_workload() {
         c.limits.header_read_timeout = Duration::from_millis(300);
         c.webhooks.allow_private = true;
         c.webhooks.retry_schedule = [0, 300].iter().map(|ms| Duration::from_millis(*ms)).collect();
+        // Long enough for the reports to be read below, short enough to be swept.
+        let keep = Some(Duration::from_secs(4));
+        c.retention = herald::sweeper::Retention { reports: keep, events: keep };
     })
     .await;
     let s = &w.server;
@@ -349,6 +352,20 @@ async fn every_documented_series_moves_under_a_workload() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(back, "the tenant actor came back");
+    // Retention: the reports and webhook attempts above are swept once 4 s old.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let samples = parse(&scrape(s).await);
+        let deleted = |kind: &str| {
+            let label = format!("kind=\"{kind}\"");
+            samples.get("herald_retention_deleted_total").into_iter().flatten().any(|(l, v)| *l == label && *v > 0.0)
+        };
+        if deleted("report") && deleted("attempt") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no retention pass deleted reports and attempts");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     tokio::time::sleep(Duration::from_millis(100)).await;
     sampler.abort();
 

@@ -1,0 +1,119 @@
+//! The background sweeper: what expires is deleted by one task, in bounded
+//! passes, so that no request pays for it: used nonces every 5 s, ended
+//! sessions every minute, and delivery reports and webhook attempt logs past
+//! their retention (`--report-retention`, `--event-retention`).
+
+use crate::auth::brute_force::Clock;
+use herald_storage::Store;
+use metrics::{counter, gauge};
+use std::time::Duration;
+
+/// How long records are kept; `None` keeps them for ever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Reports of sends and their outcomes.
+    pub reports: Option<Duration>,
+    /// Webhook delivery attempts.
+    pub events: Option<Duration>,
+}
+
+impl Retention {
+    /// Seconds between retention passes: half the shortest retention, so a
+    /// record outlives it by at most half again, between 1 s and a minute.
+    fn period_s(&self) -> u64 {
+        let shortest = [self.reports, self.events].into_iter().flatten().min();
+        shortest.map_or(60, |d| (d.as_secs() / 2).clamp(1, 60))
+    }
+}
+
+/// Starts the sweeper; it lives as long as the runtime.
+pub(crate) fn spawn(store: Store, clock: Clock, retention: Retention) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let period = retention.period_s();
+        for second in 0u64.. {
+            tick.tick().await;
+            if store.writable().is_err() {
+                continue;
+            }
+            if second % 5 == 0 {
+                if let Err(e) = store.nonces().sweep(clock.now_ms()) {
+                    tracing::warn!(error = %e, "nonce sweep failed");
+                }
+            }
+            if second % 60 == 0 {
+                if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
+                    tracing::warn!(error = %e, "ended-session sweep failed");
+                }
+            }
+            if second % period == 0 {
+                let store = store.clone();
+                // Many deletions: on a thread of its own rather than a runtime worker.
+                if let Err(e) = tokio::task::spawn_blocking(move || retain(&store, retention)).await {
+                    tracing::warn!(error = %e, "retention pass stopped");
+                }
+            }
+        }
+    });
+}
+
+/// One retention pass, then the gauges of what is stored.
+fn retain(store: &Store, retention: Retention) {
+    let now = herald_storage::now_ms();
+    let cutoff = |d: Duration| now.saturating_sub(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    if let Some(keep) = retention.reports {
+        match store.sweep_reports(cutoff(keep)) {
+            Ok(swept) => {
+                counter!("herald_retention_deleted_total", "kind" => "report").increment(swept.reports);
+                counter!("herald_retention_deleted_total", "kind" => "outcome").increment(swept.outcomes);
+            }
+            Err(e) => tracing::warn!(error = %e, "report retention pass failed"),
+        }
+    }
+    if let Some(keep) = retention.events {
+        match store.sweep_attempts(cutoff(keep)) {
+            Ok(swept) => counter!("herald_retention_deleted_total", "kind" => "attempt").increment(swept.attempts),
+            Err(e) => tracing::warn!(error = %e, "webhook attempt retention pass failed"),
+        }
+    }
+    if let Ok(n) = store.stored_reports() {
+        gauge!("herald_stored_reports").set(n as f64);
+    }
+    if let Ok(n) = store.stored_attempts() {
+        gauge!("herald_stored_webhook_attempts").set(n as f64);
+    }
+}
+
+/// A retention given as a duration (`7d`, `12h`, `30s`, `250ms`); `0` keeps for ever.
+pub fn parse_retention(name: &str, text: &str) -> Result<Option<Duration>, String> {
+    if text.trim() == "0" {
+        return Ok(None);
+    }
+    match humantime::parse_duration(text.trim()) {
+        Ok(d) if d.is_zero() => Ok(None),
+        Ok(d) => Ok(Some(d)),
+        Err(e) => Err(format!("{name}: not a duration such as 7d, 12h or 30s ({e})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retentions_parse_and_zero_keeps_for_ever() {
+        assert_eq!(parse_retention("r", "7d"), Ok(Some(Duration::from_secs(7 * 86_400))));
+        assert_eq!(parse_retention("r", "30s"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(parse_retention("r", "0"), Ok(None));
+        assert!(parse_retention("report_retention", "soon").unwrap_err().contains("report_retention"));
+    }
+
+    #[test]
+    fn passes_come_at_half_the_shortest_retention_within_bounds() {
+        let r = |reports, events| Retention { reports, events };
+        assert_eq!(r(Some(Duration::from_secs(2)), None).period_s(), 1);
+        assert_eq!(r(Some(Duration::from_secs(40)), Some(Duration::from_secs(20))).period_s(), 10);
+        assert_eq!(r(None, None).period_s(), 60);
+        assert_eq!(r(Some(Duration::from_secs(86_400 * 7)), None).period_s(), 60);
+    }
+}
