@@ -362,7 +362,7 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
     };
     s.transact(|tx| tx.insert_webhook("acme", &hook)).unwrap();
     let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
-    s.webhooks().enqueue("acme", &[hook.id.clone()], &entry).unwrap();
+    s.webhooks().enqueue("acme", std::slice::from_ref(&hook.id), &entry).unwrap();
     let (entry_key, _) = s.webhooks().pending("acme", &hook.id, 1).unwrap().remove(0);
     for at in [old, old + 1, young] {
         let attempt = Attempt {
