@@ -145,6 +145,14 @@ impl Config {
     }
 }
 
+/// A retention as `--report-retention` takes it: whole seconds, `0` for ever.
+fn retention_text(d: Option<std::time::Duration>) -> String {
+    d.map_or_else(
+        || "0".to_string(),
+        |d| humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,12 +173,4 @@ mod tests {
         assert!(text.contains("# operator_token = (unset by default)"), "{text}");
         assert!(text.contains("# public_url = \"http://127.0.0.1:8080\" (derived from listen)"), "{text}");
     }
-}
-
-/// A retention as `--report-retention` takes it: whole seconds, `0` for ever.
-fn retention_text(d: Option<std::time::Duration>) -> String {
-    d.map_or_else(
-        || "0".to_string(),
-        |d| humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string(),
-    )
 }

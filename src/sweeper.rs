@@ -46,7 +46,7 @@ pub(crate) fn spawn(store: Store, clock: Clock, retention: Retention) {
                     tracing::warn!(error = %e, "ended-session sweep failed");
                 }
             }
-            if second % period == 0 {
+            if second.checked_rem(period) == Some(0) {
                 let store = store.clone();
                 // Many deletions: on a thread of its own rather than a runtime worker.
                 if let Err(e) = tokio::task::spawn_blocking(move || retain(&store, retention)).await {
