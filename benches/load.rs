@@ -36,7 +36,10 @@
 //! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
 //! into `target/bench/perf-*.data`), `--ceiling-connections N` and
 //! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
-//! for experiments), `--keep` (keep the work directory under `target/bench`).
+//! for experiments), `--keep` (keep the work directory under `target/bench`),
+//! `--store postgres` (Herald's records in a PostgreSQL this benchmark starts
+//! from Debian's `postgresql` package, fsync on, instead of sled in its data
+//! directory: the same figures, for one table per backend).
 //!
 //! The simulators run in a child process that is this executable started again
 //! with `--sim-child` (so it is always built from the current `tests/sim`), and
@@ -97,6 +100,12 @@ fn main() {
         return;
     }
     let opts = Options::parse(&args);
+    if opts.postgres {
+        let cluster = herald_pgtemp::Cluster::start().expect("start PostgreSQL (apt-get install postgresql)");
+        let url = cluster.create_database().expect("a database for the benchmark");
+        eprintln!("[load] PostgreSQL on port {} for the records", cluster.port());
+        let _ = POSTGRES.set((cluster, url));
+    }
     herald_sim::install_crypto_provider();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
     rt.block_on(run(opts));
@@ -118,6 +127,28 @@ struct Options {
     ceiling_streams: Option<usize>,
     /// Keep the work directory (data, certificates) for inspection.
     keep: bool,
+    /// Records in PostgreSQL rather than sled.
+    postgres: bool,
+}
+
+/// The PostgreSQL of `--store postgres` and the URL of Herald's database, kept for the whole run.
+static POSTGRES: std::sync::OnceLock<(herald_pgtemp::Cluster, String)> = std::sync::OnceLock::new();
+
+/// The `--store` URL Herald runs with; `None` on sled.
+fn store_url() -> Option<String> {
+    POSTGRES.get().map(|(_, url)| url.clone())
+}
+
+/// Bytes Herald's records take: the data directory on sled, the database on PostgreSQL.
+fn stored_bytes(data: &Path) -> u64 {
+    match POSTGRES.get() {
+        Some((cluster, url)) => {
+            let db = url.rsplit('/').next().expect("a database name");
+            let size = cluster.psql(db, "SELECT pg_database_size(current_database())").expect("database size");
+            size.trim().parse().expect("a size")
+        }
+        None => du(data),
+    }
 }
 
 impl Options {
@@ -131,6 +162,7 @@ impl Options {
         let mut ceiling_connections = None;
         let mut ceiling_streams = None;
         let mut keep = false;
+        let mut postgres = false;
         let count = |v: Option<&String>, flag: &str| -> usize {
             v.and_then(|v| v.parse::<usize>().ok())
                 .filter(|n| *n > 0)
@@ -165,6 +197,11 @@ impl Options {
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
                 "--keep" => keep = true,
+                "--store" => match it.next().map(String::as_str) {
+                    Some("postgres") => postgres = true,
+                    Some("sled") => postgres = false,
+                    _ => panic!("--store takes postgres or sled"),
+                },
                 "--quick" => quick = true,
                 "--no-node" => node = false,
                 "--perf" => perf = true,
@@ -190,12 +227,13 @@ impl Options {
             ceiling_connections,
             ceiling_streams,
             keep,
+            postgres,
         }
     }
 }
 
 const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--no-node] \
-[--only 1,2,...,6] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep]";
+[--only 1,2,...,6] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -513,6 +551,7 @@ impl Herald {
             Command::new(env!("CARGO_BIN_EXE_herald"))
                 .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
                 .arg(data)
+                .envs(store_url().map(|url| ("HERALD_STORE", url)))
                 .env("HERALD_OPERATOR_TOKEN", OPERATOR)
                 .env("HERALD_LOG", "warn")
                 // One token for the whole run (the default 300 s is shorter than a run).
@@ -805,7 +844,8 @@ const SEED_THREADS: u64 = 4;
 /// [`SEED_THREADS`] threads, flushed once at the end. Answers the time it took.
 fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
     let t0 = Instant::now();
-    let store = Store::open(&StoreOptions::new(data)).expect("open the store");
+    let store =
+        Store::open(&StoreOptions { store_url: store_url(), ..StoreOptions::new(data) }).expect("open the store");
     let now = herald_storage::now_ms();
     let done = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -1832,7 +1872,7 @@ impl Bench {
         let d = self.data.clone();
         let took = tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
         self.res.seed_per_s = Some(n as f64 / took.as_secs_f64());
-        let bytes = du(&self.data);
+        let bytes = stored_bytes(&self.data);
         self.res.bytes_per_client = Some(bytes as f64 / (n + 2) as f64);
         say!(
             "seeded in {took:.2?} ({:.0} clients/s); data dir {:.1} MiB = {:.0} bytes/client",
@@ -1867,7 +1907,7 @@ impl Bench {
         res.fanout_streams_mean = b.streams_mean;
         res.fanout_streams_max = b.streams_max;
         res.peak_rss = peak_rss_mib(herald.pid());
-        res.bytes_per_client_after_broadcast = Some(du(&self.data) as f64 / (n + 2) as f64);
+        res.bytes_per_client_after_broadcast = Some(stored_bytes(&self.data) as f64 / (n + 2) as f64);
         if !b.completed || b.report["counts"]["sent"].as_u64() != Some(n + 2) {
             say!("fan-out incomplete or with failures: {}", b.report["counts"]);
         }
@@ -2143,6 +2183,7 @@ fn fairness(res: &Results) -> Option<f64> {
 /// The flat JSON of `target/bench/load.json` (null for what was not measured).
 fn results_json(res: &Results) -> Value {
     let mut m = Map::new();
+    m.insert("store".into(), json!(if POSTGRES.get().is_some() { "postgres" } else { "sled" }));
     // Whole numbers (counts, bytes) as integers; null for what was not measured.
     let mut put = |k: &str, v: Option<f64>| {
         let v = match v.filter(|v| v.is_finite()) {
@@ -2307,7 +2348,11 @@ fn table(res: &Results, opts: &Options) -> String {
     };
     let mut rows: Vec<(String, String, String)> = vec![
         (
-            format!("fan-out, Herald (APNs sim counts, {} tokens)", res.tokens),
+            format!(
+                "fan-out, Herald on {} (APNs sim counts, {} tokens)",
+                if POSTGRES.get().is_some() { "PostgreSQL" } else { "sled" },
+                res.tokens
+            ),
             fmt_opt(res.fanout, 0, "/s"),
             String::new(),
         ),
