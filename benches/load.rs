@@ -22,6 +22,10 @@
 //!    times and `fairness_ratio` = slower / faster.
 //! 6. **Storage**: bytes on disk per client after seeding N, and the time from
 //!    spawning `herald serve` on that data to its "listening" line.
+//! 7. **Retention** (only with `--only ...,7`): Herald with
+//!    `--report-retention 15s` takes 200 000 one-client sends (20 000 with
+//!    `--quick`), twice; the bytes its records take before, after each round,
+//!    and once the sweeper deleted that round's reports.
 //!
 //! It prints one table (figures, ratios, the team's targets; nothing is
 //! asserted), writes the same as flat JSON to `target/bench/load.json` under the
@@ -192,8 +196,8 @@ impl Options {
                     only = it
                         .next()
                         .map(|v| v.split(',').filter_map(|i| i.trim().parse::<u8>().ok()).collect())
-                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=6).contains(i)))
-                        .expect("--only takes items 1 to 6, e.g. 1,2,6")
+                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=7).contains(i)))
+                        .expect("--only takes items 1 to 7, e.g. 1,2,6")
                 }
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
@@ -234,7 +238,7 @@ impl Options {
 }
 
 const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--no-node] \
-[--only 1,2,...,6] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
+[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -546,6 +550,11 @@ struct Herald {
 
 impl Herald {
     fn start(data: &Path, sims: &Sims) -> Herald {
+        Self::start_with(data, sims, &[])
+    }
+
+    /// [`Herald::start`] with more environment.
+    fn start_with(data: &Path, sims: &Sims, env: &[(&str, &str)]) -> Herald {
         let spawned = Instant::now();
         let mut proc = Proc::spawn(
             "herald",
@@ -567,6 +576,7 @@ impl Herald {
                 .env("HERALD_HMS_URL", sims.url("hms"))
                 .env("HERALD_HMS_TOKEN_URL", sims.url("hms_token"))
                 .env("HERALD_EXTRA_CA_FILE", sims.ca_file())
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit()),
@@ -817,6 +827,25 @@ async fn flush_hist(http: &reqwest::Client, h: &Herald) -> Hist {
 /// provider's whole answer).
 async fn provider_hist(http: &reqwest::Client, h: &Herald, lane: &str) -> Hist {
     metric_hist(http, h, "herald_provider_request_duration_seconds", &format!("lane=\"{lane}\"")).await
+}
+
+/// Waits (at most 3 minutes) until Herald's `herald_stored_reports` gauge is at or below `at_most`.
+async fn wait_for_reports(http: &reqwest::Client, h: &Herald, at_most: f64) {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let text = match http.get(format!("{}/metrics", h.base)).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let stored = text
+            .lines()
+            .find_map(|l| l.strip_prefix("herald_stored_reports "))
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        if stored.is_some_and(|s| s <= at_most) || Instant::now() > deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Herald's own time for one-client sends so far (`herald_send_duration_seconds`).
@@ -1692,6 +1721,8 @@ impl ApiPoint {
 #[derive(Default)]
 struct Results {
     tokens: u64,
+    /// Item 7: bytes the records take at each step (what, bytes).
+    retention: Vec<(String, u64)>,
     fanout: Option<f64>,
     fanout_accepted: u64,
     fanout_herald_ms: Option<u64>,
@@ -1796,7 +1827,7 @@ async fn run(opts: Options) {
 
     let only = b.opts.only.clone();
     let wants = |items: &[u8]| items.iter().any(|i| only.contains(i));
-    if wants(&[1, 4, 5, 6]) {
+    if wants(&[1, 4, 5, 6, 7]) {
         // Items 1, 4 and 6 share one Herald on tenant A's seeded data.
         let (send_client, vip_client) = b.setup().await;
         b.seed_tenant_a().await;
@@ -1816,6 +1847,9 @@ async fn run(opts: Options) {
             b.send_api(&herald, &admin_a, &send_client).await;
         }
         drop(herald);
+        if wants(&[7]) {
+            b.retention(&send_client).await;
+        }
         if wants(&[5]) {
             b.mixed(&vip_client).await;
         }
@@ -1883,6 +1917,49 @@ impl Bench {
             bytes as f64 / 1048576.0,
             self.res.bytes_per_client.unwrap_or(0.0)
         );
+    }
+
+    /// Item 7: retention. Herald with a 15 s report retention takes two
+    /// rounds of one-client sends; the bytes its records take before, after
+    /// each round and once the sweeper deleted that round's reports.
+    async fn retention(&mut self, send_client: &str) {
+        let n = if self.opts.quick { 20_000 } else { 200_000 };
+        let herald = Herald::start_with(&self.data, &self.sims, &[("HERALD_REPORT_RETENTION", "15s")]);
+        let admin = admin_token(&self.http, &herald, TENANT_A).await;
+        let target = Target {
+            addr: herald.addr,
+            path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
+            bearer: Some(admin),
+            body: Bytes::from(one_client_body(TENANT_A, "sender", send_client).to_string()),
+        };
+        say!("phase 7: retention, {n} sends per round, reports kept 15 s");
+        // Earlier items' reports go first: the figures start from none.
+        wait_for_reports(&self.http, &herald, 0.0).await;
+        let mut sizes = vec![("before".to_string(), stored_bytes(&self.data))];
+        for round in 1..=2 {
+            // An open loop of exactly n tickets: every one is sent, late if Herald is slower.
+            let rate = 5_000.0;
+            let load = Load {
+                proto: Proto::H1,
+                concurrency: 64,
+                duration: Duration::from_secs_f64(n as f64 / rate),
+                rate: Some(rate),
+                stop: None,
+                expect_status: 202,
+            };
+            let t0 = Instant::now();
+            let r = run_load(&target, &load).await;
+            say!("  round {round}: {} sends in {:.1?}, {} errors", r.ok, t0.elapsed(), r.errors);
+            sizes.push((format!("after {} sends (round {round})", r.ok), stored_bytes(&self.data)));
+            let t1 = Instant::now();
+            wait_for_reports(&self.http, &herald, 0.01 * n as f64).await;
+            say!("  round {round}: reports swept {:.1?} after the last send", t1.elapsed());
+            sizes.push((format!("after retention (round {round})"), stored_bytes(&self.data)));
+        }
+        for (what, bytes) in &sizes {
+            say!("  {what}: {:.1} MiB", *bytes as f64 / 1048576.0);
+        }
+        self.res.retention = sizes;
     }
 
     /// Item 1: one topic broadcast to tenant A's N tokens.
@@ -2199,6 +2276,9 @@ fn results_json(res: &Results) -> Value {
     let h1_64 = api_point(res, "herald", Proto::H1, 64);
     let t1_64 = api_point(res, "trivial", Proto::H1, 64);
     put("tokens", Some(res.tokens as f64));
+    for (i, (_, bytes)) in res.retention.iter().enumerate() {
+        put(&format!("retention_bytes_step{i}"), Some(*bytes as f64));
+    }
     put("fanout_per_s", res.fanout);
     put("ceiling_per_s", res.ceiling);
     put("node_apn_per_s", res.node.rate);
@@ -2493,6 +2573,13 @@ fn table(res: &Results, opts: &Options) -> String {
     ];
     if !res.phase5_complete {
         rows.push(("  (phase 5 broadcasts did not both complete in time)".into(), String::new(), String::new()));
+    }
+    for (what, bytes) in &res.retention {
+        rows.push((
+            format!("records on disk, retention run: {what}"),
+            format!("{:.1} MiB", *bytes as f64 / 1048576.0),
+            String::new(),
+        ));
     }
     let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);

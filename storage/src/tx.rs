@@ -24,7 +24,10 @@ use sled::Transactional;
 use std::cell::Cell;
 
 /// How many times a PostgreSQL transaction runs before a conflict is given up as unavailability.
-const PG_ATTEMPTS: u32 = 16;
+const PG_ATTEMPTS: u32 = 32;
+
+/// The longest pause between two runs of a conflicting transaction, ms.
+const PG_MAX_BACKOFF_MS: u64 = 250;
 
 /// A transaction in progress (see the module documentation).
 pub struct Tx<'a> {
@@ -69,8 +72,12 @@ impl Store {
 }
 
 /// [`Store::transact`] on PostgreSQL: SERIALIZABLE, run again (a bounded
-/// number of times, with a short growing pause) when the database reports a
-/// serialization failure or a deadlock.
+/// number of times) when the database reports a serialization failure or a
+/// deadlock, after a random pause below a bound that doubles with each
+/// attempt ("full jitter"): transactions that keep meeting each other (many
+/// creations in one tenant insert at the end of the same index pages, which
+/// serializable reads of absent keys lock) spread out instead of colliding
+/// again in step.
 fn transact_pg<T, E>(
     pg: &std::sync::Arc<crate::pg::Pg>,
     f: impl Fn(&Tx) -> std::result::Result<T, E>,
@@ -80,8 +87,9 @@ where
 {
     for attempt in 0..PG_ATTEMPTS {
         if attempt > 0 {
-            let jitter = u64::from(crate::now_ms().to_le_bytes()[0] & 7);
-            std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(8)).saturating_add(jitter)));
+            let bound = 1u64.checked_shl(attempt.min(16)).unwrap_or(u64::MAX).min(PG_MAX_BACKOFF_MS);
+            let pause = std::time::Duration::from_millis(rand::random_range(0..=bound));
+            crate::pg::blocking(|| std::thread::sleep(pause));
         }
         let txn = Txn::begin(pg)?;
         let trees = TxTrees::pg(&txn);

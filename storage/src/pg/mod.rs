@@ -103,13 +103,7 @@ impl Pg {
         rt.spawn(async move {
             let _ = tx.send(work.await);
         });
-        let wait = move || rx.recv().map_err(|_| Error::Unavailable("PostgreSQL task ended".into()));
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(wait)
-            }
-            _ => wait(),
-        }
+        blocking(move || rx.recv().map_err(|_| Error::Unavailable("PostgreSQL task ended".into())))
     }
 
     /// A value of the engine-wide sequence: unique across every engine sharing the database.
@@ -273,6 +267,15 @@ impl Table {
             .map_err(fault)?;
             Ok(u64::try_from(row.try_get::<_, i64>(0).map_err(fault)?).unwrap_or(0))
         })
+    }
+}
+
+/// Runs `wait`, which blocks this thread, telling a multi-threaded tokio
+/// runtime first (`block_in_place`) so that it moves its other tasks away.
+pub(crate) fn blocking<T>(wait: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        _ => wait(),
     }
 }
 
