@@ -16,7 +16,7 @@
 //!   `PushNotificationEvent` and validated (`into_parts`).
 //!
 //! Durable storage writes with grouped flushes are measured by
-//! `cargo bench --bench storage` and not repeated here.
+//! `cargo bench -p herald-storage --bench storage` and not repeated here.
 
 // Benchmarks and examples: a failure is a visible abort, not a served request.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]

@@ -25,7 +25,7 @@ pub struct StoreOptions {
     pub cache_bytes: u64,
     /// zstd level of the records database, 1 to 22, or 0 for none (fixed when
     /// the database is created). Compression cuts the bytes on disk per client
-    /// by about 3× but is paid on every write: `cargo bench --bench storage`
+    /// by about 3× but is paid on every write: `cargo bench -p herald-storage --bench storage`
     /// weighs it. Delivery records are never compressed (see [`Store::open`]).
     pub compression_level: i32,
     /// Free disk (bytes) below which writes are refused with [`Error::Full`](crate::Error::Full).
