@@ -1,7 +1,9 @@
-//! Herald's storage: typed stores over one sled database.
+//! Herald's storage: typed stores over an embedded sled database, or a
+//! PostgreSQL database that several engines share (`StoreOptions::store_url`).
 //!
-//! Nothing outside this crate names sled, so another engine can replace it behind
-//! the same API. Every record kind has its own tree; keys start with the tenant id
+//! Nothing outside this crate names either backend: the record modules read
+//! and write ordered key-value trees (`kv`) that are sled trees or tables.
+//! Every record kind has its own tree; keys start with the tenant id
 //! and a NUL byte so a tenant's records are one range scan and never mix with
 //! another tenant's. Secondary indexes are written in the same transaction as
 //! their record. A write is durable once [`Store::durable`] returns: callers
@@ -9,7 +11,7 @@
 //!
 //! # Layout
 //!
-//! - `store`, `databases`: opening the databases and their trees; [`Store`]
+//! - `store`, `databases`: opening the backend and its trees; [`Store`]
 //! - `tx`: [`Tx`], one transaction over every record kind (what operations write through)
 //! - `codec`, `keys`: how values and keys are encoded
 //! - `seal`: secrets sealed at rest (AES-256-GCM)

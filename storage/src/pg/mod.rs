@@ -108,20 +108,20 @@ impl Pg {
 
     /// A value of the engine-wide sequence: unique across every engine sharing the database.
     pub(crate) fn next_id(&self) -> Result<u64> {
-        let pool = self.pool.clone();
-        self.run(async move {
-            let c = pool.get().await.map_err(pool_error)?;
-            let row = c.query_one("SELECT nextval('herald_ids')", &[]).await.map_err(fault)?;
-            Ok(u64::try_from(row.try_get::<_, i64>(0).map_err(fault)?).unwrap_or(0))
-        })
+        self.number("SELECT nextval('herald_ids')")
     }
 
     /// Bytes the database takes on disk.
     pub(crate) fn size_on_disk(&self) -> Result<u64> {
+        self.number("SELECT pg_database_size(current_database())")
+    }
+
+    /// The `BIGINT` that `sql` selects, 0 when negative.
+    fn number(&self, sql: &'static str) -> Result<u64> {
         let pool = self.pool.clone();
         self.run(async move {
             let c = pool.get().await.map_err(pool_error)?;
-            let row = c.query_one("SELECT pg_database_size(current_database())", &[]).await.map_err(fault)?;
+            let row = c.query_one(sql, &[]).await.map_err(fault)?;
             Ok(u64::try_from(row.try_get::<_, i64>(0).map_err(fault)?).unwrap_or(0))
         })
     }
