@@ -33,7 +33,7 @@ const BATCH: usize = 500;
 
 impl Store {
     /// Deletes every finished send's report and outcomes created before
-    /// `cutoff_ms`, in writes of at most [`BATCH`] keys.
+    /// `cutoff_ms`, in writes of at most 500 keys.
     pub fn sweep_reports(&self, cutoff_ms: u64) -> Result<Swept> {
         let mut swept = Swept::default();
         let bound = ulid::Ulid::from_parts(cutoff_ms, 0).to_string();
