@@ -24,6 +24,9 @@ pub struct Settings {
     /// (they need the same master key file).
     #[arg(long, env = "HERALD_STORE")]
     pub store: Option<String>,
+    /// Connections to the `--store` database at most, 1 to 1000 (its `max_connections` bounds all engines' sum).
+    #[arg(long, env = "HERALD_STORE_CONNECTIONS")]
+    pub store_connections: Option<usize>,
     /// How long delivery reports and outcomes are kept (`7d`, `12h`, `30s`; `0` for ever).
     #[arg(long, env = "HERALD_REPORT_RETENTION")]
     pub report_retention: Option<String>,
@@ -171,6 +174,7 @@ impl Settings {
             listen: self.listen.or(other.listen),
             data_dir: self.data_dir.or(other.data_dir),
             store: self.store.or(other.store),
+            store_connections: self.store_connections.or(other.store_connections),
             report_retention: self.report_retention.or(other.report_retention),
             event_retention: self.event_retention.or(other.event_retention),
             master_key_file: self.master_key_file.or(other.master_key_file),
@@ -245,6 +249,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Where records live when not in the data directory (a database URL).
     pub store: Option<String>,
+    /// Connections to that database at most.
+    pub store_connections: usize,
     /// How long reports and webhook attempts are kept.
     pub retention: crate::sweeper::Retention,
     /// File of the sealing master key; `None`: the one generated in `data_dir`.
@@ -449,6 +455,11 @@ impl Config {
             disk_reserve_bytes: s.disk_reserve_mib.unwrap_or(64).saturating_mul(1 << 20),
             data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
             store: s.store,
+            store_connections: match s.store_connections {
+                Some(n) if !(1..=1000).contains(&n) => return Err("store_connections: must be 1 to 1000".into()),
+                Some(n) => n,
+                None => herald_storage::StoreOptions::new(".").connections,
+            },
             retention: crate::sweeper::Retention {
                 reports: crate::sweeper::parse_retention(
                     "report_retention",
@@ -504,6 +515,11 @@ mod tests {
         let c = Config::resolve(toml::from_str("cache_mib = 16").unwrap()).unwrap();
         assert_eq!(c.cache_bytes, 16 << 20);
         assert!(Config::resolve(toml::from_str("cache_mib = 0").unwrap()).unwrap_err().contains("cache_mib"));
+        let c = Config::resolve(toml::from_str("store_connections = 40").unwrap()).unwrap();
+        assert_eq!(c.store_connections, 40);
+        for bad in ["store_connections = 0", "store_connections = 1001"] {
+            assert!(Config::resolve(toml::from_str(bad).unwrap()).unwrap_err().contains("store_connections"), "{bad}");
+        }
         let c = Config::resolve(toml::from_str("bulk_in_flight = 64").unwrap()).unwrap();
         assert_eq!(c.push.bulk_in_flight, 64);
         let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();

@@ -94,6 +94,7 @@ impl Config {
             listen: Some(self.listen),
             data_dir: Some(self.data_dir.clone()),
             store: self.store.clone(),
+            store_connections: Some(self.store_connections),
             report_retention: Some(retention_text(self.retention.reports)),
             event_retention: Some(retention_text(self.retention.events)),
             master_key_file: self.master_key_file.clone(),

@@ -44,6 +44,7 @@ impl Engine {
         let metrics = if install_recorder { crate::metrics::handle() } else { crate::metrics::detached() };
         let store = Store::open(&StoreOptions {
             store_url: config.store.clone(),
+            connections: config.store_connections,
             master_key_file: config.master_key_file.clone(),
             cache_bytes: config.cache_bytes,
             disk_reserve_bytes: config.disk_reserve_bytes,
