@@ -211,12 +211,12 @@ impl Dbs {
     }
 
     /// Applies every write (a value, or `None` to remove the key) or none.
-    pub(crate) fn write_all(&self, writes: &[Write<'_>]) -> Result<()> {
+    pub(crate) fn write_all(&self, writes: Vec<Write<'_>>) -> Result<()> {
         match &self.engine {
             Engine::Sled { .. } => {
                 let mut trees: Vec<sled::Tree> = Vec::new();
                 let mut ops = Vec::with_capacity(writes.len());
-                for (tree, k, v) in writes {
+                for (tree, k, v) in &writes {
                     let Tree::Sled(t) = tree else {
                         return Err(Error::Unavailable("a tree of another backend".into()));
                     };
@@ -246,7 +246,7 @@ impl Dbs {
                 let mut rows = Vec::with_capacity(writes.len());
                 for (tree, k, v) in writes {
                     let Tree::Pg(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
-                    rows.push((t.name(), k.clone(), v.clone()));
+                    rows.push((t.name(), k, v));
                 }
                 pg.write_all(rows)
             }

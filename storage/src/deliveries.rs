@@ -290,7 +290,7 @@ impl Deliveries<'_> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        t.write_all(&[(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))])
+        t.write_all(vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))])
     }
 
     /// Commits a finished batch of a broadcast: the job's cursor, the report
@@ -303,7 +303,7 @@ impl Deliveries<'_> {
         for (client, o) in outcomes {
             writes.push((&t.outcomes, key(&[&job.tenant, &job.id, client]), Some(codec::encode(o)?)));
         }
-        t.write_all(&writes)
+        t.write_all(writes)
     }
 
     /// Saves a job's cursors and its report's counts atomically; a finished job
@@ -313,7 +313,7 @@ impl Deliveries<'_> {
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
         let job_write = if finished { None } else { Some(jv) };
-        t.write_all(&[(&t.jobs, k.clone(), job_write), (&t.reports, k, Some(rv))])
+        t.write_all(vec![(&t.jobs, k.clone(), job_write), (&t.reports, k, Some(rv))])
     }
 
     /// Every unfinished broadcast of every tenant.

@@ -45,7 +45,7 @@ impl Store {
                 &start,
                 &end,
                 |v| Ok(codec::decode::<SendRecord>(v)?.report.created_ms < cutoff_ms),
-                |keys| t.write_all(&deletes(&t.sends, keys)),
+                |keys| t.write_all(deletes(&t.sends, keys)),
             )?;
             let broadcasts = each_old(
                 &t.reports,
@@ -61,7 +61,7 @@ impl Store {
                         outcomes.push(0);
                         swept.outcomes = swept.outcomes.saturating_add(delete_prefix(&t, &t.outcomes, &outcomes)?);
                     }
-                    t.write_all(&deletes(&t.reports, keys))
+                    t.write_all(deletes(&t.reports, keys))
                 },
             )?;
             swept.reports = swept.reports.saturating_add(sends).saturating_add(broadcasts);
@@ -77,7 +77,7 @@ impl Store {
             let start = prefix(&[&tenant, &webhook.id]);
             let Some(end) = successor(&start) else { continue };
             let old = |v: &[u8]| Ok(codec::decode::<Attempt>(v)?.at_ms < cutoff_ms);
-            let n = each_old(&t.attempts, &start, &end, old, |keys| t.write_all(&deletes(&t.attempts, keys)))?;
+            let n = each_old(&t.attempts, &start, &end, old, |keys| t.write_all(deletes(&t.attempts, keys)))?;
             attempts = attempts.saturating_add(n);
         }
         Ok(Swept { attempts, ..Swept::default() })
@@ -142,7 +142,7 @@ fn delete_prefix(t: &Dbs, tree: &Tree, p: &[u8]) -> Result<u64> {
             return Ok(deleted);
         }
         deleted = deleted.saturating_add(keys.len() as u64);
-        t.write_all(&deletes(tree, &keys))?;
+        t.write_all(deletes(tree, &keys))?;
     }
 }
 

@@ -477,7 +477,7 @@ async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
     h.kill9();
 
     // Exactly the dead tokens are invalid.
-    let store = herald_storage::Store::open(&crate::common::store_options(&data)).unwrap();
+    let store = herald_storage::Store::open(&herald_storage::test_options(&data)).unwrap();
     for (i, (client, token)) in seeded.iter().enumerate() {
         let stored = store.push_tokens().get("acme", client).unwrap().unwrap();
         assert_eq!(stored.is_valid, !dead(i as u64), "{token}");

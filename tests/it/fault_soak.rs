@@ -251,7 +251,7 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
             want.saturating_sub(accepted[p].get(t).copied().unwrap_or(0))
         })
         .sum();
-    let store = Store::open(&crate::common::store_options(&data)).unwrap();
+    let store = Store::open(&herald_storage::test_options(&data)).unwrap();
     let invalidated = seeded
         .iter()
         .chain(interactive.keys())

@@ -36,11 +36,6 @@ pub fn config_for(data: &Path) -> Config {
     config
 }
 
-/// Storage options of `data` on the suite's backend (see [`store_for`]).
-pub fn store_options(data: &Path) -> herald_storage::StoreOptions {
-    herald_storage::test_options(data)
-}
-
 impl TestServer {
     pub async fn start() -> TestServer {
         Self::start_with(|_| {}).await
@@ -510,7 +505,7 @@ pub fn seed_clients(
 ) -> Vec<(String, String)> {
     use herald_storage::clients::Client;
     use herald_storage::push_tokens::PushToken;
-    let store = herald_storage::Store::open(&store_options(data)).unwrap();
+    let store = herald_storage::Store::open(&herald_storage::test_options(data)).unwrap();
     let mut seeded = Vec::new();
     for i in 0..n {
         let id = ulid::Ulid::generate().to_string();
