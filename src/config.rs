@@ -27,6 +27,19 @@ pub struct Settings {
     /// Connections to the `--store` database at most, 1 to 1000 (its `max_connections` bounds all engines' sum).
     #[arg(long, env = "HERALD_STORE_CONNECTIONS")]
     pub store_connections: Option<usize>,
+    /// This engine's name among engines sharing a `--store` database (logs,
+    /// metrics, lease rows): letters, digits, `.`, `_`, `-`, up to 64;
+    /// generated once and kept in the data directory when absent.
+    #[arg(long, env = "HERALD_NODE_ID")]
+    pub node_id: Option<String>,
+    /// How long an engine's leases last without a heartbeat: how soon
+    /// another engine takes over the work of one that died (1s to 10m).
+    #[arg(long, env = "HERALD_LEASE_TTL")]
+    pub lease_ttl: Option<String>,
+    /// Tokens per partition of a topic broadcast: the unit engines claim
+    /// and resume (100 to 10000000).
+    #[arg(long, env = "HERALD_BROADCAST_PARTITION")]
+    pub broadcast_partition: Option<u64>,
     /// How long delivery reports and outcomes are kept (`7d`, `12h`, `30s`; `0` for ever).
     #[arg(long, env = "HERALD_REPORT_RETENTION")]
     pub report_retention: Option<String>,
@@ -175,6 +188,9 @@ impl Settings {
             data_dir: self.data_dir.or(other.data_dir),
             store: self.store.or(other.store),
             store_connections: self.store_connections.or(other.store_connections),
+            node_id: self.node_id.or(other.node_id),
+            lease_ttl: self.lease_ttl.or(other.lease_ttl),
+            broadcast_partition: self.broadcast_partition.or(other.broadcast_partition),
             report_retention: self.report_retention.or(other.report_retention),
             event_retention: self.event_retention.or(other.event_retention),
             master_key_file: self.master_key_file.or(other.master_key_file),
@@ -251,6 +267,10 @@ pub struct Config {
     pub store: Option<String>,
     /// Connections to that database at most.
     pub store_connections: usize,
+    /// This engine's node id; `None`: the one kept in `data_dir` (generated once).
+    pub node_id: Option<String>,
+    /// How long leases last without a heartbeat (default 10 s).
+    pub lease_ttl: Duration,
     /// How long reports and webhook attempts are kept.
     pub retention: crate::sweeper::Retention,
     /// File of the sealing master key; `None`: the one generated in `data_dir`.
@@ -440,6 +460,13 @@ impl Config {
                     Some(n) => n,
                     None => PushSettings::default().bulk_in_flight,
                 },
+                partition_size: match s.broadcast_partition {
+                    Some(n) if !(100..=10_000_000).contains(&n) => {
+                        return Err("broadcast_partition: must be 100 to 10000000".into())
+                    }
+                    Some(n) => n,
+                    None => PushSettings::default().partition_size,
+                },
                 max_retry_after,
                 allow_private_endpoints: s.allow_private_provider_endpoints.unwrap_or(false),
                 tenant_idle_stop: match s.tenant_idle_stop_s {
@@ -459,6 +486,17 @@ impl Config {
                 Some(n) if !(1..=1000).contains(&n) => return Err("store_connections: must be 1 to 1000".into()),
                 Some(n) => n,
                 None => herald_storage::StoreOptions::new(".").connections,
+            },
+            node_id: match s.node_id {
+                Some(id) => Some(crate::node::valid_node_id(&id).map_err(|e| format!("node_id: {e}"))?),
+                None => None,
+            },
+            lease_ttl: match s.lease_ttl.as_deref() {
+                Some(text) => match humantime::parse_duration(text.trim()) {
+                    Ok(ttl) if (Duration::from_secs(1)..=Duration::from_secs(600)).contains(&ttl) => ttl,
+                    _ => return Err("lease_ttl: must be a duration from 1s to 10m".into()),
+                },
+                None => herald_storage::StoreOptions::new(".").lease_ttl,
             },
             retention: crate::sweeper::Retention {
                 reports: crate::sweeper::parse_retention(

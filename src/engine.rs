@@ -28,6 +28,8 @@ pub struct Engine {
     pub pki: Arc<crate::pki::Authority>,
     /// Rate limits of the send API and the token endpoint.
     pub limits: crate::rate_limit::Limits,
+    /// The engines sharing the database, as this one's heartbeat sees them.
+    pub cluster: Arc<crate::node::Cluster>,
 }
 
 impl Engine {
@@ -42,7 +44,10 @@ impl Engine {
         install_crypto_providers();
         // Before anything counts: what is recorded without a recorder is lost.
         let metrics = if install_recorder { crate::metrics::handle() } else { crate::metrics::detached() };
+        let node_id = crate::node::node_id(config.node_id.as_deref(), &config.data_dir)?;
         let store = Store::open(&StoreOptions {
+            node_id,
+            lease_ttl: config.lease_ttl,
             store_url: config.store.clone(),
             connections: config.store_connections,
             master_key_file: config.master_key_file.clone(),
@@ -59,6 +64,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
+        let cluster = crate::node::start(store.clone(), config.lease_ttl)?;
         crate::sweeper::spawn(store.clone(), config.clock.clone(), config.retention);
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let tenants = store.tenants().list().map_err(|e| format!("listing tenants: {e}"))?;
@@ -70,7 +76,8 @@ impl Engine {
         pki.recover()?;
         let engine = Arc::new(Engine {
             pki,
-            limits: crate::rate_limit::Limits::from_config(&config),
+            limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
+            cluster,
             config,
             store,
             keys: KeyCache::default(),

@@ -53,6 +53,7 @@ pub mod library;
 pub mod list_filter;
 pub mod metrics;
 pub mod models;
+pub mod node;
 pub mod openapi;
 pub mod ops;
 pub mod paging;

@@ -1,8 +1,16 @@
 //! Token-bucket rate limits: per tenant on the send API, per user and per client
 //! address on the token endpoint. A refused request gets 429 with `Retry-After`.
+//!
+//! Engines sharing a database keep their buckets in memory and divide each
+//! configured rate and burst by the live engine count (see `node`), so the
+//! limits hold across engines behind a load balancer that spreads requests
+//! evenly, without a database write per request. (The brute-force lockout of
+//! passwords is counted in the database, in the login's transaction.)
 
 use crate::error::{ApiError, ApiResult};
+use crate::node::Cluster;
 use dashmap::DashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Buckets kept before idle (full) ones are dropped, so distinct keys cannot grow memory without bound.
@@ -14,6 +22,8 @@ pub struct RateLimiter {
     burst: f64,
     what: &'static str,
     buckets: DashMap<String, Bucket>,
+    /// The engines sharing the limit; `None`: this engine alone.
+    cluster: Option<Arc<Cluster>>,
 }
 
 #[derive(Clone, Copy)]
@@ -26,7 +36,18 @@ impl RateLimiter {
     /// `rate` requests a second with bursts of `burst`; a rate of 0 disables the limit.
     pub fn new(what: &'static str, rate: u32, burst: u32) -> RateLimiter {
         let rate = f64::from(rate);
-        RateLimiter { rate, burst: f64::from(burst.max(1)), what, buckets: DashMap::new() }
+        RateLimiter { rate, burst: f64::from(burst.max(1)), what, buckets: DashMap::new(), cluster: None }
+    }
+
+    /// This limit shared with the other live engines of `cluster`.
+    pub fn shared(self, cluster: Arc<Cluster>) -> RateLimiter {
+        RateLimiter { cluster: Some(cluster), ..self }
+    }
+
+    /// This engine's share of the rate and the burst.
+    fn share(&self) -> (f64, f64) {
+        let nodes = self.cluster.as_ref().map_or(1, |c| c.live_nodes()) as f64;
+        (self.rate / nodes, (self.burst / nodes).max(1.0))
     }
 
     /// False when configured with a rate of 0: every request passes.
@@ -42,15 +63,16 @@ impl RateLimiter {
         if self.buckets.len() > PRUNE_ABOVE {
             self.prune(now);
         }
-        let mut b = self.buckets.entry(key.to_string()).or_insert(Bucket { tokens: self.burst, at: now });
+        let (rate, burst) = self.share();
+        let mut b = self.buckets.entry(key.to_string()).or_insert(Bucket { tokens: burst, at: now });
         let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
-        b.tokens = (b.tokens + elapsed * self.rate).min(self.burst);
+        b.tokens = (b.tokens + elapsed * rate).min(burst);
         b.at = now;
         if b.tokens >= 1.0 {
             b.tokens -= 1.0;
             Ok(())
         } else {
-            Err(((1.0 - b.tokens) / self.rate).ceil().max(1.0) as u64)
+            Err(((1.0 - b.tokens) / rate).ceil().max(1.0) as u64)
         }
     }
 
@@ -79,13 +101,15 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The three limiters with the rates and bursts of `c.limits`.
-    pub fn from_config(c: &crate::config::Config) -> Limits {
+    /// The three limiters with the rates and bursts of `c.limits`, shared
+    /// among the live engines of `cluster`.
+    pub fn from_config(c: &crate::config::Config, cluster: Arc<Cluster>) -> Limits {
         let l = &c.limits;
+        let limit = |what, rate, burst| RateLimiter::new(what, rate, burst).shared(cluster.clone());
         Limits {
-            send: RateLimiter::new("send", l.send_rate, l.send_burst),
-            token_user: RateLimiter::new("token-user", l.token_rate_per_user, l.token_burst_per_user),
-            token_ip: RateLimiter::new("token-ip", l.token_rate_per_ip, l.token_burst_per_ip),
+            send: limit("send", l.send_rate, l.send_burst),
+            token_user: limit("token-user", l.token_rate_per_user, l.token_burst_per_user),
+            token_ip: limit("token-ip", l.token_rate_per_ip, l.token_burst_per_ip),
         }
     }
 }
@@ -109,6 +133,16 @@ mod tests {
         let slow = RateLimiter::new("t", 1, 1);
         assert_eq!(slow.take("a", t0), Ok(()));
         assert_eq!(slow.take("a", t0), Err(1));
+    }
+
+    #[test]
+    fn three_live_engines_each_take_a_third() {
+        let cluster = Arc::new(Cluster::of(3));
+        let l = RateLimiter::new("t", 30, 9).shared(cluster);
+        let t0 = Instant::now();
+        assert!((0..3).all(|_| l.take("a", t0).is_ok()), "a third of the burst");
+        assert_eq!(l.take("a", t0), Err(1));
+        assert!(l.take("a", t0 + Duration::from_millis(100)).is_ok(), "10 a second: one after 100 ms");
     }
 
     #[test]

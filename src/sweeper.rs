@@ -1,7 +1,8 @@
 //! The background sweeper: what expires is deleted by one task, in bounded
 //! passes, so that no request pays for it: used nonces every 5 s, ended
 //! sessions every minute, and delivery reports and webhook attempt logs past
-//! their retention (`--report-retention`, `--event-retention`).
+//! their retention (`--report-retention`, `--event-retention`). Among
+//! engines sharing a database, the one holding the `sweeper` lease sweeps.
 
 use crate::auth::brute_force::Clock;
 use herald_storage::Store;
@@ -31,10 +32,19 @@ pub(crate) fn spawn(store: Store, clock: Clock, retention: Retention) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let period = retention.period_s();
+        let mut lease = None;
         for second in 0u64.. {
             tick.tick().await;
             if store.writable().is_err() {
                 continue;
+            }
+            match store.leases().keep(&mut lease, "sweeper") {
+                Ok(true) => {}
+                Ok(false) => continue, // another engine sweeps
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not take the sweeper's lease");
+                    continue;
+                }
             }
             if second % 5 == 0 {
                 if let Err(e) = store.nonces().sweep(clock.now_ms()) {

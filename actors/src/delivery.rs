@@ -108,6 +108,8 @@ pub struct Deliverer {
     bulk_permits: tokio::sync::Semaphore,
     /// Called when a tenant's actor stops, to drop what the engine caches of it.
     tenant_stopped: OnceLock<TenantStopped>,
+    /// The broadcast partitions this engine runs (see `claims`).
+    claims: Arc<crate::claims::Claims>,
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
@@ -125,7 +127,13 @@ impl Deliverer {
         let tls = tls_config(&settings.extra_ca_pem, None).map_err(|e| e.to_string())?;
         let auth_http = AuthHttp::new(tls.clone(), settings.endpoint_policy());
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
-        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits, tenant_stopped: OnceLock::new() })
+        let claims = Arc::default();
+        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits, tenant_stopped: OnceLock::new(), claims })
+    }
+
+    /// What this engine claims of the broadcasts (see `claims`).
+    pub fn claims(&self) -> &Arc<crate::claims::Claims> {
+        &self.claims
     }
 
     /// Waits for `n` bulk permits (at most `bulk_in_flight`); a broadcast holds

@@ -1,5 +1,7 @@
-//! The `FanOut` actor: one topic broadcast, streamed from the token index in
-//! small batches with bounded in-flight sends, checkpointed after every batch.
+//! The `FanOut` actor: one partition of a topic broadcast (see
+//! `herald_storage::broadcasts`), streamed from the token index in small
+//! batches with bounded in-flight sends, checkpointed after every batch
+//! under the partition's lease.
 //!
 //! A kill -9 resends what was sent but not durably checkpointed. That is kept
 //! to about what is in flight: batches are small, the clients sent to but not
@@ -7,11 +9,15 @@
 //! made durable by a group commit at most `GROUP_COMMIT` (5 ms) apart, awaited
 //! beside the sends rather than in front of them.
 //!
-//! Each read also advances the job's read mark, and no client is sent to
-//! before a checkpoint holding a mark at or above it is durable; so after a
-//! crash, the clients a resumed job sends to up to the stored mark are exactly
-//! those that may have been sent before, and the report counts them as
-//! `resent` (durably, before sending them again).
+//! Each read also advances the partition's read mark, and no client is sent
+//! to before a checkpoint holding a mark at or above it is durable; so after
+//! a crash, the clients a resumed partition sends to up to the stored mark
+//! are exactly those that may have been sent before, and the report counts
+//! them as `resent` (durably, before sending them again).
+//!
+//! An engine that lost the partition's lease (it was paused past it, and
+//! another engine took the partition over) has its next checkpoint refused:
+//! the actor stops and `herald_lease_fenced_total{work="broadcast"}` counts it.
 
 use crate::channels::TenantChannels;
 use crate::delivery::{backend_of, batch_limit, AppChannels, Deliverer, Job, Prepared};
@@ -19,8 +25,9 @@ use crate::pool::Lane;
 use crate::providers::Notification;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, Report, State};
-use herald_storage::now_ms;
+use herald_storage::broadcasts::Part;
+use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, State};
+use herald_storage::leases::Lease;
 use herald_storage::push_tokens::TokenRef;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::VecDeque;
@@ -29,13 +36,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The actor of one topic broadcast, spawned and supervised by its tenant's
-/// `Tenant` actor; it stops when the job is complete.
+/// The actor of one partition of a broadcast, spawned and supervised by its
+/// tenant's `Tenant` actor; it stops when the partition is done.
 pub struct FanOut;
 
 /// What a `FanOut` actor is sent: only `Run`, which it sends itself on start.
 pub enum FanOutMsg {
-    /// Deliver the job from its checkpoint to its end, then stop.
+    /// Deliver the partition from its checkpoint to its end, then stop.
     Run,
 }
 
@@ -43,15 +50,18 @@ pub enum FanOutMsg {
 pub struct FanOutArgs {
     /// The tenant's channels, shared with its actor's other sends.
     pub channels: Arc<TenantChannels>,
-    /// The broadcast job as stored, checkpoint included: a restart resumes from it.
+    /// The partition's lease, which every checkpoint is written under.
+    pub lease: Lease,
+    /// The broadcast's job (its notification).
     pub job: BroadcastJob,
+    /// The partition's number and its state as stored: a restart resumes from it.
+    pub part: (u32, Part),
 }
 
-/// A running broadcast: its tenant's channels, the job as checkpointed so far,
-/// and its place in `herald_actors_live`.
+/// A running partition: its tenant's channels, the partition as
+/// checkpointed so far, and its place in `herald_actors_live`.
 pub struct FanOutState {
-    channels: Arc<TenantChannels>,
-    job: BroadcastJob,
+    args: FanOutArgs,
     _live: crate::telemetry::LiveActor,
 }
 
@@ -66,7 +76,7 @@ impl Actor for FanOut {
         args: FanOutArgs,
     ) -> Result<FanOutState, ActorProcessingErr> {
         myself.cast(FanOutMsg::Run)?;
-        Ok(FanOutState { channels: args.channels, job: args.job, _live: crate::telemetry::LiveActor::new("fanout") })
+        Ok(FanOutState { args, _live: crate::telemetry::LiveActor::new("fanout") })
     }
 
     async fn handle(
@@ -76,82 +86,63 @@ impl Actor for FanOut {
         state: &mut FanOutState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            FanOutMsg::Run => {
-                run(&state.channels, &mut state.job).await?;
-                myself.stop(Some("broadcast complete".into()));
-            }
+            FanOutMsg::Run => match run(&mut state.args).await {
+                Ok(()) => myself.stop(Some("partition done".into())),
+                Err(e) if fenced(&e) => {
+                    metrics::counter!("herald_lease_fenced_total", "work" => "broadcast").increment(1);
+                    tracing::warn!(lease = %state.args.lease.name, "the partition's lease moved to another engine: stopping here");
+                    myself.stop(Some("lease lost".into()));
+                }
+                Err(e) => return Err(e),
+            },
         }
         Ok(())
     }
 }
 
-/// Delivers every remaining batch of the job; resumable from its checkpoint.
-pub async fn run(channels: &TenantChannels, job: &mut BroadcastJob) -> Result<(), ActorProcessingErr> {
+/// Whether a fan-out failed because its lease moved on.
+fn fenced(e: &ActorProcessingErr) -> bool {
+    matches!(e.downcast_ref::<herald_storage::Error>(), Some(herald_storage::Error::Fenced(_)))
+}
+
+/// Delivers every remaining batch of the partition, then marks it done;
+/// resumable from its checkpoint.
+async fn run(args: &mut FanOutArgs) -> Result<(), ActorProcessingErr> {
+    let FanOutArgs { channels, lease, job, part: (n, part) } = args;
     let d = channels.deliverer();
     let store = d.store().clone();
-    let n: Notification = serde_json::from_str(&job.notification_json)?;
-    let mut report = store
-        .deliveries()
-        .report(&job.tenant, &job.id)?
-        .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
-    let tenant = job.tenant.clone();
-    let series = crate::telemetry::tenant(&tenant);
-    series.fanout_jobs_started.increment(1);
-    for i in 0..job.apps.len() {
-        if job.apps[i].done {
-            continue;
-        }
-        let app = job.apps[i].app.clone();
-        // A deleted app has no channels: nothing to send to its clients.
-        if let Some(channels) = channels.of_app(&app).map_err(|e| format!("app {app}: {e}"))? {
-            send_app(d, job, i, &mut report, &channels, &n).await?;
-        }
-        job.apps[i].done = true;
-        job.read_mark = None; // the mark is the app in progress's
-        store.wait_writable().await;
-        store.deliveries().checkpoint(job, &report, false)?;
+    let notification: Notification = serde_json::from_str(&job.notification_json)?;
+    crate::telemetry::tenant(&job.tenant).fanout_jobs_started.increment(1);
+    // A deleted app has no channels: nothing to send to its clients.
+    let app = part.app.clone();
+    if let Some(app_channels) = channels.of_app(&app).map_err(|e| format!("app {app}: {e}"))? {
+        let at = Place { lease, tenant: &job.tenant, job: &job.id, n: *n };
+        send_part(d, &at, part, &app_channels, &notification).await?;
     }
-    report.completed_ms = Some(now_ms());
     store.wait_writable().await;
-    store.deliveries().checkpoint(job, &report, true)?;
-    let total = report.total();
-    d.events().emit(
-        &job.tenant,
-        "push",
-        "BROADCAST_COMPLETED",
-        serde_json::json!({ "notificationId": job.id, "targeted": report.targeted.values().sum::<u64>(), "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
-    );
+    store.broadcasts().finish(lease, (&job.tenant, &job.id, *n), part)?;
     store.durable().await?;
-    series.fanout_jobs_completed.increment(1);
-    tracing::info!(tenant = %job.tenant, job = %job.id, sent = report.by_app.values().map(|c| c.sent).sum::<u64>(), "broadcast complete");
     Ok(())
 }
 
-/// Ends a broadcast whose fan-out failed on every restart: its report is
-/// completed with the reason (state `FAILED`), its job removed, and a
-/// `BROADCAST_FAILED` event published. A job already gone is left alone.
-pub fn give_up(d: &Deliverer, tenant: &str, job_id: &str, reason: &str) -> herald_storage::Result<()> {
-    let store = d.store();
-    let Some(job) = store.deliveries().unfinished_jobs()?.into_iter().find(|j| j.tenant == tenant && j.id == job_id)
-    else {
-        return Ok(());
-    };
-    let mut report = store
-        .deliveries()
-        .report(tenant, job_id)?
-        .unwrap_or_else(|| Report { id: job.id.clone(), ..Report::default() });
-    report.completed_ms = Some(now_ms());
-    report.failure = Some(reason.to_string());
-    store.deliveries().checkpoint(&job, &report, true)?;
-    let sent: u64 = report.by_app.values().map(|c| c.sent).sum();
-    d.events().emit(
-        tenant,
-        "push",
-        "BROADCAST_FAILED",
-        serde_json::json!({ "notificationId": job_id, "reason": reason, "targeted": report.targeted.values().sum::<u64>(), "sent": sent }),
-    );
-    tracing::error!(tenant, job = job_id, reason, "broadcast given up after repeated failures");
+/// Ends a partition whose fan-out failed on every restart: it is stored done
+/// with the reason, so the broadcast completes as `FAILED` with it once its
+/// other partitions are done.
+pub fn give_up(d: &Deliverer, lease: &Lease, reason: &str) -> herald_storage::Result<()> {
+    let Some((tenant, job, n)) = herald_storage::broadcasts::parse_part_lease(&lease.name) else { return Ok(()) };
+    let Some(mut part) = d.store().broadcasts().part(&tenant, &job, n)? else { return Ok(()) };
+    part.failure = Some(reason.to_string());
+    d.store().broadcasts().finish(lease, (&tenant, &job, n), &part)?;
+    tracing::error!(tenant, job, partition = n, reason, "broadcast partition given up after repeated failures");
     Ok(())
+}
+
+/// Where a partition's checkpoints go: its lease, tenant, job and number.
+struct Place<'a> {
+    lease: &'a Lease,
+    tenant: &'a str,
+    job: &'a str,
+    n: u32,
 }
 
 /// Shortest time between two flushes a broadcast starts: checkpoints reach
@@ -174,6 +165,8 @@ struct OpenBatch {
     undelivered: Vec<(String, ClientOutcome)>,
     counts: Report,
 }
+
+use herald_storage::deliveries::Report;
 
 /// Checkpoint writes of one broadcast and their group commit: flushes run
 /// beside the sends, one at a time, started at most every [`GROUP_COMMIT`]
@@ -248,11 +241,11 @@ struct Window {
 }
 
 impl Window {
-    fn new(job: &BroadcastJob, i: usize) -> Window {
+    fn new(part: &Part) -> Window {
         Window {
-            read_cursor: job.apps[i].cursor.clone(),
+            read_cursor: part.cursor.clone().or_else(|| part.after.clone()),
             exhausted: false,
-            resume_mark: job.read_mark.clone(),
+            resume_mark: part.read_mark.clone(),
             open: VecDeque::new(),
             first_seq: 0,
             pending: VecDeque::new(),
@@ -269,23 +262,29 @@ impl Window {
     fn read(
         &mut self,
         ctx: &Ctx<'_>,
-        job: &mut BroadcastJob,
-        report: &mut Report,
+        part: &mut Part,
         written: u64,
     ) -> Result<(), ActorProcessingErr> {
         while !self.exhausted && self.unsettled <= ctx.cap.saturating_add(ctx.batch) {
-            let batch =
-                ctx.store.push_tokens().valid_of_app(&job.tenant, ctx.app, self.read_cursor.as_deref(), ctx.batch)?;
+            let mut batch =
+                ctx.store.push_tokens().valid_of_app(ctx.tenant, ctx.app, self.read_cursor.as_deref(), ctx.batch)?;
+            // The partition's range ends at `until`.
+            if let Some(until) = part.until.as_deref() {
+                if let Some(past) = batch.iter().position(|(client, _)| client.as_str() > until) {
+                    batch.truncate(past);
+                    self.exhausted = true;
+                }
+            }
             let Some((last, _)) = batch.last() else {
                 self.exhausted = true;
                 break;
             };
             if let Some(mark) = self.resume_mark.as_deref() {
                 let resent = batch.iter().filter(|(client, _)| client.as_str() <= mark).count() as u64;
-                report.resent = report.resent.saturating_add(resent);
+                part.resent = part.resent.saturating_add(resent);
             }
-            if job.read_mark.as_deref().is_none_or(|m| m < last.as_str()) {
-                job.read_mark = Some(last.clone());
+            if part.read_mark.as_deref().is_none_or(|m| m < last.as_str()) {
+                part.read_mark = Some(last.clone());
             }
             self.read_cursor = Some(last.clone());
             let seq = self.first_seq.saturating_add(self.open.len());
@@ -400,9 +399,8 @@ impl Window {
     /// order, advancing the app's cursor.
     fn settle(
         &mut self,
-        job: &mut BroadcastJob,
-        i: usize,
-        report: &mut Report,
+        part: &mut Part,
+        tenant: &str,
         seq: usize,
         client: String,
         outcome: ClientOutcome,
@@ -419,26 +417,26 @@ impl Window {
             let Some(done) = self.open.pop_front() else { break };
             self.first_seq = self.first_seq.saturating_add(1);
             self.unsettled = self.unsettled.saturating_sub(done.size);
-            report.add(&done.counts);
-            job.apps[i].cursor = Some(done.last_client);
+            part.counts.add(&done.counts);
+            part.cursor = Some(done.last_client);
             self.to_write.extend(done.undelivered);
             self.dirty = true;
-            crate::telemetry::tenant(&job.tenant).fanout_notifications.increment(done.size as u64);
+            crate::telemetry::tenant(tenant).fanout_notifications.increment(done.size as u64);
         }
     }
 
-    /// Writes the job and report (and the outcomes committed since the last
-    /// write) in one transaction, if anything changed.
+    /// Writes the partition (and the outcomes committed since the last
+    /// write) in one transaction under its lease, if anything changed.
     fn write(
         &mut self,
         ctx: &Ctx<'_>,
-        job: &BroadcastJob,
-        report: &Report,
+        part: &Part,
         commits: &mut GroupCommit,
     ) -> Result<(), ActorProcessingErr> {
         if self.dirty {
-            ctx.store.deliveries().commit_batch(job, report, &self.to_write)?;
-            self.to_write.clear();
+            let at = ctx.place;
+            let outcomes = std::mem::take(&mut self.to_write);
+            ctx.store.broadcasts().commit(at.lease, (at.tenant, at.job, at.n), part, outcomes)?;
             self.dirty = false;
             commits.written = commits.written.saturating_add(1);
         }
@@ -471,6 +469,9 @@ enum Pick {
 /// What the window reads and sends with.
 struct Ctx<'a> {
     store: &'a herald_storage::Store,
+    /// Where the partition's checkpoints go.
+    place: &'a Place<'a>,
+    tenant: &'a str,
     app: &'a str,
     /// `bulk_in_flight`: sends in flight at most.
     cap: usize,
@@ -478,31 +479,31 @@ struct Ctx<'a> {
     batch: usize,
 }
 
-/// Streams one app's tokens from its cursor with at most `bulk_in_flight`
+/// Streams a partition's tokens from its cursor with at most `bulk_in_flight`
 /// notifications in flight (each holding one of the deliverer's bulk permits,
 /// which all broadcasts share; an HMS request of many tokens holds one per
 /// token), committing each batch (cursor, counts, undelivered
 /// clients) once all of its sends are done; see the module doc for how that
 /// bounds resends.
-async fn send_app(
+async fn send_part(
     d: &Arc<Deliverer>,
-    job: &mut BroadcastJob,
-    i: usize,
-    report: &mut Report,
+    place: &Place<'_>,
+    part: &mut Part,
     channels: &AppChannels,
     n: &Notification,
 ) -> Result<(), ActorProcessingErr> {
     let settings = d.settings();
     let ctx = Ctx {
         store: d.store(),
+        place,
+        tenant: place.tenant,
         app: &channels.app,
         cap: settings.bulk_in_flight.max(1),
         batch: settings.batch_size.max(1),
     };
     let prepared = Prepared::default();
-    let tenant = job.tenant.clone(); // `job` itself changes as the sends settle
-    let send = Job { tenant: &tenant, channels, prepared: &prepared, notification: n, deadline: None };
-    let mut w = Window::new(job, i);
+    let send = Job { tenant: place.tenant, channels, prepared: &prepared, notification: n, deadline: None };
+    let mut w = Window::new(part);
     let mut commits = GroupCommit::new(ctx.store.clone());
     let mut in_flight = FuturesUnordered::new();
     loop {
@@ -510,8 +511,8 @@ async fn send_app(
         // finish and wait in memory) until there is room again.
         let writable = ctx.store.writable().is_ok();
         if writable {
-            w.read(&ctx, job, report, commits.written)?;
-            w.write(&ctx, job, report, &mut commits)?;
+            w.read(&ctx, part, commits.written)?;
+            w.write(&ctx, part, &mut commits)?;
         }
         while in_flight.len() < ctx.cap {
             let Some(request) = w.next_send(&ctx, commits.durable, in_flight.is_empty()) else { break };
@@ -538,10 +539,10 @@ async fn send_app(
         commits.maybe_start(w.waits_for(commits.durable));
         tokio::select! {
             Some(answered) = in_flight.next(), if !in_flight.is_empty() => match answered {
-                Answered::One(seq, client, outcome) => w.settle(job, i, report, seq, client, outcome),
+                Answered::One(seq, client, outcome) => w.settle(part, place.tenant, seq, client, outcome),
                 Answered::Batch(group, outcomes) => {
                     for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
-                        w.settle(job, i, report, seq, client, outcome);
+                        w.settle(part, place.tenant, seq, client, outcome);
                     }
                 }
             },

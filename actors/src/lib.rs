@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod channels;
+pub mod claims;
 pub mod credentials;
 pub mod delivery;
 pub mod fanout;

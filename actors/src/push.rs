@@ -34,6 +34,7 @@ impl Push {
         let registry = Arc::new(Registry::new());
         let args = RootArgs { deliverer: deliverer.clone(), registry: registry.clone() };
         let (root, _) = Actor::spawn(None, Root, args).await.map_err(|e| format!("starting the root actor: {e}"))?;
+        crate::claims::start(deliverer.clone(), root.clone());
         Ok(Push { root, dispatcher, registry, deliverer, events })
     }
 

@@ -74,23 +74,15 @@ impl Actor for Root {
     type State = RootState;
     type Arguments = RootArgs;
 
-    async fn pre_start(&self, myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
-        let mut state = RootState {
+    async fn pre_start(&self, _myself: ActorRef<Self::Msg>, args: RootArgs) -> Result<RootState, ActorProcessingErr> {
+        let state = RootState {
             deliverer: args.deliverer,
             registry: args.registry,
             names: HashMap::new(),
             restarts: Restarts::new(RestartPolicy::default()),
             _live: LiveActor::new("root"),
         };
-        // Tenants with unfinished broadcasts start at once, so the broadcasts resume.
-        let mut tenants: Vec<String> =
-            state.deliverer.store().deliveries().unfinished_jobs()?.into_iter().map(|j| j.tenant).collect();
-        tenants.dedup();
-        for t in tenants {
-            if let Err(e) = state.start_tenant(&myself, &t).await {
-                tracing::error!(tenant = %t, error = %e, "tenant could not start; its broadcasts resume on its next request");
-            }
-        }
+        // Unfinished broadcasts resume when the claimer takes their partitions.
         Ok(state)
     }
 

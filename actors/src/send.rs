@@ -266,6 +266,7 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
         apps: job_apps,
         created_ms: now_ms(),
         read_mark: None,
+        parts: 0,
     };
     store.deliveries().create_job(&job, &report)?;
     Ok((job, queued))

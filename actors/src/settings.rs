@@ -62,6 +62,12 @@ pub struct PushSettings {
     /// Herald and at the provider (Little's law: at 40 000/s, 1 000 in
     /// flight is 25 ms of queue), however many broadcasts run.
     pub bulk_in_flight: usize,
+    /// Tokens per partition of a topic broadcast: the unit engines sharing a
+    /// database claim, checkpoint and take over (`--broadcast-partition`).
+    pub partition_size: u64,
+    /// Partitions this engine runs at once; more wait for a free slot here
+    /// or are claimed by another engine.
+    pub partitions_per_node: usize,
     /// A tenant's actor with no send and no broadcast for this long stops,
     /// freeing its provider channels and pools; `None`: never.
     pub tenant_idle_stop: Option<Duration>,
@@ -79,6 +85,8 @@ impl Default for PushSettings {
             allow_private_endpoints: false,
             batch_size: 256,
             bulk_in_flight: 1000,
+            partition_size: 10_000,
+            partitions_per_node: 4,
             tenant_idle_stop: Some(Duration::from_secs(300)),
         }
     }

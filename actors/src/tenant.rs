@@ -1,9 +1,10 @@
 //! The `Tenant` actor: the owner of one tenant's runtime (its provider
 //! channels and connection pools, its running broadcasts), the router of its
-//! sends and the supervisor of its broadcasts. It stops when idle, freeing
-//! them, and is started again by the next send. A failing broadcast is restarted from its checkpoint after
-//! a backoff, and given up (`FAILED`) after too many restarts (see
-//! [`crate::supervision`]).
+//! sends and the supervisor of the broadcast partitions this engine claimed
+//! (see [`crate::claims`]). It stops when idle, freeing them, and is started
+//! again by the next send. A failing partition is restarted from its
+//! checkpoint after a backoff, and given up (its broadcast ends `FAILED`)
+//! after too many restarts (see [`crate::supervision`]).
 
 use crate::channels::TenantChannels;
 use crate::delivery::Deliverer;
@@ -11,7 +12,9 @@ use crate::fanout::{FanOut, FanOutArgs};
 use crate::send::{self, SendAnswer, SendError, SendRequest};
 use crate::supervision::{Decision, RestartPolicy, Restarts};
 use crate::telemetry::LiveActor;
+use herald_storage::broadcasts::Part;
 use herald_storage::deliveries::Job;
+use herald_storage::leases::Lease;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -26,10 +29,10 @@ pub struct Tenant;
 pub enum TenantMsg {
     /// A send, and when its caller stops waiting.
     Send(Box<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Result<SendAnswer, SendError>>),
-    /// Start (or restart) the fan-out of a broadcast job.
-    Broadcast(Job),
-    /// Restart broadcast `id` from its checkpoint (scheduled after a failure).
-    Resume(String),
+    /// Run a partition this engine claimed: its lease, job, number and state.
+    Part(Box<(Lease, Job, u32, Part)>),
+    /// Run a partition again from its checkpoint (scheduled after a failure).
+    Resume(Lease),
     /// Stop if idle (see [`PushSettings::tenant_idle_stop`](crate::PushSettings)).
     IdleCheck,
     /// Fail on purpose: proves supervision in tests.
@@ -78,9 +81,9 @@ pub struct TenantState {
     /// The tenant's provider channels and their connection pools, shared
     /// with its sends and fan-outs; freed when the actor stops.
     channels: Arc<TenantChannels>,
-    /// Running fan-outs by actor, with their job id, to restart a failed one.
-    fanouts: HashMap<ActorId, String>,
-    /// Recent restarts of each broadcast.
+    /// Running partitions by actor, with their lease, to restart a failed one.
+    fanouts: HashMap<ActorId, Lease>,
+    /// Recent restarts of each partition (by lease name).
     restarts: Restarts<String>,
     /// One-client and one-user sends in progress.
     sends: Arc<AtomicUsize>,
@@ -100,12 +103,6 @@ impl Actor for Tenant {
         myself: ActorRef<Self::Msg>,
         args: TenantArgs,
     ) -> Result<TenantState, ActorProcessingErr> {
-        // Broadcasts interrupted by a crash or restart continue from their checkpoint.
-        for job in args.deliverer.store().deliveries().unfinished_jobs()? {
-            if job.tenant == args.tenant {
-                myself.cast(TenantMsg::Broadcast(job))?;
-            }
-        }
         // Checked a few times per idle period (at most every 30 s).
         let idle_timer = args.deliverer.settings().tenant_idle_stop.map(|idle| {
             // A quarter of a duration cannot overflow.
@@ -145,25 +142,37 @@ impl Actor for Tenant {
                     if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
                         let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
                         crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
-                        let _ = myself.cast(TenantMsg::Broadcast((**job).clone()));
+                        channels.deliverer().claims().wake();
                     }
                     let _ = reply.send(answer);
                 });
             }
-            TenantMsg::Broadcast(job) => {
+            TenantMsg::Part(claimed) => {
                 state.activity.touch();
-                if state.fanouts.values().any(|id| *id == job.id) {
+                let (lease, job, n, part) = *claimed;
+                if state.fanouts.values().any(|l| l.name == lease.name) {
                     return Ok(());
                 }
-                let id = job.id.clone();
-                let args = FanOutArgs { channels: state.channels.clone(), job };
-                let (actor, _) = Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await?;
-                state.fanouts.insert(actor.get_id(), id);
+                let args = FanOutArgs { channels: state.channels.clone(), lease: lease.clone(), job, part: (n, part) };
+                match Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await {
+                    Ok((actor, _)) => {
+                        state.fanouts.insert(actor.get_id(), lease);
+                    }
+                    Err(e) => {
+                        state.deliverer.claims().part_ended();
+                        return Err(e.into());
+                    }
+                }
             }
-            TenantMsg::Resume(id) => {
-                let unfinished = state.deliverer.store().deliveries().unfinished_jobs()?;
-                if let Some(job) = unfinished.into_iter().find(|j| j.id == id && j.tenant == state.tenant) {
-                    myself.cast(TenantMsg::Broadcast(job))?;
+            TenantMsg::Resume(lease) => {
+                let store = state.deliverer.store();
+                let found = herald_storage::broadcasts::parse_part_lease(&lease.name).and_then(|(t, job, n)| {
+                    let part = store.broadcasts().part(&t, &job, n).ok().flatten()?;
+                    Some((store.broadcasts().job(&t, &job).ok().flatten()?, n, part))
+                });
+                match found {
+                    Some((job, n, part)) if !part.done => myself.cast(TenantMsg::Part(Box::new((lease, job, n, part))))?,
+                    _ => state.deliverer.claims().part_ended(),
                 }
             }
             TenantMsg::IdleCheck => {
@@ -203,23 +212,25 @@ impl Actor for Tenant {
     ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                if let Some(job_id) = state.fanouts.remove(&cell.get_id()) {
-                    state.restarts.forget(&job_id);
+                if let Some(lease) = state.fanouts.remove(&cell.get_id()) {
+                    state.restarts.forget(&lease.name);
+                    state.deliverer.claims().part_ended();
                 }
             }
             SupervisionEvent::ActorFailed(cell, err) => {
-                let Some(job_id) = state.fanouts.remove(&cell.get_id()) else { return Ok(()) };
-                match state.restarts.on_failure(&job_id, Instant::now()) {
+                let Some(lease) = state.fanouts.remove(&cell.get_id()) else { return Ok(()) };
+                match state.restarts.on_failure(&lease.name, Instant::now()) {
                     Decision::RestartAfter(delay) => {
-                        tracing::error!(tenant = %state.tenant, job = %job_id, error = %err, ?delay, "broadcast failed; restarting from its checkpoint");
+                        tracing::error!(tenant = %state.tenant, partition = %lease.name, error = %err, ?delay, "broadcast partition failed; restarting from its checkpoint");
                         metrics::counter!("herald_actor_restarts_total", "actor" => "fanout").increment(1);
-                        myself.send_after(delay, move || TenantMsg::Resume(job_id));
+                        myself.send_after(delay, move || TenantMsg::Resume(lease));
                     }
                     Decision::GiveUp => {
                         let reason = format!("the fan-out failed on every restart: {err}");
-                        if let Err(e) = crate::fanout::give_up(&state.deliverer, &state.tenant, &job_id, &reason) {
-                            tracing::error!(tenant = %state.tenant, job = %job_id, error = %e, "could not mark the broadcast failed");
+                        if let Err(e) = crate::fanout::give_up(&state.deliverer, &lease, &reason) {
+                            tracing::error!(tenant = %state.tenant, partition = %lease.name, error = %e, "could not mark the broadcast failed");
                         }
+                        state.deliverer.claims().part_ended();
                     }
                 }
             }

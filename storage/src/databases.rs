@@ -4,6 +4,7 @@
 //! and reopening needs the old handles closed first (sled locks its files).
 
 use crate::kv::{Tree, TxTree, Write};
+use crate::leases::{Fence, LeaseOp};
 use crate::pg::{Pg, Txn};
 use crate::store::StoreOptions;
 use crate::{Error, Result};
@@ -159,6 +160,8 @@ trees! {
     }
     deliveries: {
         jobs,
+        /// Partitions of running broadcasts (see `broadcasts`).
+        parts,
         reports,
         /// One-client and one-user sends: report and outcomes in one record.
         sends,
@@ -212,6 +215,13 @@ impl Dbs {
 
     /// Applies every write (a value, or `None` to remove the key) or none.
     pub(crate) fn write_all(&self, writes: Vec<Write<'_>>) -> Result<()> {
+        self.write_leased(None, writes, Vec::new())
+    }
+
+    /// [`Dbs::write_all`], and on PostgreSQL the lease changes `ops` in the
+    /// same transaction, refused unless `fence` holds (on sled the caller
+    /// checks the fence and applies `ops`: see `Store::write_fenced`).
+    pub(crate) fn write_leased(&self, fence: Option<Fence>, writes: Vec<Write<'_>>, ops: Vec<LeaseOp>) -> Result<()> {
         match &self.engine {
             Engine::Sled { .. } => {
                 let mut trees: Vec<sled::Tree> = Vec::new();
@@ -248,7 +258,7 @@ impl Dbs {
                     let Tree::Pg(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
                     rows.push((t.name(), k, v));
                 }
-                pg.write_all(rows)
+                pg.write_all(fence, rows, ops)
             }
         }
     }

@@ -169,15 +169,35 @@ pub struct Job {
     pub tenant: String,
     /// The notification (JSON), to rebuild it on resume.
     pub notification_json: String,
-    /// The apps to fan out to, in order, each with its cursor.
+    /// The apps to fan out to, in order. Their cursors are those of jobs
+    /// from before partitions; a job is split from them (see `broadcasts`).
     pub apps: Vec<JobApp>,
     /// When the broadcast was accepted, ms since the epoch.
     pub created_ms: u64,
-    /// The highest client of the app in progress (the first not done) that
-    /// may have been sent to: every send is preceded by a durable write of a
-    /// mark at or above its client. `None` before the first read of an app.
-    /// Last, so that a record written before it decodes as `JobV1`.
+    /// Of a job from before partitions: the highest client of the app in
+    /// progress that may have been sent to.
     pub read_mark: Option<String>,
+    /// How many partitions the job was split into; 0 until it is split.
+    /// Last, so that a record written before it decodes as `JobV2`.
+    pub parts: u32,
+}
+
+/// [`Job`] as stored before it had `parts`.
+#[derive(Deserialize)]
+struct JobV2 {
+    id: String,
+    tenant: String,
+    notification_json: String,
+    apps: Vec<JobApp>,
+    created_ms: u64,
+    read_mark: Option<String>,
+}
+
+impl From<JobV2> for Job {
+    fn from(v: JobV2) -> Job {
+        let JobV2 { id, tenant, notification_json, apps, created_ms, read_mark } = v;
+        Job { id, tenant, notification_json, apps, created_ms, read_mark, parts: 0 }
+    }
 }
 
 /// [`Job`] as stored before it had `read_mark`.
@@ -193,16 +213,19 @@ struct JobV1 {
 impl From<JobV1> for Job {
     fn from(v: JobV1) -> Job {
         let JobV1 { id, tenant, notification_json, apps, created_ms } = v;
-        Job { id, tenant, notification_json, apps, created_ms, read_mark: None }
+        Job { id, tenant, notification_json, apps, created_ms, read_mark: None, parts: 0 }
     }
 }
 
-/// Decodes a stored job of either shape. A new record never decodes as the
-/// old shape by mistake because it is tried first; an old record never
-/// decodes as the new one because it ends where the new field would start
-/// (postcard fails at the end of input rather than inventing a value).
+/// Decodes a stored job of any shape, newest first. A new record never
+/// decodes as an older shape by mistake because it is tried first; an old
+/// record never decodes as a newer one because it ends where the newer
+/// field would start (postcard fails at the end of input rather than
+/// inventing a value).
 pub(crate) fn decode_job(bytes: &[u8]) -> Result<Job> {
-    codec::decode::<Job>(bytes).or_else(|e| codec::decode::<JobV1>(bytes).map(Job::from).map_err(|_| e))
+    codec::decode::<Job>(bytes)
+        .or_else(|e| codec::decode::<JobV2>(bytes).map(Job::from).map_err(|_| e))
+        .or_else(|e| codec::decode::<JobV1>(bytes).map(Job::from).map_err(|_| e))
 }
 
 /// A broadcast's report as stored: the report's own encoding followed by the
@@ -221,7 +244,7 @@ struct BroadcastReport {
     failure: Option<String>,
 }
 
-fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
+pub(crate) fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
     codec::encode(&BroadcastReportRef { report, resent: report.resent, failure: &report.failure })
 }
 
@@ -285,35 +308,14 @@ impl Deliveries<'_> {
         put(&self.0.trees()?.sends, &key(&[tenant, &report.id]), &record)
     }
 
-    /// Creates a broadcast job and its empty report together.
+    /// Creates a broadcast job and its empty report together, and offers
+    /// the job's lease: an engine claims it and splits the job (see `broadcasts`).
     pub fn create_job(&self, job: &Job, report: &Report) -> Result<()> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
         let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        t.write_all(vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))])
-    }
-
-    /// Commits a finished batch of a broadcast: the job's cursor, the report
-    /// and the outcomes of the batch's clients, in one transaction.
-    pub fn commit_batch(&self, job: &Job, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        let mut writes = vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))];
-        for (client, o) in outcomes {
-            writes.push((&t.outcomes, key(&[&job.tenant, &job.id, client]), Some(codec::encode(o)?)));
-        }
-        t.write_all(writes)
-    }
-
-    /// Saves a job's cursors and its report's counts atomically; a finished job
-    /// is removed and its report completed.
-    pub fn checkpoint(&self, job: &Job, report: &Report, finished: bool) -> Result<()> {
-        let t = self.0.trees()?;
-        let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        let job_write = if finished { None } else { Some(jv) };
-        t.write_all(vec![(&t.jobs, k.clone(), job_write), (&t.reports, k, Some(rv))])
+        let offer = crate::leases::LeaseOp::Offer(crate::broadcasts::job_lease(&job.tenant, &job.id));
+        self.0.write_fenced(None, vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))], vec![offer])
     }
 
     /// Every unfinished broadcast of every tenant.
@@ -321,13 +323,21 @@ impl Deliveries<'_> {
         self.0.trees()?.jobs.iter().map(|kv| decode_job(&kv?.1)).collect()
     }
 
-    /// The report of a notification, whether a one-client send or a broadcast; `None` when unknown.
+    /// The report of a notification, whether a one-client send or a
+    /// broadcast (with the counts of its partitions while it runs); `None` when unknown.
     pub fn report(&self, tenant: &str, notification: &str) -> Result<Option<Report>> {
         let k = key(&[tenant, notification]);
-        match self.send(&k)? {
-            Some(send) => Ok(Some(send.report)),
-            None => self.0.trees()?.reports.get(&k)?.map(|v| decode_broadcast_report(&v)).transpose(),
+        if let Some(send) = self.send(&k)? {
+            return Ok(Some(send.report));
         }
+        let Some(mut report) = self.0.trees()?.reports.get(&k)?.map(|v| decode_broadcast_report(&v)).transpose()?
+        else {
+            return Ok(None);
+        };
+        if report.completed_ms.is_none() {
+            crate::broadcasts::add_parts(&mut report, &self.0.broadcasts().parts(tenant, notification)?);
+        }
+        Ok(Some(report))
     }
 
     fn send(&self, k: &[u8]) -> Result<Option<SendRecord>> {

@@ -31,6 +31,10 @@ pub enum Error {
         /// The newest version this engine knows.
         engine: i32,
     },
+    /// A write under a lease was refused: the lease (named) moved to another
+    /// engine or epoch while this one was not looking (paused, partitioned).
+    #[error("the lease {0} is no longer held by this engine")]
+    Fenced(String),
     /// A stored value does not decode (unknown format byte, truncated or corrupt bytes).
     #[error("corrupt record: {0}")]
     Codec(String),

@@ -20,7 +20,8 @@
 //!   `identity` (addresses, sessions, realm configuration), `clients`, `links`,
 //!   `push_tokens`, `provider_tokens`, `apps`, `versions`, `properties`,
 //!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
-//!   `deliveries`
+//!   `deliveries`, `broadcasts` (a broadcast's partitions)
+//! - `leases`: work that must run once among engines sharing a database
 //! - `retention`: deleting reports and attempt logs past their retention
 //! - `kv`, `pg`: the ordered key-value trees over sled or PostgreSQL
 
@@ -40,11 +41,13 @@ mod store;
 mod tx;
 
 pub mod apps;
+pub mod broadcasts;
 pub mod catalogue;
 pub mod certificates;
 pub mod clients;
 pub mod deliveries;
 pub mod identity;
+pub mod leases;
 pub mod links;
 pub mod nonces;
 pub mod properties;

@@ -138,6 +138,34 @@ impl PushTokens<'_> {
         Ok(out)
     }
 
+    /// Every `n`th client of an app's broadcast index after `after` (the
+    /// `n`th, the `2n`th, ...): where a broadcast's partitions end. Reads
+    /// the index in order once, holding nothing of it.
+    pub fn every_nth_of_app(&self, tenant: &str, app: &str, after: Option<&str>, n: u64) -> Result<Vec<String>> {
+        let t = &self.0.trees()?.tokens_by_app;
+        let p = prefix(&[tenant, app]);
+        let iter = match after {
+            Some(c) => {
+                let mut start = index_key(tenant, app, c);
+                start.push(0); // strictly after
+                t.range_from(start)
+            }
+            None => t.range_from(&p),
+        };
+        let (mut out, mut seen) = (Vec::new(), 0u64);
+        for k in iter.keys() {
+            let k = k?;
+            if !k.starts_with(&p) {
+                break;
+            }
+            seen = seen.saturating_add(1);
+            if seen.checked_rem(n.max(1)) == Some(0) {
+                out.push(last_part(&k));
+            }
+        }
+        Ok(out)
+    }
+
     /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.

@@ -30,6 +30,12 @@ pub struct StoreOptions {
     pub compression_level: i32,
     /// Free disk (bytes) below which writes are refused with [`Error::Full`](crate::Error::Full).
     pub disk_reserve_bytes: u64,
+    /// This engine's name among those sharing a database: the holder of its
+    /// leases (see `leases`).
+    pub node_id: String,
+    /// How long a lease lasts without a heartbeat: how soon another engine
+    /// takes over the work of one that died or hangs.
+    pub lease_ttl: std::time::Duration,
 }
 
 impl StoreOptions {
@@ -43,6 +49,8 @@ impl StoreOptions {
             cache_bytes: 64 << 20,
             compression_level: 5,
             disk_reserve_bytes: 64 << 20,
+            node_id: format!("node-{}", ulid::Ulid::generate().to_string().to_lowercase()),
+            lease_ttl: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -57,7 +65,7 @@ pub(crate) struct Inner {
     /// The two sled databases (see [`Dbs`]), reopened after a write failure.
     dbs: Slot,
     /// How they were opened, to open them again.
-    opts: StoreOptions,
+    pub(crate) opts: StoreOptions,
     /// Grouped flushes of the sled databases; `None` on PostgreSQL, where a
     /// commit is durable when it returns.
     flusher: Option<Flusher>,
@@ -68,6 +76,8 @@ pub(crate) struct Inner {
     space: Space,
     /// Bumped after every app write (see [`Store::apps_generation`]).
     pub(crate) apps_generation: std::sync::atomic::AtomicU64,
+    /// The leases of this engine when on sled (see `leases`).
+    pub(crate) local_leases: crate::leases::LocalLeases,
 }
 
 impl Store {
@@ -94,9 +104,12 @@ impl Store {
             directories: Default::default(),
             space,
             apps_generation: Default::default(),
+            local_leases: Default::default(),
         });
         watch_disk(Arc::downgrade(&inner));
-        Ok(Store { inner })
+        let store = Store { inner };
+        store.broadcasts().offer_unfinished()?;
+        Ok(store)
     }
 
     /// Opens a database that other engines may share, and checks that this
@@ -114,6 +127,7 @@ impl Store {
             directories: Default::default(),
             space: Space::unmetered(),
             apps_generation: Default::default(),
+            local_leases: Default::default(),
         });
         Ok(Store { inner })
     }

@@ -32,6 +32,9 @@ const PG_MAX_BACKOFF_MS: u64 = 250;
 /// A transaction in progress (see the module documentation).
 pub struct Tx<'a> {
     pub(crate) t: &'a TxTrees,
+    /// Where a write under a lease checks it: the PostgreSQL transaction, or
+    /// the engine's own leases on sled.
+    leases: Leases<'a>,
     /// Set when the backend reported a conflict: the closure's error is then
     /// replaced by a retry.
     conflict: Cell<bool>,
@@ -56,7 +59,7 @@ impl Store {
         let done = records.as_slice().transaction(|view| {
             let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
-            let tx = Tx { t: &trees, conflict: Cell::new(false) };
+            let tx = Tx { t: &trees, leases: Leases::Local(&self.inner.local_leases), conflict: Cell::new(false) };
             match f(&tx) {
                 Ok(value) => Ok(value),
                 Err(_) if tx.conflict.get() => Err(ConflictableTransactionError::Conflict),
@@ -93,7 +96,7 @@ where
         }
         let txn = Txn::begin(pg)?;
         let trees = TxTrees::pg(&txn);
-        let tx = Tx { t: &trees, conflict: Cell::new(false) };
+        let tx = Tx { t: &trees, leases: Leases::Pg(&txn), conflict: Cell::new(false) };
         match f(&tx) {
             Ok(value) => match txn.commit() {
                 Ok(()) => return Ok(value),
@@ -110,7 +113,24 @@ where
     Err(Error::Unavailable("a transaction kept conflicting with others; try again".into()).into())
 }
 
+/// Where a transaction checks a lease.
+enum Leases<'a> {
+    Local(&'a crate::leases::LocalLeases),
+    Pg(&'a Txn),
+}
+
 impl Tx<'_> {
+    /// Refuses with [`Error::Fenced`] unless this engine still holds `lease`
+    /// at its epoch; on PostgreSQL nobody can take it over until the
+    /// transaction ends.
+    pub(crate) fn fence(&self, store: &Store, lease: &crate::leases::Lease) -> Result<()> {
+        let fence = store.fence(lease);
+        match self.leases {
+            Leases::Local(l) => l.check(&fence),
+            Leases::Pg(txn) => txn.fence(&fence),
+        }
+    }
+
     /// The record under `key` in `tree`.
     pub(crate) fn get<T: DeserializeOwned>(&self, tree: &TxTree, key: &[u8]) -> Result<Option<T>> {
         self.get_raw(tree, key)?.map(|v| codec::decode(&v)).transpose()

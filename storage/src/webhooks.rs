@@ -6,6 +6,7 @@
 //! restarts. An event whose retries are exhausted moves to the failed tree,
 //! from which a replay puts it back.
 
+use crate::leases::Lease;
 use crate::keys::{key, prefix};
 use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
@@ -43,6 +44,12 @@ pub struct Webhook {
 }
 
 impl Webhook {
+    /// The lease its deliverer holds: one engine delivers a webhook's
+    /// outbox at a time, so its events stay in order.
+    pub fn lease_name(tenant: &str, id: &str) -> String {
+        format!("webhook/{tenant}/{id}")
+    }
+
     /// The sealing context of a webhook's sealed field (`password`, `secret`).
     pub fn secret_context(tenant: &str, id: &str, field: &str) -> String {
         format!("webhook/{tenant}/{id}/{field}")
@@ -224,10 +231,20 @@ impl Webhooks<'_> {
 
     /// Records an attempt and the entry's next state: delivered (removed),
     /// retried later (updated) or failed for good (moved to the failed
-    /// tree), in one transaction; nothing when the webhook was deleted meanwhile.
-    pub fn settle(&self, tenant: &str, id: &str, entry_key: &[u8], attempt: &Attempt, next: Settle) -> Result<()> {
+    /// tree), in one transaction; nothing when the webhook was deleted
+    /// meanwhile. Refused with [`Error::Fenced`](crate::Error::Fenced) when
+    /// `lease` (the webhook's, which its deliverer holds) moved on.
+    pub fn settle(
+        &self,
+        lease: &Lease,
+        (tenant, id): (&str, &str),
+        entry_key: &[u8],
+        attempt: &Attempt,
+        next: Settle,
+    ) -> Result<()> {
         let attempt_key = key(&[tenant, id, &seq_part(self.0.trees()?.generate_id()?)]);
         self.0.transact(|tx| {
+            tx.fence(self.0, lease)?;
             if tx.webhook(tenant, id)?.is_none() {
                 return Ok(());
             }

@@ -199,6 +199,7 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
         apps: vec![],
         created_ms: 1,
         read_mark: None,
+        parts: 0,
     };
     {
         let s = open(dir.path());
@@ -248,43 +249,112 @@ fn a_send_is_one_record_read_back_as_report_and_paged_outcomes() {
     assert!(s.deliveries().outcomes("other", "n1", 0, 5).unwrap().is_empty());
 }
 
-/// A broadcast's read mark and resend count survive a reopen with the job's
-/// cursor, and the count outlives the job in the finished report.
-#[tokio::test]
-async fn a_broadcast_read_mark_and_resends_round_trip() {
-    use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
-    let dir = tempfile::tempdir().unwrap();
-    let mut job = Job {
-        id: "n1".into(),
+/// Runs a broadcast job through its life in storage: split into one
+/// partition of app `a`, one batch of `outcomes` committed under the
+/// partition's lease, and, when `finish`, the partition done and the job
+/// completed at `completed_ms`.
+fn broadcast(s: &Store, job: &Job, report: &Report, outcomes: Vec<(String, ClientOutcome)>, finish: Option<u64>) {
+    s.deliveries().create_job(job, report).unwrap();
+    let job_lease = broadcasts::job_lease(&job.tenant, &job.id);
+    let lease = s.leases().acquire(&job_lease).unwrap().expect("a new job's lease is free");
+    let JobState::Unsplit(unsplit) = s.broadcasts().job_state(&job.tenant, &job.id).unwrap() else { panic!("unsplit") };
+    s.broadcasts().split(&lease, &unsplit, &[Part { app: "a".into(), ..Part::default() }]).unwrap();
+    assert!(s.leases().acquire(&job_lease).unwrap().is_none(), "parked while its partitions run");
+    let part_lease = s.leases().acquire(&broadcasts::part_lease(&job.tenant, &job.id, 0)).unwrap().unwrap();
+    let mut part = Part { app: "a".into(), ..Part::default() };
+    outcomes.iter().for_each(|(_, o)| part.counts.record(o));
+    part.cursor = outcomes.last().map(|(c, _)| c.clone());
+    let at = (job.tenant.as_str(), job.id.as_str(), 0);
+    s.broadcasts().commit(&part_lease, at, &part, outcomes).unwrap();
+    let Some(completed_ms) = finish else { return };
+    s.broadcasts().finish(&part_lease, at, &part).unwrap();
+    let lease = s.leases().acquire(&job_lease).unwrap().expect("a partition done frees the job's lease");
+    let JobState::Done(done, mut report) = s.broadcasts().job_state(&job.tenant, &job.id).unwrap() else {
+        panic!("done")
+    };
+    report.completed_ms = Some(completed_ms);
+    s.broadcasts().complete(&lease, &done, &report).unwrap();
+}
+
+use herald_storage::broadcasts::{self, JobState, Part};
+use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
+
+fn a_job(id: &str, at: u64) -> Job {
+    Job {
+        id: id.into(),
         tenant: "acme".into(),
         notification_json: "{}".into(),
-        apps: vec![JobApp { app: "shop".into(), cursor: None, done: false }],
-        created_ms: 1,
+        apps: vec![JobApp { app: "a".into(), cursor: None, done: false }],
+        created_ms: at,
         read_mark: None,
-    };
-    let mut report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+        parts: 0,
+    }
+}
+
+/// A broadcast's partitions carry its counts while it runs (resends
+/// included), and its completed report keeps them once the job is gone.
+#[tokio::test]
+async fn a_broadcast_reports_its_partitions_counts_and_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
     let failed =
-        ClientOutcome { app: "shop".into(), provider: "apns".into(), state: State::Failed, code: 500, message: None };
+        ClientOutcome { app: "a".into(), provider: "apns".into(), state: State::Failed, code: 500, message: None };
+    let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+    broadcast(&s, &a_job("n1", 1), &report, vec![("c2".into(), failed.clone())], None);
+    let running = s.deliveries().report("acme", "n1").unwrap().unwrap();
+    assert_eq!((running.total().failed, running.completed_ms), (1, None));
+    assert_eq!(s.deliveries().outcomes("acme", "n1", 0, 5).unwrap(), vec![("c2".to_string(), failed.clone())]);
+
+    broadcast(&s, &a_job("n2", 1), &report, vec![("c2".into(), failed.clone())], Some(9));
+    let done = s.deliveries().report("acme", "n2").unwrap().unwrap();
+    assert_eq!((done.total().failed, done.completed_ms), (1, Some(9)));
+    assert!(s.broadcasts().job("acme", "n2").unwrap().is_none(), "the job is gone");
+    assert!(s.broadcasts().parts("acme", "n2").unwrap().is_empty(), "and its partitions");
+    assert!(s.deliveries().report("other", "n2").unwrap().is_none(), "another tenant sees nothing");
+}
+
+/// A write under a lease that moved on (its holder paused past it, another
+/// took it) is refused, and so is a check of it; the new holder's goes through.
+#[test]
+fn a_write_under_a_lease_that_moved_on_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+    broadcast(&s, &a_job("n1", 1), &report, Vec::new(), None);
+    let name = broadcasts::part_lease("acme", "n1", 0);
+    let old = s.leases().acquire(&name).unwrap();
+    assert!(old.is_none(), "held already by the partition's run above");
+    // As if the holder's lease expired and another engine took it.
+    s.leases().free_all_mine().unwrap();
+    let new = s.leases().acquire(&name).unwrap().unwrap();
+    let stale = herald_storage::leases::Lease { epoch: new.epoch - 1, ..new.clone() };
+    assert!(!s.leases().holds(&stale).unwrap());
+    assert!(s.leases().holds(&new).unwrap());
+    let part = Part { app: "a".into(), cursor: Some("z".into()), ..Part::default() };
+    let refused = s.broadcasts().commit(&stale, ("acme", "n1", 0), &part, Vec::new());
+    assert!(matches!(refused, Err(Error::Fenced(ref n)) if *n == name), "{refused:?}");
+    assert_eq!(s.broadcasts().part("acme", "n1", 0).unwrap().unwrap().cursor, None, "nothing written");
+    s.broadcasts().commit(&new, ("acme", "n1", 0), &part, Vec::new()).unwrap();
+    assert_eq!(s.broadcasts().part("acme", "n1", 0).unwrap().unwrap().cursor.as_deref(), Some("z"));
+}
+
+/// On sled leases live in memory: a reopened store offers the partitions
+/// of unfinished broadcasts again.
+#[tokio::test]
+async fn a_reopened_sled_store_offers_unfinished_partitions() {
+    if herald_storage::test_on_postgres() {
+        return; // PostgreSQL keeps leases in the database.
+    }
+    let dir = tempfile::tempdir().unwrap();
     {
         let s = open(dir.path());
-        s.deliveries().create_job(&job, &report).unwrap();
-        job.apps[0].cursor = Some("c2".into());
-        job.read_mark = Some("c9".into());
-        report.resent = 7;
-        report.record(&failed);
-        s.deliveries().commit_batch(&job, &report, &[("c2".into(), failed.clone())]).unwrap();
+        let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+        broadcast(&s, &a_job("n1", 1), &report, Vec::new(), None);
         s.durable().await.unwrap();
     }
     let s = open(dir.path());
-    assert_eq!(s.deliveries().unfinished_jobs().unwrap(), vec![job.clone()]);
-    assert_eq!(s.deliveries().report("acme", "n1").unwrap(), Some(report.clone()));
-    assert_eq!(s.deliveries().report("acme", "n1").unwrap().map(|r| r.resent), Some(7));
-    job.apps[0].done = true;
-    job.read_mark = None;
-    report.completed_ms = Some(2);
-    s.deliveries().checkpoint(&job, &report, true).unwrap();
-    assert!(s.deliveries().unfinished_jobs().unwrap().is_empty());
-    assert_eq!(s.deliveries().report("acme", "n1").unwrap().map(|r| r.resent), Some(7), "kept once finished");
+    let claimed = s.leases().claim("part/").unwrap().unwrap();
+    assert_eq!(claimed.name, broadcasts::part_lease("acme", "n1", 0));
 }
 
 /// A tenant record for tests that list tenants (retention goes tenant by tenant).
@@ -301,7 +371,6 @@ fn tenant(s: &Store, id: &str) {
 
 #[test]
 fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
-    use herald_storage::deliveries::{ClientOutcome, Job, JobApp, Report, State};
     use herald_storage::webhooks::{Attempt, OutboxEntry, Settle, Webhook};
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
@@ -325,23 +394,10 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
         }
     }
     // Broadcasts: an old finished one (with outcomes), an old one still running, a young one.
-    let job = |id: &str, at: u64| Job {
-        id: id.into(),
-        tenant: "acme".into(),
-        notification_json: "{}".into(),
-        apps: vec![JobApp { app: "a".into(), cursor: None, done: false }],
-        created_ms: at,
-        read_mark: None,
-    };
     let (done_old, running_old, done_young) = (id_at(old + 10), id_at(old + 11), id_at(young + 10));
     for (id, at, finished) in [(&done_old, old, true), (&running_old, old, false), (&done_young, young, true)] {
-        let j = job(id, at);
-        s.deliveries().create_job(&j, &report(id, "topic", at, None)).unwrap();
         let outcomes: Vec<(String, ClientOutcome)> = (0..1200).map(|c| (format!("c{c:05}"), outcome())).collect();
-        s.deliveries().commit_batch(&j, &report(id, "topic", at, None), &outcomes).unwrap();
-        if finished {
-            s.deliveries().checkpoint(&j, &report(id, "topic", at, Some(at + 5)), true).unwrap();
-        }
+        broadcast(&s, &a_job(id, at), &report(id, "topic", at, None), outcomes, finished.then_some(at + 5));
     }
     // Webhook attempts: two old, one young.
     let secret = s.seal(b"whsec", "w").unwrap();
@@ -364,6 +420,7 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
     let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
     s.webhooks().enqueue("acme", std::slice::from_ref(&hook.id), &entry).unwrap();
     let (entry_key, _) = s.webhooks().pending("acme", &hook.id, 1).unwrap().remove(0);
+    let lease = s.leases().acquire(&Webhook::lease_name("acme", &hook.id)).unwrap().unwrap();
     for at in [old, old + 1, young] {
         let attempt = Attempt {
             event_id: "e".into(),
@@ -373,7 +430,7 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
             duration_ms: 1,
             response: String::new(),
         };
-        s.webhooks().settle("acme", &hook.id, &entry_key, &attempt, Settle::Retry(entry.clone())).unwrap();
+        s.webhooks().settle(&lease, ("acme", &hook.id), &entry_key, &attempt, Settle::Retry(entry.clone())).unwrap();
     }
     assert_eq!(s.stored_reports().unwrap(), 9);
 
@@ -418,9 +475,9 @@ mod schema {
         let cluster = herald_pgtemp::shared().unwrap();
         cluster.psql(db, "UPDATE herald_schema SET version = 99").unwrap();
         let refused = Store::open(&herald_storage::test_options(dir.path())).err().expect("refused");
-        assert!(matches!(refused, Error::SchemaTooNew { database: 99, engine: 1 }), "{refused}");
+        assert!(matches!(refused, Error::SchemaTooNew { database: 99, engine: 2 }), "{refused}");
         let text = refused.to_string();
-        assert!(text.contains("99") && text.contains('1'), "names both versions: {text}");
+        assert!(text.contains("99") && text.contains('2'), "names both versions: {text}");
     }
 
     #[test]
@@ -436,7 +493,7 @@ mod schema {
         });
         let db = url.rsplit('/').next().unwrap();
         let cluster = herald_pgtemp::shared().unwrap();
-        assert_eq!(cluster.psql(db, "SELECT count(*) || ' ' || max(version) FROM herald_schema").unwrap(), "1 1");
+        assert_eq!(cluster.psql(db, "SELECT count(*) || ' ' || max(version) FROM herald_schema").unwrap(), "1 2");
     }
 
     #[test]

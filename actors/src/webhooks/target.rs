@@ -1,10 +1,17 @@
 //! The `WebhookTarget` actor: delivers one webhook's outbox in order.
+//!
+//! Engines sharing a database each have a target for a webhook with work;
+//! the one holding the webhook's lease delivers, the others look again every
+//! [`HELD_ELSEWHERE`] in case its holder died. Each attempt is recorded under
+//! the lease: a holder that was paused past its lease and wakes has its late
+//! record refused (`herald_lease_fenced_total{work="webhook"}`) and stops.
 
 use super::client::WebhookClient;
 use super::signature::sign;
 use super::WebhookSettings;
 use base64::Engine as _;
 use bytes::Bytes;
+use herald_storage::leases::Lease;
 use herald_storage::webhooks::{Attempt, OutboxEntry, Settle, Webhook};
 use herald_storage::{now_ms, Store};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -31,6 +38,8 @@ pub struct TargetState {
     next_wake_ms: Option<u64>,
     /// This outbox's share of its tenant's `herald_webhook_outbox_depth`.
     reported_depth: u64,
+    /// The webhook's lease while this engine delivers it.
+    lease: Option<Lease>,
     _live: crate::telemetry::LiveActor,
 }
 
@@ -49,11 +58,15 @@ impl Actor for Target {
             args,
             next_wake_ms: None,
             reported_depth: 0,
+            lease: None,
             _live: crate::telemetry::LiveActor::new("webhook_target"),
         })
     }
 
     async fn post_stop(&self, _myself: ActorRef<TargetMsg>, state: &mut TargetState) -> Result<(), ActorProcessingErr> {
+        if let Some(lease) = state.lease.take() {
+            let _ = state.args.store.leases().release(&lease);
+        }
         let gauge = &crate::telemetry::tenant(&state.args.tenant).webhook_outbox_depth;
         gauge.decrement(state.reported_depth as f64);
         Ok(())
@@ -70,7 +83,7 @@ impl Actor for Target {
                 state.next_wake_ms = None;
             }
         }
-        let due = deliver_due(&state.args).await;
+        let due = deliver_due(&state.args, &mut state.lease).await;
         report_depth(state);
         if let Some(delay) = due? {
             let at = now_ms().saturating_add(delay.as_millis() as u64);
@@ -92,36 +105,86 @@ fn report_depth(state: &mut TargetState) {
     state.reported_depth = depth;
 }
 
-/// Delivers every due entry, in order; answers how long until the next is due.
-async fn deliver_due(a: &TargetArgs) -> Result<Option<Duration>, ActorProcessingErr> {
+/// How soon an engine looks again at a webhook whose lease another holds.
+const HELD_ELSEWHERE: Duration = Duration::from_secs(1);
+
+/// Delivers every due entry, in order, under the webhook's lease; answers
+/// how long until the next is due (or until the lease is worth trying again).
+async fn deliver_due(a: &TargetArgs, lease: &mut Option<Lease>) -> Result<Option<Duration>, ActorProcessingErr> {
+    let name = Webhook::lease_name(&a.tenant, &a.id);
     loop {
         // Each attempt is recorded: on a full disk, wait (deliveries are late, never lost).
         if a.store.writable().is_err() {
             return Ok(Some(Duration::from_secs(1)));
         }
-        let Some(webhook) = a.store.webhooks().get(&a.tenant, &a.id)? else { return Ok(None) };
-        if !webhook.active {
+        let webhook = a.store.webhooks().get(&a.tenant, &a.id)?.filter(|w| w.active);
+        let Some(webhook) = webhook else {
+            release(a, lease);
             return Ok(None);
-        }
+        };
         let batch = a.store.webhooks().pending(&a.tenant, &a.id, a.settings.concurrency.max(1))?;
         let now = now_ms();
         // Only the due prefix goes out, so order is kept.
         let due: Vec<_> = batch.into_iter().take_while(|(_, e)| e.next_attempt_ms <= now).collect();
         if due.is_empty() {
             let head = a.store.webhooks().pending(&a.tenant, &a.id, 1)?;
-            return Ok(head.first().map(|(_, e)| Duration::from_millis(e.next_attempt_ms.saturating_sub(now).max(1))));
+            if let Some((_, e)) = head.first() {
+                return Ok(Some(Duration::from_millis(e.next_attempt_ms.saturating_sub(now).max(1))));
+            }
+            // Empty: let another engine deliver its next event, then look
+            // once more for one queued elsewhere while this one held the lease.
+            let held = lease.is_some();
+            release(a, lease);
+            if held && a.store.webhooks().outbox_depth(&a.tenant, &a.id) > 0 {
+                continue;
+            }
+            return Ok(None);
         }
-        let results =
-            futures::future::join_all(due.into_iter().map(|(key, entry)| attempt(a, &webhook, key, entry))).await;
-        for gone in results {
-            if let Some(reason) = gone? {
-                if disable(a, &webhook.callback_url, &reason)? {
-                    tracing::warn!(tenant = %a.tenant, webhook = %a.id, "receiver answered 410 Gone: webhook disabled");
-                    return Ok(None);
+        let held = match a.store.leases().keep(lease, &name)? {
+            true => lease.clone().ok_or("lease kept")?,
+            false => return Ok(Some(HELD_ELSEWHERE)),
+        };
+        let results = futures::future::join_all(
+            due.into_iter().map(|(key, entry)| attempt(a, &held, &webhook, key, entry)),
+        )
+        .await;
+        for settled in results {
+            match settled? {
+                Settled::Recorded => {}
+                Settled::Gone(reason) => {
+                    if disable(a, &webhook.callback_url, &reason)? {
+                        tracing::warn!(tenant = %a.tenant, webhook = %a.id, "receiver answered 410 Gone: webhook disabled");
+                        release(a, lease);
+                        return Ok(None);
+                    }
+                }
+                Settled::Fenced => {
+                    metrics::counter!("herald_lease_fenced_total", "work" => "webhook").increment(1);
+                    tracing::warn!(tenant = %a.tenant, webhook = %a.id, "the webhook's lease moved to another engine: its attempt is not recorded here");
+                    *lease = None;
+                    return Ok(Some(HELD_ELSEWHERE));
                 }
             }
         }
     }
+}
+
+/// Gives the webhook's lease back, if this engine holds it.
+fn release(a: &TargetArgs, lease: &mut Option<Lease>) {
+    if let Some(l) = lease.take() {
+        if let Err(e) = a.store.leases().release(&l) {
+            tracing::warn!(tenant = %a.tenant, webhook = %a.id, error = %e, "could not release a webhook's lease; it expires");
+        }
+    }
+}
+
+/// How an attempt ended, once recorded.
+enum Settled {
+    Recorded,
+    /// The receiver answered 410: the webhook is to be disabled, for this reason.
+    Gone(String),
+    /// Not recorded: the lease moved to another engine.
+    Fenced,
 }
 
 /// Disables the webhook after its receiver at `url` answered 410, on the
@@ -142,13 +205,14 @@ fn disable(a: &TargetArgs, url: &str, reason: &str) -> Result<bool, ActorProcess
     Ok(stored.is_none_or(|w| !w.active))
 }
 
-/// One attempt; answers `Some(reason)` when the receiver asked to be disabled (410).
+/// One attempt, recorded under `lease`.
 async fn attempt(
     a: &TargetArgs,
+    lease: &Lease,
     w: &Webhook,
     key: Vec<u8>,
     mut entry: OutboxEntry,
-) -> Result<Option<String>, ActorProcessingErr> {
+) -> Result<Settled, ActorProcessingErr> {
     let secret = a.store.unseal(&w.secret, &Webhook::secret_context(&a.tenant, &w.id, "secret"))?;
     let secret = String::from_utf8_lossy(&secret).into_owned();
     let timestamp = now_ms() / 1000;
@@ -202,8 +266,12 @@ async fn attempt(
     } else {
         Settle::Failed(entry)
     };
-    a.store.webhooks().settle(&a.tenant, &a.id, &key, &log, next)?;
-    Ok((status == 410).then(|| format!("the receiver answered 410 Gone at {}", log.at_ms)))
+    match a.store.webhooks().settle(lease, (&a.tenant, &a.id), &key, &log, next) {
+        Ok(()) if status == 410 => Ok(Settled::Gone(format!("the receiver answered 410 Gone at {}", log.at_ms))),
+        Ok(()) => Ok(Settled::Recorded),
+        Err(herald_storage::Error::Fenced(_)) => Ok(Settled::Fenced),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// ±20 % around the planned delay, so retries of many targets spread out.

@@ -13,12 +13,14 @@
 //! every statement names one key or one key range inside a tenant's prefix,
 //! except restart recovery's scans across tenants.
 
+mod leases;
 mod migrate;
 mod txn;
 
 pub(crate) use txn::{TxTable, Txn};
 
 use crate::kv::Bound;
+use crate::leases::{Fence, LeaseOp};
 use crate::{Error, MasterKey, Result, Secret};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::future::Future;
@@ -126,12 +128,20 @@ impl Pg {
         })
     }
 
-    /// Applies `writes` in one transaction.
-    pub(crate) fn write_all(&self, writes: Vec<Row>) -> Result<()> {
+    /// Applies `writes` and then the lease changes `ops` in one transaction,
+    /// refused with [`Error::Fenced`] unless `fence` (a lease the writer
+    /// holds) still holds: the lease row stays locked until the commit, so
+    /// no engine takes it over in between.
+    pub(crate) fn write_all(&self, fence: Option<Fence>, writes: Vec<Row>, ops: Vec<LeaseOp>) -> Result<()> {
         let pool = self.pool.clone();
         self.run(async move {
             let mut c = pool.get().await.map_err(pool_error)?;
             let tx = c.transaction().await.map_err(fault)?;
+            if let Some(fence) = &fence {
+                if !leases::check_fence(&*tx, fence).await.map_err(fault)? {
+                    return Err(Error::Fenced(fence.name.clone()));
+                }
+            }
             for (table, k, v) in &writes {
                 match v {
                     Some(v) => {
@@ -143,6 +153,9 @@ impl Pg {
                         tx.execute(&st, &[k]).await.map_err(fault)?
                     }
                 };
+            }
+            for op in &ops {
+                leases::apply(&*tx, op).await.map_err(fault)?;
             }
             tx.commit().await.map_err(fault)
         })

@@ -8,6 +8,7 @@
 //! or deadlock marks the transaction for a retry (see `crate::tx`).
 
 use super::{delete_sql, fault, get_sql, pool_error, put_sql, retryable, Pg};
+use crate::leases::Fence;
 use crate::{Error, Result};
 use deadpool_postgres::Object;
 use std::cell::{Cell, RefCell};
@@ -121,6 +122,24 @@ impl Txn {
             client.query_opt(&st, &[&key]).await?.map(|r| r.try_get::<_, Vec<u8>>(0)).transpose()
         });
         self.finish(read)
+    }
+
+    /// Refuses with [`Error::Fenced`] unless the lease `fence` still holds;
+    /// the lease row stays locked until the transaction ends.
+    pub(crate) fn fence(&self, fence: &Fence) -> Result<()> {
+        self.usable()?;
+        let (client, begin, f) = (self.client.clone(), !self.open.get(), fence.clone());
+        self.open.set(true);
+        let held = self.pg.wait(async move {
+            if begin {
+                client.batch_execute(BEGIN).await?;
+            }
+            super::leases::check_fence(&***client, &f).await
+        });
+        match self.finish(held)? {
+            true => Ok(()),
+            false => Err(Error::Fenced(fence.name.clone())),
+        }
     }
 
     fn usable(&self) -> Result<()> {

@@ -1,0 +1,170 @@
+//! What this engine claims of the broadcasts that engines sharing a database
+//! run together (see `herald_storage::broadcasts`): new jobs to split, jobs
+//! whose partitions are all done to complete, and partitions to run, up to
+//! [`PushSettings::partitions_per_node`](crate::PushSettings) at a time.
+//!
+//! One task claims, woken at once when this engine creates a broadcast or
+//! ends a partition, and otherwise every [`POLL`]: another engine's new
+//! broadcast, or a partition whose engine died (its lease expired), is
+//! claimed within that.
+
+use crate::delivery::Deliverer;
+use crate::root::RootMsg;
+use crate::tenant::TenantMsg;
+use herald_storage::broadcasts::{parse_job_lease, parse_part_lease, JobState, Part};
+use herald_storage::deliveries::Job;
+use herald_storage::leases::Lease;
+use herald_storage::{now_ms, Store};
+use ractor::ActorRef;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How often the claimer looks for work nobody told it about.
+const POLL: Duration = Duration::from_millis(500);
+
+/// The claimer's counters, shared with the tenant actors that run the
+/// partitions it claims.
+#[derive(Default)]
+pub struct Claims {
+    running: AtomicUsize,
+    wake: Notify,
+}
+
+impl Claims {
+    /// Look for work now (a broadcast was created, a partition ended).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// A partition this engine ran ended (done, given up, or its lease lost).
+    pub(crate) fn part_ended(&self) {
+        let _ = self.running.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
+        self.wake();
+    }
+}
+
+/// Starts the claimer; it stops with the root actor.
+pub(crate) fn start(deliverer: Arc<Deliverer>, root: ActorRef<RootMsg>) {
+    tokio::spawn(async move {
+        let claims = deliverer.claims().clone();
+        while crate::root::alive(&root) {
+            if let Err(e) = claim_all(&deliverer, &root).await {
+                tracing::warn!(error = %e, "claiming broadcast work failed; trying again");
+            }
+            let _ = tokio::time::timeout(POLL, claims.wake.notified()).await;
+        }
+    });
+}
+
+/// Claims every job that needs attention, then partitions while this engine has room.
+async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), String> {
+    let store = d.store();
+    while let Some(lease) = store.leases().claim("job/").map_err(|e| e.to_string())? {
+        let d = d.clone();
+        let done = tokio::task::spawn_blocking(move || attend(&d, &lease)).await;
+        if let Err(e) = done.map_err(|e| e.to_string()).and_then(|r| r) {
+            tracing::warn!(error = %e, "a broadcast job could not be split or completed; it is claimed again");
+        }
+    }
+    let claims = d.claims();
+    let most = d.settings().partitions_per_node.max(1);
+    while claims.running.load(Ordering::Acquire) < most {
+        let Some(lease) = store.leases().claim("part/").map_err(|e| e.to_string())? else { break };
+        claims.running.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = run_part(d, root, lease).await {
+            claims.part_ended();
+            tracing::warn!(error = %e, "a claimed partition could not start; it is claimed again");
+        }
+    }
+    Ok(())
+}
+
+/// Hands a claimed partition to its tenant's actor, or drops the lease of
+/// one whose job is gone or that is already done.
+async fn run_part(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>, lease: Lease) -> Result<(), String> {
+    let store = d.store();
+    let Some((tenant, job_id, n)) = parse_part_lease(&lease.name) else {
+        return Err(format!("unexpected lease {}", lease.name));
+    };
+    let job = store.broadcasts().job(&tenant, &job_id).map_err(|e| e.to_string())?;
+    let part = store.broadcasts().part(&tenant, &job_id, n).map_err(|e| e.to_string())?;
+    let (Some(job), Some(part)) = (job, part.filter(|p| !p.done)) else {
+        store.broadcasts().drop_lease(&lease).map_err(|e| e.to_string())?;
+        return Err(format!("{}: nothing left to do", lease.name));
+    };
+    let answer = root.call(|reply| RootMsg::Tenant(tenant.clone(), reply), Some(Duration::from_secs(10))).await;
+    let Ok(ractor::rpc::CallResult::Success(Ok((actor, _)))) = answer else {
+        let _ = store.leases().release(&lease);
+        return Err(format!("the actor of tenant {tenant} is unavailable"));
+    };
+    actor.cast(TenantMsg::Part(Box::new((lease, job, n, part)))).map_err(|e| e.to_string())
+}
+
+/// Does what a job's lease was claimed for: split it, complete it, or park it.
+fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
+    let store = d.store();
+    let Some((tenant, id)) = parse_job_lease(&lease.name) else {
+        return Err(format!("unexpected lease {}", lease.name));
+    };
+    let fenced = |e: herald_storage::Error| match e {
+        // A partition ended since the claim and freed the lease: claimed again.
+        herald_storage::Error::Fenced(_) => Ok(()),
+        e => Err(e.to_string()),
+    };
+    match store.broadcasts().job_state(&tenant, &id).map_err(|e| e.to_string())? {
+        JobState::Gone => store.broadcasts().drop_lease(lease).or_else(fenced),
+        JobState::Running => store.broadcasts().park(lease).or_else(fenced),
+        JobState::Unsplit(job) => {
+            let parts = split(store, &job, d.settings().partition_size).map_err(|e| e.to_string())?;
+            store.broadcasts().split(lease, &job, &parts).or_else(fenced)?;
+            tracing::info!(tenant, job = id, partitions = parts.len(), "broadcast split into partitions");
+            d.claims().wake();
+            Ok(())
+        }
+        JobState::Done(job, mut report) => {
+            report.completed_ms = Some(now_ms());
+            store.broadcasts().complete(lease, &job, &report).or_else(fenced)?;
+            let total = report.total();
+            let targeted: u64 = report.targeted.values().sum();
+            match &report.failure {
+                None => d.events().emit(
+                    &tenant,
+                    "push",
+                    "BROADCAST_COMPLETED",
+                    serde_json::json!({ "notificationId": id, "targeted": targeted, "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
+                ),
+                Some(reason) => d.events().emit(
+                    &tenant,
+                    "push",
+                    "BROADCAST_FAILED",
+                    serde_json::json!({ "notificationId": id, "reason": reason, "targeted": targeted, "sent": total.sent }),
+                ),
+            }
+            crate::telemetry::tenant(&tenant).fanout_jobs_completed.increment(1);
+            tracing::info!(tenant, job = id, sent = total.sent, resent = report.resent, "broadcast complete");
+            Ok(())
+        }
+    }
+}
+
+/// Cuts each app of a job still to do into partitions of `size` tokens (at
+/// least one per app): ranges of its token index, from the app's cursor of
+/// a job stored before partitions. The read mark of such a job goes to the
+/// partitions of its app in progress.
+fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<Vec<Part>> {
+    let mut parts = Vec::new();
+    let in_progress = job.apps.iter().position(|a| !a.done);
+    for (i, app) in job.apps.iter().enumerate().filter(|(_, a)| !a.done) {
+        let read_mark = if Some(i) == in_progress { job.read_mark.clone() } else { None };
+        let mut after = app.cursor.clone();
+        for until in store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)? {
+            let next = Some(until.clone());
+            parts.push(Part { app: app.app.clone(), after, until: Some(until), read_mark: read_mark.clone(), ..Part::default() });
+            after = next;
+        }
+        parts.push(Part { app: app.app.clone(), after, until: None, read_mark, ..Part::default() });
+    }
+    Ok(parts)
+}
