@@ -126,7 +126,13 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     }
     let connections = engine.config.limits.connections();
     tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), fds, connections, "herald listening");
-    println!("herald listening on {}", engine.config.public_url);
+    // The address bound (a load balancer's target); the public URL when it differs.
+    let scheme = if engine.config.tls.is_some() { "https" } else { "http" };
+    let listening = format!("{scheme}://{}", engine.config.listen);
+    println!("herald listening on {listening}");
+    if engine.config.public_url != listening {
+        println!("public URL {}", engine.config.public_url);
+    }
     if let Some(ops) = engine.config.ops_listen {
         println!("operations (/healthz, /readyz, /metrics) on http://{ops}");
     }

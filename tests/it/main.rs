@@ -34,6 +34,7 @@ mod isolation;
 #[cfg(feature = "demo")]
 mod library;
 mod metrics;
+mod multinode;
 mod nonces;
 mod oidc;
 mod openapi;
