@@ -82,8 +82,10 @@ impl Apps<'_> {
     /// Moves [`Store::apps_generation`] on: call it after every transaction
     /// that wrote an app, once it has committed (or failed), never before,
     /// so that what was built from the old record is built again.
+    /// Other engines sharing the database are told too (see `coherence`).
     pub fn changed(&self) {
         self.0.inner.apps_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.publish(crate::coherence::Change::Apps);
     }
 }
 

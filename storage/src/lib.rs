@@ -24,11 +24,13 @@
 //! - `leases`: work that must run once among engines sharing a database
 //! - `retention`: deleting reports and attempt logs past their retention
 //! - `kv`, `pg`: the ordered key-value trees over sled or PostgreSQL
+//! - `coherence`: caches dropped when another engine writes what they hold
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod codec;
+mod coherence;
 mod databases;
 mod error;
 mod flusher;

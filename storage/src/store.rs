@@ -129,7 +129,9 @@ impl Store {
             apps_generation: Default::default(),
             local_leases: Default::default(),
         });
-        Ok(Store { inner })
+        let store = Store { inner };
+        store.listen();
+        Ok(store)
     }
 
     /// Returns once every write made before the call is on disk; flushes are

@@ -236,6 +236,11 @@ impl Directories {
         self.0.remove(tenant);
     }
 
+    /// Drops every tenant's directory.
+    pub(crate) fn forget_all(&self) {
+        self.0.clear();
+    }
+
     fn of(&self, tenant: &str) -> Arc<RwLock<Rows>> {
         if let Some(d) = self.0.get(tenant) {
             return d.clone();

@@ -175,8 +175,10 @@ impl Users<'_> {
     /// Brings the tenant's user directory in line with a committed write
     /// (see [`UserWritten`]): the row is read again from the committed
     /// record under the directory's lock, so calling it twice, or after a
-    /// later write of the same user, leaves the row right.
+    /// later write of the same user, leaves the row right. Other engines
+    /// sharing the database drop the tenant's directory (see `coherence`).
     pub fn refresh_directory(&self, tenant: &str, written: &UserWritten) -> Result<()> {
+        self.0.publish(crate::coherence::Change::Users(tenant));
         self.0.inner.directories.refresh(self.0, tenant, &written.id, written.old_username.as_deref())
     }
 

@@ -393,6 +393,32 @@ async fn a_lock_through_one_node_holds_on_another_within_a_second() {
     assert_eq!(accepted.get(&apns_token(1)), Some(&1), "the other one got the broadcast");
 }
 
+/// A user created through node `a` shows in node `b`'s user list within a
+/// second, though `b` had the tenant's directory cached: `a` notified it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_written_through_one_node_is_listed_by_another_within_a_second() {
+    let c = Nodes::start(&[]).await;
+    let admin = c.acme().await;
+    let names = |b: &Value| -> Vec<String> {
+        let list = b["data"]["userList"].as_array().cloned().unwrap_or_default();
+        list.iter().filter_map(|u| u["username"].as_str().map(str::to_string)).collect()
+    };
+    let (st, before) = c.call(1, Method::GET, "/auth/realms/acme/users", &admin, Value::Null).await;
+    assert_eq!((st, names(&before)), (StatusCode::OK, vec!["admin".to_string()]), "{before}");
+    let body = json!({"username": "zoe", "credentials": [{"type": "password", "value": "zoe-password-1"}]});
+    let (st, b) = c.call(0, Method::POST, "/auth/realms/acme/users", &admin, body).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    let written = Instant::now();
+    loop {
+        let (_, after) = c.call(1, Method::GET, "/auth/realms/acme/users", &admin, Value::Null).await;
+        if names(&after).contains(&"zoe".to_string()) {
+            break;
+        }
+        assert!(written.elapsed() < Duration::from_secs(1), "node b still lists {after}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Wrong passwords for one user, sent round robin through `nodes`, until
 /// the realm refuses even the check: how many failures it took.
 async fn failures_until_locked(c: &Nodes, nodes: &[usize], user: &str) -> usize {

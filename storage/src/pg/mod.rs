@@ -14,6 +14,7 @@
 //! except restart recovery's scans across tenants.
 
 mod leases;
+mod listen;
 mod migrate;
 mod txn;
 
@@ -40,6 +41,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Pg {
     rt: Runtime,
     pool: Pool,
+    /// Where the pool connects: the listener's connection goes there too.
+    config: tokio_postgres::Config,
 }
 
 /// One write of [`Pg::write_all`]: table, key, and the value or `None` to delete.
@@ -59,7 +62,7 @@ impl Pg {
         let config: tokio_postgres::Config =
             url.parse().map_err(|e| Error::Unavailable(format!("the store URL is not a PostgreSQL URL: {e}")))?;
         let rt = Runtime::new()?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = {
             let _guard = rt.0.as_ref().map(|r| r.enter());
             Pool::builder(manager)
@@ -70,7 +73,7 @@ impl Pg {
                 .build()
                 .map_err(|e| Error::Unavailable(format!("PostgreSQL pool: {e}")))?
         };
-        let pg = Arc::new(Pg { rt, pool });
+        let pg = Arc::new(Pg { rt, pool, config });
         let pool = pg.pool.clone();
         pg.run(async move {
             let mut client = pool.get().await.map_err(pool_error)?;
