@@ -161,5 +161,10 @@ impl Engine {
         if let Err(e) = self.store.durable().await {
             tracing::warn!(error = %e, "final flush failed");
         }
+        // What this engine held (partitions, webhooks, its node lease) is
+        // taken over by the others at once rather than when the leases expire.
+        if let Err(e) = self.store.leases().free_all_mine() {
+            tracing::warn!(error = %e, "could not free this engine's leases; they expire");
+        }
     }
 }

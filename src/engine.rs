@@ -74,6 +74,7 @@ impl Engine {
         let pki =
             crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
         pki.recover()?;
+        spawn_recovery(&pki, config.lease_ttl);
         let engine = Arc::new(Engine {
             pki,
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
@@ -96,6 +97,24 @@ impl Engine {
         });
         Ok(engine)
     }
+}
+
+/// Queues again, every few leases' lifetimes, the issuances left
+/// `REQUESTED` (an engine sharing the database died mid-way); their leases
+/// keep one engine at each.
+fn spawn_recovery(pki: &Arc<crate::pki::Authority>, lease_ttl: std::time::Duration) {
+    let pki = Arc::downgrade(pki);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(lease_ttl.saturating_mul(3));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(pki) = pki.upgrade() else { return };
+            if let Err(e) = pki.recover() {
+                tracing::warn!(error = %e, "could not look for issuances to recover");
+            }
+        }
+    });
 }
 
 /// One crypto provider each for rustls and jsonwebtoken, chosen explicitly so

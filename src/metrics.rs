@@ -78,6 +78,9 @@ fn at_zero() {
     for kind in ["report", "outcome", "attempt"] {
         counter!("herald_retention_deleted_total", "kind" => kind).absolute(0);
     }
+    for work in ["broadcast", "webhook"] {
+        counter!("herald_lease_fenced_total", "work" => work).absolute(0);
+    }
     for route in crate::api::routes() {
         let status = route.doc.responses.iter().map(|(s, _)| *s).find(|s| (200..300).contains(s)).unwrap_or(200);
         let labels =
@@ -193,6 +196,12 @@ pub const SERIES: &[Series] = &[
         "Webhook delivery attempts stored, counted after each retention pass."),
     series("herald_retention_deleted_total", Kind::Counter, &["kind"],
         "Records deleted past their retention, by kind (report, outcome, attempt)."),
+    series("herald_nodes_live", Kind::Gauge, &[],
+        "Engines sharing the database whose node lease is unexpired, this one included (1 on sled); per-engine rate limits are divided by it."),
+    series("herald_leases_held", Kind::Gauge, &[],
+        "Leases this engine holds: broadcast partitions, webhooks it delivers, the sweeper, its node lease."),
+    series("herald_lease_fenced_total", Kind::Counter, &["work"],
+        "Writes refused because their lease moved to another engine (this one was paused or cut off past it), by work (broadcast, webhook)."),
 ];
 
 /// The README's metrics table (its test checks the README holds exactly this).

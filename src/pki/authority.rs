@@ -111,10 +111,12 @@ impl Authority {
     pub(crate) fn spawn_signer(self: &Arc<Self>, tenant: &str, id: &str) {
         let (me, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
         tokio::spawn(async move {
+            let Some(lease) = me.lease(&format!("signer/{tenant}/{id}")) else { return };
             if let Err(e) = crate::ops::signers::issue_signer(&me, &tenant, &id) {
                 tracing::error!(tenant, signer = id, error = %e, "signer issuance failed");
             }
             let _ = me.store.durable().await;
+            let _ = me.store.leases().release(&lease);
         });
     }
 
@@ -122,10 +124,25 @@ impl Authority {
     pub(crate) fn spawn_client(self: &Arc<Self>, tenant: &str, cert_ref: &str) {
         let (me, tenant, cert_ref) = (self.clone(), tenant.to_string(), cert_ref.to_string());
         tokio::spawn(async move {
+            let Some(lease) = me.lease(&format!("certificate/{tenant}/{cert_ref}")) else { return };
             if let Err(e) = crate::ops::signers::issue_certificate(&me, &tenant, &cert_ref).await {
                 tracing::error!(tenant, cert_ref, error = %e, "certificate issuance failed");
             }
+            let _ = me.store.leases().release(&lease);
         });
+    }
+
+    /// The lease of one issuance: among engines sharing a database one
+    /// issues, the others leave it (`None`); one that dies mid-way leaves
+    /// it to [`Authority::recover`] on another once its lease expires.
+    fn lease(&self, name: &str) -> Option<herald_storage::leases::Lease> {
+        match self.store.leases().acquire(name) {
+            Ok(lease) => lease,
+            Err(e) => {
+                tracing::warn!(lease = name, error = %e, "could not take an issuance's lease; recovery retries it");
+                None
+            }
+        }
     }
 
     /// A certificate for the signer's key (generated and sealed the first

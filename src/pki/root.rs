@@ -32,15 +32,16 @@ impl Root {
                 }
                 None => {
                     let pkcs8 = keys::generate_p256()?;
-                    let key = keys::signing_key(&pkcs8)?;
-                    let cert_pem = Self::self_signed(&key)?;
+                    let cert_pem = Self::self_signed(&keys::signing_key(&pkcs8)?)?;
                     let sealed = store.seal(&pkcs8, RootCa::KEY_CONTEXT).map_err(|e| e.to_string())?;
-                    store
+                    // Another engine sharing the database may have stored its root first: that one is used.
+                    let stored = store
                         .signers()
-                        .put_root(&RootCa { cert_pem: cert_pem.clone(), key: sealed })
+                        .put_root(&RootCa { cert_pem, key: sealed })
                         .map_err(|e| e.to_string())?;
                     store.flush_now().map_err(|e| e.to_string())?;
-                    Self::from_parts(&cert_pem, key)?
+                    let pkcs8 = store.unseal(&stored.key, RootCa::KEY_CONTEXT).map_err(|e| format!("root CA key: {e}"))?;
+                    Self::from_parts(&stored.cert_pem, keys::signing_key(&pkcs8)?)?
                 }
             },
         };

@@ -109,9 +109,14 @@ impl Signers<'_> {
         get(&self.0.trees()?.pki, ROOT_KEY)
     }
 
-    /// Writes the engine's root CA (at start, not a tenant operation).
-    pub fn put_root(&self, root: &RootCa) -> Result<()> {
-        self.0.transact(|tx| tx.put(&tx.t.pki, ROOT_KEY, root))
+    /// Writes the engine's root CA (at start, not a tenant operation)
+    /// unless one exists: the root stored, which is `root` unless another
+    /// engine sharing the database stored its own first.
+    pub fn put_root(&self, root: &RootCa) -> Result<RootCa> {
+        self.0.transact(|tx| match tx.get::<RootCa>(&tx.t.pki, ROOT_KEY)? {
+            Some(stored) => Ok(stored),
+            None => tx.put(&tx.t.pki, ROOT_KEY, root).map(|()| root.clone()),
+        })
     }
 
     /// The generation of the tenant's latest signer (0 before the first).
