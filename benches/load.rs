@@ -26,6 +26,13 @@
 //!    `--report-retention 15s` takes 200 000 one-client sends (20 000 with
 //!    `--quick`), twice; the bytes its records take before, after each round,
 //!    and once the sweeper deleted that round's reports.
+//! 8. **Nodes** (only with `--store postgres` and `--only ...,8`): a broadcast
+//!    to tenant A's N tokens with one `herald serve` on the database, then
+//!    another with a second engine on the same database helping (its
+//!    partitions claimed by either): both rates, and the share of the
+//!    machine's CPU PostgreSQL took during each. On a 2-core machine the
+//!    second engine competes with the first for the same cores: the figure
+//!    shows the cost of coordinating through the database, not scaling.
 //!
 //! It prints one table (figures, ratios, the team's targets; nothing is
 //! asserted), writes the same as flat JSON to `target/bench/load.json` under the
@@ -196,8 +203,8 @@ impl Options {
                     only = it
                         .next()
                         .map(|v| v.split(',').filter_map(|i| i.trim().parse::<u8>().ok()).collect())
-                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=7).contains(i)))
-                        .expect("--only takes items 1 to 7, e.g. 1,2,6")
+                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=8).contains(i)))
+                        .expect("--only takes items 1 to 8, e.g. 1,2,6")
                 }
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
@@ -527,6 +534,32 @@ impl Sims {
     fn cpu(&self) -> f64 {
         cpu_secs(self.proc.pid()).unwrap_or(0.0)
     }
+}
+
+/// CPU seconds PostgreSQL's processes took so far: the live ones' own, and
+/// the postmaster's reaped children's (backends that ended).
+fn postgres_cpu() -> f64 {
+    let mut total = 0.0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        if &stat[open + 1..close] != "postgres" {
+            continue;
+        }
+        let fields: Vec<f64> = stat[close + 2..].split_whitespace().map(|f| f.parse().unwrap_or(0.0)).collect();
+        // utime, stime; for the postmaster (whose parent is not a postgres) also cutime, cstime.
+        let own = fields.get(11).copied().unwrap_or(0.0) + fields.get(12).copied().unwrap_or(0.0);
+        let parent = fields.get(1).copied().unwrap_or(0.0) as u32;
+        let parent_comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap_or_default();
+        let reaped = if parent_comm.trim() != "postgres" {
+            fields.get(13).copied().unwrap_or(0.0) + fields.get(14).copied().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        total += (own + reaped) / clock_ticks();
+    }
+    total
 }
 
 /// Notifications/s between the first and the last accepted one.
@@ -1723,6 +1756,8 @@ struct Results {
     tokens: u64,
     /// Item 7: bytes the records take at each step (what, bytes).
     retention: Vec<(String, u64)>,
+    /// Item 8: per engine count (1, 2), the broadcast's rate and PostgreSQL's CPU share.
+    nodes: Vec<(usize, Option<f64>, f64)>,
     fanout: Option<f64>,
     fanout_accepted: u64,
     fanout_herald_ms: Option<u64>,
@@ -1827,7 +1862,7 @@ async fn run(opts: Options) {
 
     let only = b.opts.only.clone();
     let wants = |items: &[u8]| items.iter().any(|i| only.contains(i));
-    if wants(&[1, 4, 5, 6, 7]) {
+    if wants(&[1, 4, 5, 6, 7, 8]) {
         // Items 1, 4 and 6 share one Herald on tenant A's seeded data.
         let (send_client, vip_client) = b.setup().await;
         b.seed_tenant_a().await;
@@ -1849,6 +1884,9 @@ async fn run(opts: Options) {
         drop(herald);
         if wants(&[7]) {
             b.retention(&send_client).await;
+        }
+        if wants(&[8]) && POSTGRES.get().is_some() {
+            b.nodes().await;
         }
         if wants(&[5]) {
             b.mixed(&vip_client).await;
@@ -1966,6 +2004,34 @@ impl Bench {
             say!("  {what}: {:.1} MiB", *bytes as f64 / 1048576.0);
         }
         self.res.retention = sizes;
+    }
+
+    /// Item 8: tenant A's broadcast with one engine, then with two on the
+    /// same database; the rates and PostgreSQL's share of the CPU.
+    async fn nodes(&mut self) {
+        let n = self.opts.tokens;
+        let key = self.data.join("master.key").display().to_string();
+        let first = Herald::start_with(&self.data, &self.sims, &[("HERALD_NODE_ID", "bench-1")]);
+        let admin = admin_token(&self.http, &first, TENANT_A).await;
+        let mut second = None;
+        for engines in [1usize, 2] {
+            if engines == 2 {
+                let env = [("HERALD_NODE_ID", "bench-2"), ("HERALD_MASTER_KEY_FILE", key.as_str())];
+                second = Some(Herald::start_with(&self.work.join("data-2"), &self.sims, &env));
+            }
+            say!("phase 8: broadcast to {n} tokens with {engines} engine(s) on one PostgreSQL");
+            self.sims.reset().await;
+            let (pg0, t0) = (postgres_cpu(), Instant::now());
+            let id = start_broadcast(&self.http, &first, TENANT_A, &admin).await;
+            let deadline = Duration::from_secs(60 + n / 1000);
+            let b = watch(&self.http, &first, &self.sims, &[(TENANT_A, &admin, id)], n + 2, deadline).await.remove(0);
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as f64;
+            let share = (postgres_cpu() - pg0) / t0.elapsed().as_secs_f64() / cores;
+            let rate = sim_rate(&b.stats);
+            say!("  {engines} engine(s): {:.0}/s, PostgreSQL {:.0}% of the CPU", rate.unwrap_or(0.0), share * 100.0);
+            self.res.nodes.push((engines, rate, share));
+        }
+        drop(second);
     }
 
     /// Item 1: one topic broadcast to tenant A's N tokens.
@@ -2285,6 +2351,13 @@ fn results_json(res: &Results) -> Value {
     for (i, (_, bytes)) in res.retention.iter().enumerate() {
         put(&format!("retention_bytes_step{i}"), Some(*bytes as f64));
     }
+    for (engines, rate, share) in &res.nodes {
+        put(&format!("fanout_{engines}_nodes_per_s"), *rate);
+        put(&format!("postgres_cpu_share_{engines}_nodes"), Some(*share));
+    }
+    if let [(_, one, _), (_, two, _)] = res.nodes.as_slice() {
+        put("fanout_2_nodes_vs_1", ratio(*two, *one));
+    }
     put("fanout_per_s", res.fanout);
     put("ceiling_per_s", res.ceiling);
     put("node_apn_per_s", res.node.rate);
@@ -2579,6 +2652,13 @@ fn table(res: &Results, opts: &Options) -> String {
     ];
     if !res.phase5_complete {
         rows.push(("  (phase 5 broadcasts did not both complete in time)".into(), String::new(), String::new()));
+    }
+    for (engines, rate, share) in &res.nodes {
+        rows.push((
+            format!("fan-out with {engines} engine(s) on one PostgreSQL (its CPU share)"),
+            format!("{} ({:.0}%)", fmt_opt(*rate, 0, "/s"), share * 100.0),
+            String::new(),
+        ));
     }
     for (what, bytes) in &res.retention {
         rows.push((
