@@ -16,7 +16,6 @@ use herald_storage::deliveries::Job;
 use herald_storage::leases::Lease;
 use herald_storage::{now_ms, Store};
 use ractor::ActorRef;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -24,11 +23,12 @@ use tokio::sync::Notify;
 /// How often the claimer looks for work nobody told it about.
 const POLL: Duration = Duration::from_millis(500);
 
-/// The claimer's counters, shared with the tenant actors that run the
-/// partitions it claims.
+/// How the claimer is woken, shared with the tenant actors that run the
+/// partitions it claims. The partitions this engine runs are those whose
+/// lease it still holds a `Lease` of (a fan-out's, or one waiting for its
+/// restart): when a fan-out ends, however it ends, its lease goes with it.
 #[derive(Default)]
 pub struct Claims {
-    running: AtomicUsize,
     wake: Notify,
 }
 
@@ -36,12 +36,6 @@ impl Claims {
     /// Look for work now (a broadcast was created, a partition ended).
     pub fn wake(&self) {
         self.wake.notify_one();
-    }
-
-    /// A partition this engine ran ended (done, given up, or its lease lost).
-    pub(crate) fn part_ended(&self) {
-        let _ = self.running.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
-        self.wake();
     }
 }
 
@@ -68,13 +62,10 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
             tracing::warn!(error = %e, "a broadcast job could not be split or completed; it is claimed again");
         }
     }
-    let claims = d.claims();
     let most = d.settings().partitions_per_node.max(1);
-    while claims.running.load(Ordering::Acquire) < most {
+    while store.leases().held_here("part/") < most {
         let Some(lease) = store.leases().claim("part/").map_err(|e| e.to_string())? else { break };
-        claims.running.fetch_add(1, Ordering::AcqRel);
         if let Err(e) = run_part(d, root, lease).await {
-            claims.part_ended();
             tracing::warn!(error = %e, "a claimed partition could not start; it is claimed again");
         }
     }

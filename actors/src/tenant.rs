@@ -159,7 +159,7 @@ impl Actor for Tenant {
                         state.fanouts.insert(actor.get_id(), lease);
                     }
                     Err(e) => {
-                        state.deliverer.claims().part_ended();
+                        state.deliverer.claims().wake();
                         return Err(e.into());
                     }
                 }
@@ -172,7 +172,7 @@ impl Actor for Tenant {
                 });
                 match found {
                     Some((job, n, part)) if !part.done => myself.cast(TenantMsg::Part(Box::new((lease, job, n, part))))?,
-                    _ => state.deliverer.claims().part_ended(),
+                    _ => state.deliverer.claims().wake(),
                 }
             }
             TenantMsg::IdleCheck => {
@@ -214,7 +214,7 @@ impl Actor for Tenant {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
                 if let Some(lease) = state.fanouts.remove(&cell.get_id()) {
                     state.restarts.forget(&lease.name);
-                    state.deliverer.claims().part_ended();
+                    state.deliverer.claims().wake();
                 }
             }
             SupervisionEvent::ActorFailed(cell, err) => {
@@ -230,7 +230,7 @@ impl Actor for Tenant {
                         if let Err(e) = crate::fanout::give_up(&state.deliverer, &lease, &reason) {
                             tracing::error!(tenant = %state.tenant, partition = %lease.name, error = %e, "could not mark the broadcast failed");
                         }
-                        state.deliverer.claims().part_ended();
+                        state.deliverer.claims().wake();
                     }
                 }
             }

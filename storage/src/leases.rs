@@ -3,9 +3,11 @@
 //! the sweeper's pass).
 //!
 //! A lease has a holder (the engine's node id), an expiry and an epoch that
-//! grows with every change of holder. The holder renews its leases with one
-//! heartbeat ([`Leases::heartbeat`]); a lease not renewed in time expires and
-//! another engine may take it. An engine that was paused past its lease and
+//! grows with every change of holder. The holder renews, with one heartbeat
+//! ([`Leases::heartbeat`]), every lease some part of it still holds a
+//! [`Lease`] value of: work that ended without letting its lease go (its
+//! actor died) stops being renewed, and the lease expires. Another engine
+//! may then take it. An engine that was paused past its lease and
 //! wakes still believes it holds it: every write it makes under the lease
 //! names the lease and epoch it holds ([`Fence`]) and is refused with
 //! [`Error::Fenced`] once the lease has moved on.
@@ -17,16 +19,19 @@
 use crate::databases::Engine;
 use crate::{Error, Result, Store};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A lease this engine holds: writes under it carry its [`Fence`].
+/// A lease this engine holds: writes under it carry its [`Fence`]. The
+/// heartbeat renews it for as long as a clone of it is alive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
     /// What the lease is for: `part/<tenant>/<job>/<n>`, `webhook/<tenant>/<id>`...
     pub name: String,
     /// The epoch this engine acquired it at.
     pub epoch: u64,
+    /// Dropped with the last clone: the heartbeat stops renewing the lease.
+    pub alive: Arc<()>,
 }
 
 /// What a write under a lease checks: the lease, its holder and epoch.
@@ -96,7 +101,7 @@ impl Leases<'_> {
             Engine::Pg(pg) => pg.lease_acquire(name, node, ttl)?,
             Engine::Sled { .. } => self.0.inner.local_leases.acquire(name, node, ttl),
         };
-        Ok(epoch.map(|epoch| Lease { name: name.to_string(), epoch }))
+        Ok(epoch.map(|epoch| self.held(name.to_string(), epoch)))
     }
 
     /// Claims the first free lease whose name starts with `prefix` (in name
@@ -107,15 +112,34 @@ impl Leases<'_> {
             Engine::Pg(pg) => pg.lease_claim(prefix, node, ttl)?,
             Engine::Sled { .. } => self.0.inner.local_leases.claim(prefix, node, ttl),
         };
-        Ok(claimed.map(|(name, epoch)| Lease { name, epoch }))
+        Ok(claimed.map(|(name, epoch)| self.held(name, epoch)))
     }
 
-    /// Renews every lease this engine holds; answers how many it holds.
+    /// A lease just taken, renewed from now on while a clone of it lives.
+    fn held(&self, name: String, epoch: u64) -> Lease {
+        let alive = Arc::new(());
+        self.0.inner.renewals.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone(), Arc::downgrade(&alive));
+        Lease { name, epoch, alive }
+    }
+
+    /// The names of the leases some part of this engine still holds.
+    fn alive(&self) -> Vec<String> {
+        let mut renewals = self.0.inner.renewals.lock().unwrap_or_else(|p| p.into_inner());
+        renewals.retain(|_, token| token.strong_count() > 0);
+        renewals.keys().cloned().collect()
+    }
+
+    /// How many leases under `prefix` this engine holds (partitions it runs).
+    pub fn held_here(&self, prefix: &str) -> usize {
+        self.alive().iter().filter(|n| n.starts_with(prefix)).count()
+    }
+
+    /// Renews every lease this engine holds a [`Lease`] of; answers how many.
     pub fn heartbeat(&self) -> Result<u64> {
-        let (node, ttl) = (self.0.node_id(), self.ttl());
+        let (node, ttl, names) = (self.0.node_id(), self.ttl(), self.alive());
         match &self.0.trees()?.engine {
-            Engine::Pg(pg) => pg.lease_heartbeat(node, ttl),
-            Engine::Sled { .. } => Ok(self.0.inner.local_leases.heartbeat(node, ttl)),
+            Engine::Pg(pg) => pg.lease_heartbeat(node, &names, ttl),
+            Engine::Sled { .. } => Ok(self.0.inner.local_leases.heartbeat(node, &names, ttl)),
         }
     }
 
@@ -239,10 +263,12 @@ impl LocalLeases {
         Some((name, l.epoch))
     }
 
-    fn heartbeat(&self, node: &str, ttl: Duration) -> u64 {
+    fn heartbeat(&self, node: &str, names: &[String], ttl: Duration) -> u64 {
         let now = Instant::now();
         let mut held = 0u64;
-        for l in self.map().values_mut().filter(|l| l.holder.as_deref() == Some(node)) {
+        let mut map = self.map();
+        for name in names {
+            let Some(l) = map.get_mut(name).filter(|l| l.holder.as_deref() == Some(node)) else { continue };
             if let Until::At(_) = l.until {
                 l.until = Until::At(later(now, ttl));
                 held = held.saturating_add(1);

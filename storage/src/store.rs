@@ -78,6 +78,8 @@ pub(crate) struct Inner {
     pub(crate) apps_generation: std::sync::atomic::AtomicU64,
     /// The leases of this engine when on sled (see `leases`).
     pub(crate) local_leases: crate::leases::LocalLeases,
+    /// The leases this engine renews: alive while a `Lease` of each is.
+    pub(crate) renewals: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<()>>>,
 }
 
 impl Store {
@@ -105,6 +107,7 @@ impl Store {
             space,
             apps_generation: Default::default(),
             local_leases: Default::default(),
+            renewals: Default::default(),
         });
         watch_disk(Arc::downgrade(&inner));
         let store = Store { inner };
@@ -128,6 +131,7 @@ impl Store {
             space: Space::unmetered(),
             apps_generation: Default::default(),
             local_leases: Default::default(),
+            renewals: Default::default(),
         });
         let store = Store { inner };
         store.listen();

@@ -338,6 +338,26 @@ fn a_write_under_a_lease_that_moved_on_is_refused() {
     assert_eq!(s.broadcasts().part("acme", "n1", 0).unwrap().unwrap().cursor.as_deref(), Some("z"));
 }
 
+/// The heartbeat renews the leases the engine still holds a `Lease` of; one
+/// whose holder dropped it (its work died) expires, and can be taken again.
+#[test]
+fn a_lease_nobody_holds_any_more_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = herald_storage::test_options(dir.path());
+    opts.lease_ttl = std::time::Duration::from_millis(300);
+    let s = Store::open(&opts).unwrap();
+    let kept = s.leases().acquire("kept").unwrap().unwrap();
+    drop(s.leases().acquire("dropped").unwrap().unwrap());
+    for _ in 0..8 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(s.leases().heartbeat().unwrap(), 1, "only the kept lease is renewed");
+    }
+    assert_eq!(s.leases().holder("kept").unwrap().as_deref(), Some(s.node_id()));
+    assert_eq!(s.leases().holder("dropped").unwrap(), None, "expired");
+    assert!(s.leases().acquire("dropped").unwrap().is_some(), "and free to take");
+    assert!(s.leases().holds(&kept).unwrap());
+}
+
 /// On sled leases live in memory: a reopened store offers the partitions
 /// of unfinished broadcasts again.
 #[tokio::test]

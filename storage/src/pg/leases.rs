@@ -21,8 +21,8 @@ const CLAIM: &str = "UPDATE herald_leases SET holder = $2, epoch = epoch + 1, \
      WHERE name = (SELECT name FROM herald_leases WHERE name LIKE $1 ESCAPE '\\' AND expires_at < now() \
      ORDER BY name LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING name, epoch";
 
-const HEARTBEAT: &str = "UPDATE herald_leases SET expires_at = now() + $2::float8 * interval '1 millisecond' \
-     WHERE holder = $1 AND expires_at <> 'infinity'";
+const HEARTBEAT: &str = "UPDATE herald_leases SET expires_at = now() + $3::float8 * interval '1 millisecond' \
+     WHERE holder = $1 AND name = ANY($2) AND expires_at <> 'infinity'";
 
 /// Holds the lease row until the transaction ends, so that no engine takes
 /// the lease over between this check and the commit.
@@ -56,12 +56,12 @@ impl Pg {
         })
     }
 
-    /// Extends every lease `holder` holds; how many.
-    pub(crate) fn lease_heartbeat(&self, holder: &str, ttl: Duration) -> Result<u64> {
-        let (pool, holder, ttl) = (self.pool.clone(), holder.to_string(), millis(ttl));
+    /// Extends the leases among `names` that `holder` holds; how many.
+    pub(crate) fn lease_heartbeat(&self, holder: &str, names: &[String], ttl: Duration) -> Result<u64> {
+        let (pool, holder, names, ttl) = (self.pool.clone(), holder.to_string(), names.to_vec(), millis(ttl));
         self.run(async move {
             let c = pool.get().await.map_err(pool_error)?;
-            c.execute(HEARTBEAT, &[&holder, &ttl]).await.map_err(fault)
+            c.execute(HEARTBEAT, &[&holder, &names, &ttl]).await.map_err(fault)
         })
     }
 
