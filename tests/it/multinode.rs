@@ -116,31 +116,35 @@ impl Nodes {
                 let store = store.clone();
                 s.spawn(move || {
                     let mine: Vec<u64> = (0..n).filter(|i| i % 4 == t).collect();
-                    for chunk in mine.chunks(500) {
-                        store
-                            .transact(|tx| {
-                                for i in chunk {
-                                    let id = ulid::Ulid::generate().to_string();
-                                    let client = Record {
-                                        id: id.clone(),
-                                        app_name: "demo".into(),
-                                        platform: "ios".into(),
-                                        lock_state: "NONE".into(),
-                                        ..Record::default()
-                                    };
-                                    tx.insert_client("acme", &client)?;
-                                    let token = PushToken {
-                                        app_name: "demo".into(),
-                                        provider: PushProvider::Apns,
-                                        token: apns_token(*i),
-                                        is_valid: true,
-                                        updated_ms: 1,
-                                    };
-                                    tx.put_push_token("acme", &id, &token)?;
-                                }
-                                Ok::<_, herald_storage::Error>(())
-                            })
-                            .unwrap();
+                    for chunk in mine.chunks(250) {
+                        // Random ids spread the inserts over the index (time-ordered ones all
+                        // meet at its end); a chunk that keeps conflicting is tried again.
+                        let ids: Vec<String> = chunk.iter().map(|_| ulid::Ulid::from(rand_u128()).to_string()).collect();
+                        let mut tries = 0;
+                        while let Err(e) = store.transact(|tx| {
+                            for (i, id) in chunk.iter().zip(&ids) {
+                                let client = Record {
+                                    id: id.clone(),
+                                    app_name: "demo".into(),
+                                    platform: "ios".into(),
+                                    lock_state: "NONE".into(),
+                                    ..Record::default()
+                                };
+                                tx.insert_client("acme", &client)?;
+                                let token = PushToken {
+                                    app_name: "demo".into(),
+                                    provider: PushProvider::Apns,
+                                    token: apns_token(*i),
+                                    is_valid: true,
+                                    updated_ms: 1,
+                                };
+                                tx.put_push_token("acme", id, &token)?;
+                            }
+                            Ok::<_, herald_storage::Error>(())
+                        }) {
+                            tries += 1;
+                            assert!(tries < 10, "seeding keeps failing: {e}");
+                        }
                     }
                 });
             }
@@ -163,6 +167,13 @@ impl Nodes {
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
     }
+}
+
+/// 128 random bits (a ULID's worth) from the OS.
+fn rand_u128() -> u128 {
+    let mut b = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b).unwrap();
+    u128::from_le_bytes(b)
 }
 
 fn topic(body: &str) -> Value {
