@@ -76,7 +76,7 @@ pub(crate) fn start(store: Store, ttl: Duration) -> Result<Arc<Cluster>, String>
     let cluster = Arc::new(Cluster::of(1));
     let shared = cluster.clone();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(ttl / 3);
+        let mut tick = tokio::time::interval(ttl.checked_div(3).unwrap_or(ttl));
         loop {
             tick.tick().await;
             let store = store.clone();

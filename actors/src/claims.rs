@@ -152,7 +152,13 @@ fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<Vec<Part
         let mut after = app.cursor.clone();
         for until in store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)? {
             let next = Some(until.clone());
-            parts.push(Part { app: app.app.clone(), after, until: Some(until), read_mark: read_mark.clone(), ..Part::default() });
+            parts.push(Part {
+                app: app.app.clone(),
+                after,
+                until: Some(until),
+                read_mark: read_mark.clone(),
+                ..Part::default()
+            });
             after = next;
         }
         parts.push(Part { app: app.app.clone(), after, until: None, read_mark, ..Part::default() });

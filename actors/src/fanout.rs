@@ -259,12 +259,7 @@ impl Window {
     /// the next batch is read (and its mark made durable) while the sends of
     /// the previous ones run. Advances the read mark and counts the clients up
     /// to the previous run's mark as resent.
-    fn read(
-        &mut self,
-        ctx: &Ctx<'_>,
-        part: &mut Part,
-        written: u64,
-    ) -> Result<(), ActorProcessingErr> {
+    fn read(&mut self, ctx: &Ctx<'_>, part: &mut Part, written: u64) -> Result<(), ActorProcessingErr> {
         while !self.exhausted && self.unsettled <= ctx.cap.saturating_add(ctx.batch) {
             let mut batch =
                 ctx.store.push_tokens().valid_of_app(ctx.tenant, ctx.app, self.read_cursor.as_deref(), ctx.batch)?;
@@ -397,14 +392,7 @@ impl Window {
 
     /// Records one outcome; commits (in memory) the batches now complete, in
     /// order, advancing the app's cursor.
-    fn settle(
-        &mut self,
-        part: &mut Part,
-        tenant: &str,
-        seq: usize,
-        client: String,
-        outcome: ClientOutcome,
-    ) {
+    fn settle(&mut self, part: &mut Part, tenant: &str, seq: usize, client: String, outcome: ClientOutcome) {
         let slot = self.slot(seq);
         let batch = &mut self.open[slot];
         // One outcome per client of the batch.
@@ -427,12 +415,7 @@ impl Window {
 
     /// Writes the partition (and the outcomes committed since the last
     /// write) in one transaction under its lease, if anything changed.
-    fn write(
-        &mut self,
-        ctx: &Ctx<'_>,
-        part: &Part,
-        commits: &mut GroupCommit,
-    ) -> Result<(), ActorProcessingErr> {
+    fn write(&mut self, ctx: &Ctx<'_>, part: &Part, commits: &mut GroupCommit) -> Result<(), ActorProcessingErr> {
         if self.dirty {
             let at = ctx.place;
             let outcomes = std::mem::take(&mut self.to_write);

@@ -171,7 +171,9 @@ impl Actor for Tenant {
                     Some((store.broadcasts().job(&t, &job).ok().flatten()?, n, part))
                 });
                 match found {
-                    Some((job, n, part)) if !part.done => myself.cast(TenantMsg::Part(Box::new((lease, job, n, part))))?,
+                    Some((job, n, part)) if !part.done => {
+                        myself.cast(TenantMsg::Part(Box::new((lease, job, n, part))))?
+                    }
                     _ => state.deliverer.claims().wake(),
                 }
             }

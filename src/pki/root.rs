@@ -35,12 +35,11 @@ impl Root {
                     let cert_pem = Self::self_signed(&keys::signing_key(&pkcs8)?)?;
                     let sealed = store.seal(&pkcs8, RootCa::KEY_CONTEXT).map_err(|e| e.to_string())?;
                     // Another engine sharing the database may have stored its root first: that one is used.
-                    let stored = store
-                        .signers()
-                        .put_root(&RootCa { cert_pem, key: sealed })
-                        .map_err(|e| e.to_string())?;
+                    let stored =
+                        store.signers().put_root(&RootCa { cert_pem, key: sealed }).map_err(|e| e.to_string())?;
                     store.flush_now().map_err(|e| e.to_string())?;
-                    let pkcs8 = store.unseal(&stored.key, RootCa::KEY_CONTEXT).map_err(|e| format!("root CA key: {e}"))?;
+                    let pkcs8 =
+                        store.unseal(&stored.key, RootCa::KEY_CONTEXT).map_err(|e| format!("root CA key: {e}"))?;
                     Self::from_parts(&stored.cert_pem, keys::signing_key(&pkcs8)?)?
                 }
             },

@@ -209,10 +209,10 @@ impl Broadcasts<'_> {
     /// before partitions, with the counts it had committed).
     fn base_report(&self, tenant: &str, id: &str) -> Result<Report> {
         let stored = self.0.trees()?.reports.get(key(&[tenant, id]))?;
-        Ok(stored.map(|v| decode_broadcast_report(&v)).transpose()?.unwrap_or_else(|| Report {
-            id: id.to_string(),
-            ..Report::default()
-        }))
+        Ok(stored
+            .map(|v| decode_broadcast_report(&v))
+            .transpose()?
+            .unwrap_or_else(|| Report { id: id.to_string(), ..Report::default() }))
     }
 
     /// On sled, where leases live in memory: offers the leases of every

@@ -77,7 +77,12 @@ impl Store {
 impl Store {
     /// Applies `writes` and the lease changes `ops` together, refused with
     /// [`Error::Fenced`] unless `fence` still holds (see [`Fence`]).
-    pub(crate) fn write_fenced(&self, fence: Option<&Fence>, writes: Vec<crate::kv::Write<'_>>, ops: Vec<LeaseOp>) -> Result<()> {
+    pub(crate) fn write_fenced(
+        &self,
+        fence: Option<&Fence>,
+        writes: Vec<crate::kv::Write<'_>>,
+        ops: Vec<LeaseOp>,
+    ) -> Result<()> {
         let dbs = self.trees()?;
         match &dbs.engine {
             Engine::Pg(_) => dbs.write_leased(fence.cloned(), writes, ops),
@@ -289,7 +294,11 @@ impl LocalLeases {
 
     fn count_live(&self, prefix: &str) -> u64 {
         let now = Instant::now();
-        let live = self.map().iter().filter(|(n, l)| n.starts_with(prefix) && matches!(l.until, Until::At(t) if t > now)).count();
+        let live = self
+            .map()
+            .iter()
+            .filter(|(n, l)| n.starts_with(prefix) && matches!(l.until, Until::At(t) if t > now))
+            .count();
         u64::try_from(live).unwrap_or(u64::MAX)
     }
 
@@ -300,10 +309,16 @@ impl LocalLeases {
 
     /// Runs `write` if `fence` holds, then applies `ops`, all under the
     /// lock: no lease changes hands in between.
-    pub(crate) fn fenced<T>(&self, fence: Option<&Fence>, ops: &[LeaseOp], write: impl FnOnce() -> Result<T>) -> Result<T> {
+    pub(crate) fn fenced<T>(
+        &self,
+        fence: Option<&Fence>,
+        ops: &[LeaseOp],
+        write: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         let mut map = self.map();
         if let Some(f) = fence {
-            let held = map.get(&f.name).is_some_and(|l| l.holder.as_deref() == Some(f.holder.as_str()) && l.epoch == f.epoch);
+            let held =
+                map.get(&f.name).is_some_and(|l| l.holder.as_deref() == Some(f.holder.as_str()) && l.epoch == f.epoch);
             if !held {
                 return Err(Error::Fenced(f.name.clone()));
             }

@@ -6,8 +6,8 @@
 //! restarts. An event whose retries are exhausted moves to the failed tree,
 //! from which a replay puts it back.
 
-use crate::leases::Lease;
 use crate::keys::{key, prefix};
+use crate::leases::Lease;
 use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};

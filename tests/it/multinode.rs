@@ -5,7 +5,9 @@
 //! node holds on the others at once, and the brute-force lockout counts
 //! failures made through any node.
 //!
-//! These run on both suites (the nodes always use their own database).
+//! The nodes always use a database of their own, so these run once, in the
+//! sled suite; on a machine without PostgreSQL (`apt-get install
+//! postgresql`; CI installs it) they say so and skip.
 
 use crate::common::{apns_token, ChildWorld, Herald, Signal, OPERATOR};
 use herald_sim::{Faults, Provider, ProviderFaults};
@@ -30,8 +32,16 @@ struct Nodes {
 
 impl Nodes {
     /// Starts `a`, `b` and `c` (in turn: the first creates the master key
-    /// file they share) with `extra` in their environment.
-    async fn start(extra: &[(&'static str, String)]) -> Nodes {
+    /// file they share) with `extra` in their environment; `None` where the
+    /// test does not run (see the module's documentation).
+    async fn start(extra: &[(&'static str, String)]) -> Option<Nodes> {
+        if herald_storage::test_on_postgres() {
+            return None; // run by the sled suite already
+        }
+        if !herald_pgtemp::installed() {
+            eprintln!("multinode tests skipped: PostgreSQL is not installed (apt-get install postgresql)");
+            return None;
+        }
         let world = ChildWorld::start().await;
         let cluster = herald_pgtemp::shared().expect("a PostgreSQL server for the tests");
         let url = cluster.create_database().expect("a database");
@@ -42,7 +52,7 @@ impl Nodes {
             nodes.nodes.push(Herald::start(&nodes.world.dir.path().join(id), &env));
             nodes.ids.push(id.to_string());
         }
-        nodes
+        Some(nodes)
     }
 
     fn env(&self, id: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
@@ -68,7 +78,8 @@ impl Nodes {
     /// Tenant `acme` and app `demo` (the simulators' credentials), through node `a`.
     async fn acme(&self) -> String {
         let admin = self.nodes[0].create_tenant(&self.http, "acme").await;
-        let (st, b) = self.call(0, Method::POST, "/v1/tenants/acme/apps/demo", &admin, self.world.creds.app_json.clone()).await;
+        let (st, b) =
+            self.call(0, Method::POST, "/v1/tenants/acme/apps/demo", &admin, self.world.creds.app_json.clone()).await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
         admin
     }
@@ -119,7 +130,8 @@ impl Nodes {
                     for chunk in mine.chunks(250) {
                         // Random ids spread the inserts over the index (time-ordered ones all
                         // meet at its end); a chunk that keeps conflicting is tried again.
-                        let ids: Vec<String> = chunk.iter().map(|_| ulid::Ulid::from(rand_u128()).to_string()).collect();
+                        let ids: Vec<String> =
+                            chunk.iter().map(|_| ulid::Ulid::from(rand_u128()).to_string()).collect();
                         let mut tries = 0;
                         while let Err(e) = store.transact(|tx| {
                             for (i, id) in chunk.iter().zip(&ids) {
@@ -153,7 +165,8 @@ impl Nodes {
 
     /// The report of notification `id`, read through node `node`.
     async fn report(&self, node: usize, admin: &str, id: &str) -> Value {
-        let (st, r) = self.call(node, Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), admin, Value::Null).await;
+        let (st, r) =
+            self.call(node, Method::GET, &format!("/v1/tenants/acme/push_notification/{id}"), admin, Value::Null).await;
         assert_eq!(st, StatusCode::OK, "{r}");
         r
     }
@@ -162,10 +175,7 @@ impl Nodes {
     async fn metric(&self, node: &Herald, sample: &str) -> f64 {
         let text = self.http.get(format!("{}/metrics", node.base)).bearer_auth(OPERATOR).send().await.unwrap();
         let text = text.text().await.unwrap();
-        text.lines()
-            .filter(|l| l.starts_with(sample))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        text.lines().filter(|l| l.starts_with(sample)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
     }
 }
 
@@ -190,7 +200,7 @@ async fn a_node_killed_mid_broadcast_leaves_its_partitions_to_the_others() {
     const IN_FLIGHT: u64 = 200;
     const BATCH: u64 = 256;
     const PARTS_PER_NODE: u64 = 4;
-    let mut c = Nodes::start(&[("HERALD_BULK_IN_FLIGHT", IN_FLIGHT.to_string())]).await;
+    let Some(mut c) = Nodes::start(&[("HERALD_BULK_IN_FLIGHT", IN_FLIGHT.to_string())]).await else { return };
     let admin = c.acme().await;
     c.seed(TOKENS);
     // Slow answers, so the kill lands mid-way.
@@ -280,9 +290,9 @@ impl Receiver {
                                 hg.notify_one();
                                 h.notified().await;
                             }
-                            Ok::<_, std::convert::Infallible>(
-                                http::Response::new(http_body_util::Full::new(bytes::Bytes::from("ok"))),
-                            )
+                            Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from("ok"),
+                            )))
                         }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -310,7 +320,7 @@ impl Receiver {
 async fn a_paused_webhook_holder_is_fenced_and_every_event_arrives_in_order() {
     const BEFORE: u64 = 5;
     const DURING: u64 = 200;
-    let c = Nodes::start(&[]).await;
+    let Some(c) = Nodes::start(&[]).await else { return };
     let admin = c.acme().await;
     let receiver = Receiver::start(BEFORE - 1).await;
     let hook = json!({"filter": "type=domain", "callbackUrl": receiver.url});
@@ -362,14 +372,15 @@ async fn a_paused_webhook_holder_is_fenced_and_every_event_arrives_in_order() {
 /// out of a broadcast started on `b`, at once (no node caches a client's lock).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_through_one_node_holds_on_another_within_a_second() {
-    let c = Nodes::start(&[]).await;
+    let Some(c) = Nodes::start(&[]).await else { return };
     let admin = c.acme().await;
     let mut clients = Vec::new();
     for i in 0..2u64 {
         let body = json!({"appName": "demo", "platform": "ios"});
         let (st, b) = c.call(0, Method::POST, "/v1/tenants/acme/clients", &admin, body).await;
         assert_eq!(st, StatusCode::CREATED, "{b}");
-        let (id, secret) = (b["astClientId"].as_str().unwrap().to_string(), b["clientSecret"].as_str().unwrap().to_string());
+        let (id, secret) =
+            (b["astClientId"].as_str().unwrap().to_string(), b["clientSecret"].as_str().unwrap().to_string());
         let token = json!({"appName": "demo", "pushToken": format!("APN:{}", apns_token(i))});
         let (st, b) = c.call(0, Method::PUT, &format!("/v1/tenants/acme/clients/{id}/pushtoken"), &admin, token).await;
         assert!(st.is_success(), "{b}");
@@ -378,7 +389,11 @@ async fn a_lock_through_one_node_holds_on_another_within_a_second() {
     let grant = |node: usize, (id, secret): &(String, String)| {
         c.http
             .post(format!("{}/auth/realms/acme/protocol/openid-connect/token", c.nodes[node].base))
-            .form(&[("grant_type", "client_credentials"), ("client_id", id.as_str()), ("client_secret", secret.as_str())])
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", id.as_str()),
+                ("client_secret", secret.as_str()),
+            ])
             .send()
     };
     assert_eq!(grant(1, &clients[0]).await.unwrap().status(), StatusCode::OK, "before the lock");
@@ -408,7 +423,7 @@ async fn a_lock_through_one_node_holds_on_another_within_a_second() {
 /// second, though `b` had the tenant's directory cached: `a` notified it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_written_through_one_node_is_listed_by_another_within_a_second() {
-    let c = Nodes::start(&[]).await;
+    let Some(c) = Nodes::start(&[]).await else { return };
     let admin = c.acme().await;
     let names = |b: &Value| -> Vec<String> {
         let list = b["data"]["userList"].as_array().cloned().unwrap_or_default();
@@ -458,7 +473,7 @@ async fn failures_until_locked(c: &Nodes, nodes: &[usize], user: &str) -> usize 
 /// divided by the live node count instead: `herald_nodes_live` shows it.)
 #[tokio::test(flavor = "multi_thread")]
 async fn password_failures_through_three_nodes_lock_at_the_same_count() {
-    let c = Nodes::start(&[]).await;
+    let Some(c) = Nodes::start(&[]).await else { return };
     let admin = c.acme().await;
     for user in ["ann", "bob"] {
         let body = json!({"username": user, "credentials": [{"type": "password", "value": "right-password-1"}]});

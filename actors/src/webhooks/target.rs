@@ -144,10 +144,9 @@ async fn deliver_due(a: &TargetArgs, lease: &mut Option<Lease>) -> Result<Option
             true => lease.clone().ok_or("lease kept")?,
             false => return Ok(Some(HELD_ELSEWHERE)),
         };
-        let results = futures::future::join_all(
-            due.into_iter().map(|(key, entry)| attempt(a, &held, &webhook, key, entry)),
-        )
-        .await;
+        let results =
+            futures::future::join_all(due.into_iter().map(|(key, entry)| attempt(a, &held, &webhook, key, entry)))
+                .await;
         for settled in results {
             match settled? {
                 Settled::Recorded => {}

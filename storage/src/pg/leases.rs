@@ -26,8 +26,7 @@ const HEARTBEAT: &str = "UPDATE herald_leases SET expires_at = now() + $3::float
 
 /// Holds the lease row until the transaction ends, so that no engine takes
 /// the lease over between this check and the commit.
-pub(crate) const FENCE: &str =
-    "SELECT 1 FROM herald_leases WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE";
+pub(crate) const FENCE: &str = "SELECT 1 FROM herald_leases WHERE name = $1 AND holder = $2 AND epoch = $3 FOR SHARE";
 
 const LIVE: &str = "SELECT count(*) FROM herald_leases WHERE name LIKE $1 ESCAPE '\\' AND expires_at > now()";
 
@@ -125,8 +124,7 @@ pub(crate) async fn apply(c: &impl GenericClient, op: &LeaseOp) -> std::result::
             .await
         }
         LeaseOp::Release(name) => {
-            c.execute("UPDATE herald_leases SET holder = NULL, expires_at = '-infinity' WHERE name = $1", &[name])
-                .await
+            c.execute("UPDATE herald_leases SET holder = NULL, expires_at = '-infinity' WHERE name = $1", &[name]).await
         }
         LeaseOp::Remove(name) => c.execute("DELETE FROM herald_leases WHERE name = $1", &[name]).await,
     }

@@ -62,7 +62,8 @@ impl Pg {
         let config: tokio_postgres::Config =
             url.parse().map_err(|e| Error::Unavailable(format!("the store URL is not a PostgreSQL URL: {e}")))?;
         let rt = Runtime::new()?;
-        let manager = Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager =
+            Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = {
             let _guard = rt.0.as_ref().map(|r| r.enter());
             Pool::builder(manager)

@@ -50,6 +50,13 @@ use std::sync::OnceLock;
 pub use cluster::{Cluster, Options};
 pub use error::{Error, Result};
 
+/// Whether PostgreSQL's server binaries are installed here (what
+/// [`Cluster::start`] needs besides the `postgres` user): tests that cannot
+/// run without them say so and skip on a machine that lacks them.
+pub fn installed() -> bool {
+    locate::bin_dir().is_ok()
+}
+
 /// The cluster every test of this process shares, started (with the default
 /// [`Options`]) by the first caller; concurrent callers wait for that start.
 /// It is never dropped: its watchdog stops it after the process exits. If the
