@@ -165,3 +165,96 @@ fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<Vec<Part
     }
     Ok(parts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herald_storage::clients::Client;
+    use herald_storage::deliveries::JobApp;
+    use herald_storage::push_tokens::{PushProvider, PushToken};
+
+    fn store_with_tokens(dir: &std::path::Path, apps: &[(&str, usize)]) -> Store {
+        let store = Store::open(&herald_storage::StoreOptions::new(dir)).unwrap();
+        for (app, n) in apps {
+            for i in 0..*n {
+                let id = format!("{app}-c{i:03}");
+                let client = Client {
+                    id: id.clone(),
+                    app_name: app.to_string(),
+                    lock_state: "NONE".into(),
+                    ..Client::default()
+                };
+                store.clients().create("t", &client).unwrap();
+                let token = PushToken {
+                    app_name: app.to_string(),
+                    provider: PushProvider::Apns,
+                    token: format!("{i:064x}"),
+                    is_valid: true,
+                    updated_ms: 1,
+                };
+                store.push_tokens().set("t", &id, &token).unwrap();
+            }
+        }
+        store
+    }
+
+    fn job(apps: Vec<JobApp>, read_mark: Option<&str>) -> Job {
+        Job {
+            id: "n1".into(),
+            tenant: "t".into(),
+            notification_json: "{}".into(),
+            apps,
+            created_ms: 1,
+            read_mark: read_mark.map(str::to_string),
+            parts: 0,
+        }
+    }
+
+    /// Ranges of `size` tokens, the last open-ended, one at least per app
+    /// (an app without tokens too), covering each app exactly once.
+    #[test]
+    fn a_new_job_is_cut_into_ranges_of_the_partition_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_tokens(dir.path(), &[("a", 25), ("b", 0)]);
+        let apps = ["a", "b"].map(|a| JobApp { app: a.into(), cursor: None, done: false }).to_vec();
+        let parts = split(&store, &job(apps, None), 10).unwrap();
+        let ranges: Vec<_> = parts.iter().map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref())).collect();
+        assert_eq!(
+            ranges,
+            vec![
+                ("a", None, Some("a-c009")),
+                ("a", Some("a-c009"), Some("a-c019")),
+                ("a", Some("a-c019"), None),
+                ("b", None, None),
+            ]
+        );
+        assert!(parts.iter().all(|p| p.read_mark.is_none() && p.cursor.is_none() && !p.done));
+    }
+
+    /// A job stored before partitions resumes where it was: apps done are
+    /// left out, the app in progress starts after its cursor and keeps the
+    /// job's read mark (so what it may have sent counts as resent).
+    #[test]
+    fn a_job_from_before_partitions_is_split_from_its_cursors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_tokens(dir.path(), &[("a", 5), ("b", 12), ("c", 3)]);
+        let apps = vec![
+            JobApp { app: "a".into(), cursor: Some("a-c004".into()), done: true },
+            JobApp { app: "b".into(), cursor: Some("b-c003".into()), done: false },
+            JobApp { app: "c".into(), cursor: None, done: false },
+        ];
+        let parts = split(&store, &job(apps, Some("b-c007")), 5).unwrap();
+        let ranges: Vec<_> = parts
+            .iter()
+            .map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref(), p.read_mark.as_deref()))
+            .collect();
+        assert_eq!(
+            ranges,
+            vec![
+                ("b", Some("b-c003"), Some("b-c008"), Some("b-c007")),
+                ("b", Some("b-c008"), None, Some("b-c007")),
+                ("c", None, None, None),
+            ]
+        );
+    }
+}

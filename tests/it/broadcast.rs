@@ -14,7 +14,17 @@ fn topic(category: &str) -> Value {
 
 #[tokio::test]
 async fn a_topic_reaches_every_valid_client_of_every_app() {
-    let w = PushWorld::start().await;
+    reaches_every_valid_client(PushWorld::start().await).await;
+}
+
+/// The same broadcast cut into partitions of two tokens (several per app,
+/// run side by side): every client once, the report's counts the sum.
+#[tokio::test]
+async fn a_broadcast_in_many_partitions_reaches_each_client_once() {
+    reaches_every_valid_client(PushWorld::start_with(|c| c.push.partition_size = 2).await).await;
+}
+
+async fn reaches_every_valid_client(w: PushWorld) {
     let mut second = w.creds.app_json.clone();
     second["categories"] = json!(["chat", "tms"]);
     let (st, _) = w.server.call(Method::POST, "/v1/tenants/acme/apps/second", Some(&w.admin), Some(second)).await;
