@@ -117,16 +117,7 @@ impl PushTokens<'_> {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, TokenRef)>> {
-        let t = &self.0.trees()?.tokens_by_app;
-        let p = prefix(&[tenant, app]);
-        let iter = match after {
-            Some(c) => {
-                let mut start = index_key(tenant, app, c);
-                start.push(0); // strictly after
-                t.range_from(start)
-            }
-            None => t.range_from(&p),
-        };
+        let (iter, p) = self.index_after(tenant, app, after)?;
         let mut out = Vec::with_capacity(limit.min(4096));
         for kv in iter {
             let (k, v) = kv?;
@@ -142,16 +133,7 @@ impl PushTokens<'_> {
     /// `n`th, the `2n`th, ...): where a broadcast's partitions end. Reads
     /// the index in order once, holding nothing of it.
     pub fn every_nth_of_app(&self, tenant: &str, app: &str, after: Option<&str>, n: u64) -> Result<Vec<String>> {
-        let t = &self.0.trees()?.tokens_by_app;
-        let p = prefix(&[tenant, app]);
-        let iter = match after {
-            Some(c) => {
-                let mut start = index_key(tenant, app, c);
-                start.push(0); // strictly after
-                t.range_from(start)
-            }
-            None => t.range_from(&p),
-        };
+        let (iter, p) = self.index_after(tenant, app, after)?;
         let (mut out, mut seen) = (Vec::new(), 0u64);
         for k in iter.keys() {
             let k = k?;
@@ -164,6 +146,22 @@ impl PushTokens<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The app's broadcast index from the client after `after` (from its
+    /// first without one), and the app's prefix, where the scan must stop.
+    fn index_after(&self, tenant: &str, app: &str, after: Option<&str>) -> Result<(crate::kv::Scan, Vec<u8>)> {
+        let t = &self.0.trees()?.tokens_by_app;
+        let p = prefix(&[tenant, app]);
+        let iter = match after {
+            Some(c) => {
+                let mut start = index_key(tenant, app, c);
+                start.push(0); // strictly after
+                t.range_from(start)
+            }
+            None => t.range_from(&p),
+        };
+        Ok((iter, p))
     }
 
     /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
