@@ -125,7 +125,8 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
         println!("operator token (generated; set HERALD_OPERATOR_TOKEN to fix it): {}", engine.operator_token);
     }
     let connections = engine.config.limits.connections();
-    tracing::info!(addr = %engine.config.listen, data_dir = %engine.config.data_dir.display(), fds, connections, "herald listening");
+    let node = engine.store.node_id();
+    tracing::info!(addr = %engine.config.listen, node, data_dir = %engine.config.data_dir.display(), fds, connections, "herald listening");
     // The address bound (a load balancer's target); the public URL when it differs.
     let scheme = if engine.config.tls.is_some() { "https" } else { "http" };
     let listening = format!("{scheme}://{}", engine.config.listen);

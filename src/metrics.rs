@@ -196,6 +196,8 @@ pub const SERIES: &[Series] = &[
         "Webhook delivery attempts stored, counted after each retention pass."),
     series("herald_retention_deleted_total", Kind::Counter, &["kind"],
         "Records deleted past their retention, by kind (report, outcome, attempt)."),
+    series("herald_node_info", Kind::Gauge, &["node"],
+        "Always 1, labelled with this engine's --node-id: joins a scrape target to the node named in logs and lease rows."),
     series("herald_nodes_live", Kind::Gauge, &[],
         "Engines sharing the database whose node lease is unexpired, this one included (1 on sled); per-engine rate limits are divided by it."),
     series("herald_leases_held", Kind::Gauge, &[],

@@ -71,6 +71,7 @@ pub(crate) fn start(store: Store, ttl: Duration) -> Result<Arc<Cluster>, String>
     if freed > 0 {
         tracing::info!(freed, node = store.node_id(), "took back the leases of this node's previous run");
     }
+    gauge!("herald_node_info", "node" => store.node_id().to_string()).set(1.0);
     let name = format!("node/{}", store.node_id());
     let mut own = store.leases().acquire(&name).map_err(|e| format!("taking the node lease: {e}"))?;
     let cluster = Arc::new(Cluster::of(1));

@@ -4,7 +4,7 @@
 //! [`PushSettings::partitions_per_node`](crate::PushSettings) at a time.
 //!
 //! One task claims, woken at once when this engine creates a broadcast or
-//! ends a partition, and otherwise every [`POLL`]: another engine's new
+//! ends a partition, and otherwise every `POLL` (500 ms): another engine's new
 //! broadcast, or a partition whose engine died (its lease expired), is
 //! claimed within that.
 

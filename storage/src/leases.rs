@@ -9,7 +9,7 @@
 //! actor died) stops being renewed, and the lease expires. Another engine
 //! may then take it. An engine that was paused past its lease and
 //! wakes still believes it holds it: every write it makes under the lease
-//! names the lease and epoch it holds ([`Fence`]) and is refused with
+//! names the lease and epoch it holds (a `Fence`) and is refused with
 //! [`Error::Fenced`] once the lease has moved on.
 //!
 //! On PostgreSQL leases are rows whose expiry the database's clock sets
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A lease this engine holds: writes under it carry its [`Fence`]. The
+/// A lease this engine holds: writes under it carry its fence. The
 /// heartbeat renews it for as long as a clone of it is alive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {

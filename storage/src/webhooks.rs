@@ -232,7 +232,7 @@ impl Webhooks<'_> {
     /// Records an attempt and the entry's next state: delivered (removed),
     /// retried later (updated) or failed for good (moved to the failed
     /// tree), in one transaction; nothing when the webhook was deleted
-    /// meanwhile. Refused with [`Error::Fenced`](crate::Error::Fenced) when
+    /// meanwhile. Refused with [`Error::Fenced`] when
     /// `lease` (the webhook's, which its deliverer holds) moved on.
     pub fn settle(
         &self,
