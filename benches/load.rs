@@ -15,7 +15,9 @@
 //! 4. **Send API**: one-client sends at concurrency 1, 16, 64, 256 over HTTP/1.1
 //!    keep-alive and HTTP/2 (h2c), against Herald and against a trivial hyper
 //!    handler answering 202 with a body of the same size (the front-end ceiling),
-//!    plus p99 at half of Herald's C=64 rate (open loop, rate-limited).
+//!    plus p99 at half of Herald's C=64 rate (open loop, rate-limited), and
+//!    `send-batch` with batches of 500 such sends, 4 at a time: notifications/s
+//!    against single sends at C=64 and against the fan-out.
 //! 5. **Bulk and interactive together**: a second broadcast of tenant A and a
 //!    broadcast of tenant B (each N tokens) started at once, while a user of
 //!    tenant A gets one-client sends at 50/s: their p99 latency, both completion
@@ -101,6 +103,8 @@ const SEND_TOKEN: u64 = 1;
 const VIP_TOKEN: u64 = 2;
 /// The send-API concurrencies.
 const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
+/// One-client sends per request of the batch run (send-batch's most).
+const BATCH: usize = 500;
 /// Rate of the interactive sends during the broadcasts (phase 5).
 const INTERACTIVE_PER_S: f64 = 50.0;
 
@@ -1756,6 +1760,8 @@ struct Results {
     tokens: u64,
     /// Item 7: bytes the records take at each step (what, bytes).
     retention: Vec<(String, u64)>,
+    /// Item 4: notifications/s through send-batch (batches of [`BATCH`], C=4).
+    batch: Option<f64>,
     /// Item 8: per engine count (1, 2), the broadcast's rate and PostgreSQL's CPU share.
     nodes: Vec<(usize, Option<f64>, f64)>,
     fanout: Option<f64>,
@@ -2213,6 +2219,23 @@ impl Bench {
         }
         drop(trivial);
         self.res.foreign.push(("send API", foreign.share()));
+        // Batches of 500 one-client sends (send-batch), 4 at a time over HTTP/1.1.
+        let batch = json!({ "events": vec![send_body.clone(); BATCH] });
+        let batch_target = Target {
+            path: format!("/v1/tenants/{TENANT_A}/push_notification/send-batch"),
+            body: Bytes::from(batch.to_string()),
+            ..herald_target.clone()
+        };
+        let load =
+            Load { proto: Proto::H1, concurrency: 4, duration: opts.phase, rate: None, stop: None, expect_status: 202 };
+        let r = run_load(&batch_target, &load).await;
+        self.res.batch = (r.ok > 0).then(|| r.rps() * BATCH as f64);
+        say!(
+            "  herald  h1 batches of {BATCH}, C=4: {:.0} notifications/s, p50 {:.1} ms, {} errors",
+            self.res.batch.unwrap_or(0.0),
+            r.pct_ms(0.5).unwrap_or(f64::NAN),
+            r.errors
+        );
         let Some(rate) = api_point(&self.res, "herald", Proto::H1, 64).map(|r| r.rps() / 2.0) else { return };
         if rate < 1.0 {
             return;
@@ -2366,6 +2389,9 @@ fn results_json(res: &Results) -> Value {
     put("send_api_rps_c64", h1_64.map(LoadResult::rps));
     put("trivial_rps_c64", t1_64.map(LoadResult::rps));
     put("send_api_vs_trivial", ratio(h1_64.map(LoadResult::rps), t1_64.map(LoadResult::rps)));
+    put("batch_per_s", res.batch);
+    put("batch_vs_single", ratio(res.batch, h1_64.map(LoadResult::rps)));
+    put("batch_vs_fanout", ratio(res.batch, res.fanout));
     put("send_api_p99_ms_half_load", res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.99)));
     put("peak_rss_mib", res.peak_rss);
     put("bytes_per_client", res.bytes_per_client);
@@ -2597,6 +2623,15 @@ fn table(res: &Results, opts: &Options) -> String {
             "send API / trivial (C=64)".into(),
             fmt_opt(ratio(h1_64, t1_64), 2, "x"),
             target(ratio(h1_64, t1_64), "≥", 0.5),
+        ),
+        (
+            format!("send-batch, batches of {BATCH} at C=4: notifications/s"),
+            fmt_opt(res.batch, 0, "/s"),
+            format!(
+                "{} single, {} fan-out",
+                target(ratio(res.batch, h1_64), "≥", 3.0),
+                target(ratio(res.batch, res.fanout), "≥", 0.6)
+            ),
         ),
         (
             format!(

@@ -215,6 +215,12 @@ impl ApiError {
         self
     }
 
+    /// The body this error has on a `/v1` route of `subsystem`, as a value
+    /// (a batch's entry for one refused event).
+    pub fn admin_body(&self, subsystem: u16) -> AdminErrorBody {
+        AdminErrorBody { message: self.message.clone(), code: self.status.as_u16(), subsystem }
+    }
+
     /// The JSON body of this error on a route of `family` (one of the `*ErrorBody` types,
     /// which also give the OpenAPI document its error schemas).
     pub fn body(&self, family: Family) -> serde_json::Value {

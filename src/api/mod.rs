@@ -36,15 +36,16 @@ use crate::models::{
     client::ClientOverview, client::ClientUser, client::LinkBody, client::LinkView, client::LockBody,
     client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne, client::UpdateClient,
     ldap::AppSettings, ldap::AppSettingsWrite, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent,
-    nonce::LoginRecorded, nonce::NonceView, property::PropertyBody, property::PropertyView, push::DeliveryReport,
-    push::NotificationResponse, push::PushNotificationEvent, push_token::PushTokenView, push_token::PutPushToken,
-    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig,
-    signer::SdkConfigRequest, signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant,
-    user::CredentialView, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation,
-    user::UserWrite, version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
-    version::PolicyView, version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody,
-    version::VoteList, version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published,
-    webhook::Replayed, webhook::WebhookBody, webhook::WebhookView,
+    nonce::LoginRecorded, nonce::NonceView, property::PropertyBody, property::PropertyView, push::BatchAnswer,
+    push::DeliveryReport, push::NotificationResponse, push::PushNotificationEvent, push::SendBatch,
+    push_token::PushTokenView, push_token::PutPushToken, signer::CertView, signer::CreateSigner,
+    signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig, signer::SdkConfigRequest,
+    signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant, user::CredentialView,
+    user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation, user::UserWrite,
+    version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody, version::PolicyView,
+    version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody, version::VoteList,
+    version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published, webhook::Replayed,
+    webhook::WebhookBody, webhook::WebhookView,
 };
 use crate::openapi::doc::{many, one};
 use crate::openapi::schema::{query_integer, query_string_list, query_strings};
@@ -877,6 +878,16 @@ pub fn routes() -> Vec<Route> {
             .summary("Send a push notification")
             .body(one::<PushNotificationEvent>)
             .json(202, many::<NotificationResponse>),
+        route!(
+            POST,
+            "/v1/tenants/{tenantId}/push_notification/send-batch",
+            PUSH,
+            lib::push::access::SEND,
+            push::send_batch
+        )
+        .summary("Send up to 500 push notifications (ext)")
+        .body(one::<SendBatch>)
+        .json(202, one::<BatchAnswer>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/push_notification/{notificationId}",

@@ -2,7 +2,7 @@
 
 use crate::error::ApiResult;
 use crate::http::{json, Cx, Response};
-use crate::models::push::PushNotificationEvent;
+use crate::models::push::{PushNotificationEvent, SendBatch};
 use crate::paging::Paging;
 use http::StatusCode;
 
@@ -11,6 +11,13 @@ pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
     let event: PushNotificationEvent = cx.json()?;
     let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
     json(StatusCode::ACCEPTED, &responses)
+}
+
+/// Up to 500 events: each answered in its own entry (see `library::push`).
+pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
+    let batch: SendBatch = cx.json()?;
+    let answer = cx.engine.push().send_batch(&cx.caller, cx.tenant(), batch).await?;
+    json(StatusCode::ACCEPTED, &answer)
 }
 
 pub(crate) async fn report(cx: Cx) -> ApiResult<Response> {

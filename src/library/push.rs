@@ -4,8 +4,8 @@ use crate::auth::{Access, Caller, ADMIN, ADMIN_OR_READ};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::push::{
-    AppCounts, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo, PushNotificationEvent,
-    ReportCounts,
+    AppCounts, BatchAnswer, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo,
+    PushNotificationEvent, ReportCounts, SendBatch,
 };
 use crate::models::validate;
 use herald_storage::deliveries::{Counts, State};
@@ -34,6 +34,17 @@ impl PushApi<'_> {
         caller.authorize(Some(tenant), access::SEND)?;
         // Counted with the HTTP requests in flight, which shutdown drains.
         self.0.in_flight.track_future(crate::ops::push::send(self.0, tenant, event)).await
+    }
+
+    /// Sends up to 500 events at once, concurrently, each as [`Self::send`]
+    /// would: one entry per event, in order; an event that does not decode
+    /// or is refused gets its error as its entry. Refused as a whole only
+    /// when the batch itself is empty or too long.
+    pub async fn send_batch(&self, caller: &Caller, tenant: &str, batch: SendBatch) -> ApiResult<BatchAnswer> {
+        caller.authorize(Some(tenant), access::SEND)?;
+        batch.validate()?;
+        let results = self.0.in_flight.track_future(crate::ops::push::send_batch(self.0, tenant, batch.events)).await;
+        Ok(BatchAnswer { results })
     }
 
     /// The delivery report of a notification, with page `page` (from 1) of

@@ -413,3 +413,56 @@ pub struct DeliveryReport {
     /// Which page of the clients' outcomes `clients` holds.
     pub page: PageInfo,
 }
+
+/// Events in one batch at most.
+pub const BATCH_MAX: usize = 500;
+
+/// Body of `POST /v1/tenants/{tenantId}/push_notification/send-batch` (ext):
+/// up to [`BATCH_MAX`] spec-000 events. Each is read on its own, so one bad
+/// event gets its own error entry rather than refusing the batch.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendBatch {
+    /// The events, 1 to 500, each a `PushNotificationEvent`.
+    #[schema(value_type = Vec<PushNotificationEvent>)]
+    pub events: Vec<Value>,
+}
+
+impl SendBatch {
+    /// Refuses an empty batch and one over [`BATCH_MAX`] events.
+    pub fn validate(&self) -> ApiResult<()> {
+        match self.events.len() {
+            0 => Err(ApiError::field("events", "at least one event is required")),
+            n if n > BATCH_MAX => Err(ApiError::field("events", format!("at most {BATCH_MAX} events, not {n}"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What one event of a batch came to: what a single send of it answers
+/// (its 202 body), or the error body it would have got.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum BatchEntry {
+    /// Accepted: the entries a single send answers.
+    Sent(Vec<NotificationResponse>),
+    /// Refused: `{ message, code, subsystem }` as a single send's error.
+    Refused(crate::error::AdminErrorBody),
+}
+
+/// The answer of a batch: one entry per event, in the order of the events.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BatchAnswer {
+    /// One entry per event, in order.
+    pub results: Vec<BatchEntry>,
+}
+
+/// One event of a batch as its own body: a decoding error names the field
+/// within `events[i]`.
+pub fn batch_event(i: usize, event: Value) -> ApiResult<PushNotificationEvent> {
+    serde_path_to_error::deserialize(event).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { format!("events[{i}]") } else { format!("events[{i}].{path}") };
+        ApiError::field(&path, e.into_inner())
+    })
+}

@@ -239,3 +239,57 @@ async fn legacy_gcm_and_server_key_only_apps_get_a_clear_error() {
     assert_eq!(w.sims.stats().fcm.accepted, 0, "nothing silently dropped or sent");
     let _ = (gcm, legacy);
 }
+
+/// A batch sends each of its events as its own send, concurrently, and
+/// answers one entry per event in order: an event that does not decode or
+/// is refused gets its own error entry, the others go out; only a batch
+/// that is itself malformed (empty, over 500 events, not an object of
+/// `events`) is refused as a whole.
+#[tokio::test]
+async fn a_batch_answers_each_event_in_order_and_a_bad_one_alone_fails() {
+    let w = PushWorld::start().await;
+    let carol = w.client("demo", "carol", &format!("APNS:{}", apns_token(1))).await;
+    w.client("demo", "dora", "FCM:fcm-dora").await;
+    let msg = |body: &str| json!({"message": {"body": body}});
+    let to_user = |user: &str, body: &str| json!({"category": "chat", "recipient": {"tenantId": "acme", "userId": user}, "payload": msg(body)});
+    let mut unknown_field = to_user("dora", "four");
+    unknown_field["colour"] = json!("red");
+    let events = json!([
+        to_client("carol", &carol, json!({"body": "one"})),
+        to_user("dora", "two"),
+        to_user("nobody", "three"),
+        unknown_field,
+        {"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": msg("five")},
+    ]);
+    let path = "/v1/tenants/acme/push_notification/send-batch";
+    let (st, b) = w.server.call(Method::POST, path, Some(&w.admin), Some(json!({ "events": events }))).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{b}");
+    let r = b["results"].as_array().unwrap();
+    assert_eq!(r.len(), 5, "{b}");
+    assert_eq!((r[0][0]["isSuccessful"].clone(), r[0][0]["astClientId"].clone()), (json!(true), json!(carol)));
+    assert_eq!((r[1][0]["isSuccessful"].clone(), r[1][0]["userId"].clone()), (json!(true), json!("dora")));
+    assert_eq!((r[2]["code"].clone(), r[2]["subsystem"].clone()), (json!(404), json!(516)), "{b}");
+    assert_eq!(r[3]["code"], 400, "{b}");
+    let why = r[3]["message"].as_str().unwrap();
+    assert!(why.contains("events[3]") && why.contains("colour"), "names the event and the field: {why}");
+    assert_eq!(r[4][0]["metadata"]["targeted"], 2, "{b}");
+    let ids: Vec<&str> = [&r[0][0], &r[1][0], &r[4][0]].iter().map(|e| e["notificationId"].as_str().unwrap()).collect();
+    assert!(ids[0] != ids[1] && ids[1] != ids[2], "each event is its own notification: {ids:?}");
+    for id in &ids {
+        let report = w.wait_report(id, 20).await;
+        assert_eq!(report["state"], "COMPLETED", "{report}");
+    }
+    let s = w.sims.stats();
+    assert_eq!((s.apns.accepted, s.fcm.accepted), (2, 2), "carol and dora each by their event and the broadcast");
+
+    for (body, field) in [
+        (json!({"events": []}), "events"),
+        (json!({"events": vec![to_user("dora", "x"); 501]}), "events"),
+        (json!({"evts": []}), "evts"),
+        (json!("every client"), "request body"),
+    ] {
+        let (st, b) = w.server.call(Method::POST, path, Some(&w.admin), Some(body)).await;
+        assert_eq!((st, field_of(&b)), (StatusCode::BAD_REQUEST, field.to_string()), "{b}");
+    }
+    assert_eq!(w.sims.stats().fcm.accepted, 2, "a refused batch sends nothing");
+}
