@@ -1,8 +1,8 @@
 //! The send API and the delivery report.
 
-use crate::error::ApiResult;
+use crate::error::{subsystem, ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::push::{PushNotificationEvent, SendBatch};
+use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch};
 use crate::paging::Paging;
 use http::StatusCode;
 
@@ -14,9 +14,26 @@ pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
 }
 
 /// Up to 500 events: each answered in its own entry (see `library::push`).
+/// Each event takes one of the tenant's send-rate tokens: the events past
+/// the limit are refused alone (429 entries), a batch of which none fits
+/// as a whole.
 pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
-    let batch: SendBatch = cx.json()?;
-    let answer = cx.engine.push().send_batch(&cx.caller, cx.tenant(), batch).await?;
+    let mut batch: SendBatch = cx.json()?;
+    batch.validate()?;
+    let events = batch.events.len();
+    let mut over = None;
+    let admitted = (0..events)
+        .take_while(|_| cx.engine.limits.send.check(cx.tenant()).map_err(|e| over = Some(e)).is_ok())
+        .count();
+    if admitted == 0 {
+        return Err(over.unwrap_or_else(|| ApiError::too_many_requests("rate limit of send exceeded", 1)));
+    }
+    batch.events.truncate(admitted);
+    let mut answer = cx.engine.push().send_batch(&cx.caller, cx.tenant(), batch).await?;
+    if let Some(e) = over {
+        let refused = (admitted..events).map(|_| BatchEntry::Refused(e.admin_body(subsystem::PUSH)));
+        answer.results.extend(refused);
+    }
     json(StatusCode::ACCEPTED, &answer)
 }
 

@@ -293,3 +293,27 @@ async fn a_batch_answers_each_event_in_order_and_a_bad_one_alone_fails() {
     }
     assert_eq!(w.sims.stats().fcm.accepted, 2, "a refused batch sends nothing");
 }
+
+/// Each event of a batch takes one of the tenant's send-rate tokens: the
+/// events past the limit get 429 entries and are not sent; a batch of which
+/// none fits is refused whole with `Retry-After`'s 429.
+#[tokio::test]
+async fn a_batch_past_the_send_rate_is_refused_event_by_event() {
+    let w = PushWorld::start_with(|c| {
+        c.limits.send_rate = 1;
+        c.limits.send_burst = 3;
+    })
+    .await;
+    let carol = w.client("demo", "carol", &format!("APNS:{}", apns_token(1))).await;
+    let event = to_client("carol", &carol, json!({"body": "hi"}));
+    let path = "/v1/tenants/acme/push_notification/send-batch";
+    let batch = json!({ "events": vec![event.clone(); 5] });
+    let (st, b) = w.server.call(Method::POST, path, Some(&w.admin), Some(batch.clone())).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{b}");
+    let r = b["results"].as_array().unwrap();
+    assert!(r[..3].iter().all(|e| e[0]["isSuccessful"] == true), "{b}");
+    assert!(r[3..].iter().all(|e| e["code"] == 429), "{b}");
+    assert_eq!(w.sims.stats().apns.accepted, 3, "the refused events were not sent");
+    let (st, b) = w.server.call(Method::POST, path, Some(&w.admin), Some(batch)).await;
+    assert_eq!(st, StatusCode::TOO_MANY_REQUESTS, "{b}");
+}
