@@ -600,7 +600,8 @@ impl Herald {
                 .arg(data)
                 .envs(store_url().map(|url| ("HERALD_STORE", url)))
                 .env("HERALD_OPERATOR_TOKEN", OPERATOR)
-                .env("HERALD_LOG", "warn")
+                // `BENCH_HERALD_LOG=debug cargo bench ...` to see what Herald does.
+                .env("HERALD_LOG", std::env::var("BENCH_HERALD_LOG").unwrap_or_else(|_| "warn".into()))
                 // One token for the whole run (the default 300 s is shorter than a run).
                 .env("HERALD_ACCESS_TOKEN_TTL", "7200")
                 // The benchmark measures the engine, not the abuse limits.
