@@ -14,7 +14,9 @@
 //!    same N notifications; reported unavailable when node or npm fail.
 //! 4. **Send API**: one-client sends at concurrency 1, 16, 64, 256 over HTTP/1.1
 //!    keep-alive and HTTP/2 (h2c), against Herald and against a trivial hyper
-//!    handler answering 202 with a body of the same size (the front-end ceiling),
+//!    handler answering 202 with a body of the same size (the front-end ceiling)
+//!    and against a forwarding proxy that sends one HTTP/2 request to the APNs
+//!    simulator per request before it answers (the ceiling of a one-client send),
 //!    plus p99 at half of Herald's C=64 rate (open loop, rate-limited), and
 //!    `send-batch` with batches of 500 such sends, 4 at a time: notifications/s
 //!    against single sends at C=64 and against the fan-out.
@@ -1149,6 +1151,28 @@ struct CeilingRun {
     peer_max_streams: usize,
 }
 
+/// One HTTP/2 connection over TLS to the simulator at `addr`, with the same
+/// windows as Herald's transport, ready (its SETTINGS read).
+async fn connect_h2(addr: SocketAddr, tls: Arc<rustls::ClientConfig>) -> h2::client::SendRequest<Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect to the simulator");
+    tcp.set_nodelay(true).expect("nodelay");
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let tls = tokio_rustls::TlsConnector::from(tls).connect(name, tcp).await.expect("TLS handshake");
+    let (send, conn) = h2::client::Builder::new()
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(16 << 20)
+        .handshake::<_, Bytes>(tls)
+        .await
+        .expect("HTTP/2 handshake");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let send = send.ready().await.expect("connection ready");
+    // Give the peer's SETTINGS a moment to arrive, to read its stream limit.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    send
+}
+
 /// Sends one APNs request per token of `tokens` over Herald's pool size of
 /// HTTP/2 connections (`limits.max_connections`) with up to Herald's stream
 /// limit (`limits.max_streams`) in flight on each: one task per stream slot,
@@ -1180,23 +1204,7 @@ async fn ceiling(
     let mut tasks = Vec::new();
     let mut peer_max = 0;
     for _ in 0..conns {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect to the simulator");
-        tcp.set_nodelay(true).expect("nodelay");
-        let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-        let tls = tokio_rustls::TlsConnector::from(tls.clone()).connect(name, tcp).await.expect("TLS handshake");
-        // The same windows as Herald's transport.
-        let (send, conn) = h2::client::Builder::new()
-            .initial_window_size(1 << 20)
-            .initial_connection_window_size(16 << 20)
-            .handshake::<_, Bytes>(tls)
-            .await
-            .expect("HTTP/2 handshake");
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let send = send.ready().await.expect("connection ready");
-        // Give the peer's SETTINGS a moment to arrive, to read its stream limit.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let send = connect_h2(addr, tls.clone()).await;
         peer_max = peer_max.max(send.current_max_send_streams());
         for _ in 0..streams {
             let (send, next, okc, failed, first_error) =
@@ -1677,6 +1685,113 @@ async fn run_load(target: &Target, load: &Load) -> LoadResult {
 /// A hyper server answering every request 202 with `body` after reading the
 /// request body: the front end's ceiling. It runs on its own two-thread
 /// runtime, as Herald runs in its own process.
+/// The forwarding proxy: per request, one HTTP/2 request to the APNs
+/// simulator (the same payload, headers and JWT auth as the ceiling, over
+/// Herald's pool size of connections), then 202 with `answer`: the ceiling
+/// of a one-client send, which must reach the provider before it answers.
+struct Proxy {
+    addr: SocketAddr,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl Proxy {
+    fn start(
+        sim: SocketAddr,
+        tls: Arc<rustls::ClientConfig>,
+        request: ProxyRequest,
+        conns: usize,
+        answer: Bytes,
+    ) -> Proxy {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("proxy")
+            .enable_all()
+            .build()
+            .expect("proxy runtime");
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let addr = std_listener.local_addr().expect("address");
+        let request = Arc::new(request);
+        rt.spawn(async move {
+            // Connections first: requests wait in the listen queue meanwhile.
+            let mut senders = Vec::new();
+            for _ in 0..conns.max(1) {
+                senders.push(connect_h2(sim, tls.clone()).await);
+            }
+            let senders = Arc::new(senders);
+            let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
+            builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
+            let next = Arc::new(AtomicU64::new(0));
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let (builder, answer) = (builder.clone(), answer.clone());
+                let (senders, request, next) = (senders.clone(), request.clone(), next.clone());
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let (answer, senders, request, next) =
+                            (answer.clone(), senders.clone(), request.clone(), next.clone());
+                        async move {
+                            let _ = req.into_body().collect().await;
+                            let i = next.fetch_add(1, Ordering::Relaxed) as usize % senders.len();
+                            let status = match request.send(senders[i].clone()).await {
+                                Ok(s) if s == http::StatusCode::OK => 202,
+                                _ => 502,
+                            };
+                            http::Response::builder()
+                                .status(status)
+                                .header(http::header::CONTENT_TYPE, "application/json")
+                                .body(Full::new(answer))
+                        }
+                    });
+                    let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        });
+        Proxy { addr, rt: Some(rt) }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The APNs request the proxy forwards: one device's path, the headers with
+/// the JWT, the body.
+struct ProxyRequest {
+    uri: http::Uri,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+impl ProxyRequest {
+    async fn send(&self, send: h2::client::SendRequest<Bytes>) -> Result<http::StatusCode, h2::Error> {
+        let mut req =
+            http::Request::builder().method(http::Method::POST).uri(self.uri.clone()).body(()).expect("request");
+        *req.headers_mut() = self.headers.clone();
+        let mut s = send.ready().await?;
+        let (resp, mut stream) = s.send_request(req, false)?;
+        stream.send_data(self.body.clone(), true)?;
+        let resp = resp.await?;
+        let status = resp.status();
+        let mut b = resp.into_body();
+        while let Some(chunk) = b.data().await {
+            let chunk = chunk?;
+            let _ = b.flow_control().release_capacity(chunk.len());
+        }
+        Ok(status)
+    }
+}
+
 struct Trivial {
     addr: SocketAddr,
     rt: Option<tokio::runtime::Runtime>,
@@ -2163,6 +2278,30 @@ impl Bench {
         }
     }
 
+    /// The forwarding proxy of item 4, over Herald's pool size of
+    /// connections to the APNs simulator, answering `answer`.
+    fn proxy(&self, answer: Bytes) -> Proxy {
+        let c = &self.creds_ceiling;
+        let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
+        let tls = sim_tls(&std::fs::read(self.sims.ca_file()).expect("CA file"));
+        let sim = self.sims.apns_addr();
+        let mut headers = http::HeaderMap::new();
+        for (k, v) in self.payload.headers() {
+            headers.append(k.clone(), v.clone());
+        }
+        headers
+            .insert(http::header::AUTHORIZATION, http::HeaderValue::from_str(&format!("bearer {jwt}")).expect("JWT"));
+        headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(self.payload.body().len()));
+        let uri = http::Uri::builder()
+            .scheme("https")
+            .authority(sim.to_string())
+            .path_and_query(format!("/3/device/{}", token_hex(SEND_TOKEN)))
+            .build()
+            .expect("URI");
+        let request = ProxyRequest { uri, headers, body: self.payload.body().clone() };
+        Proxy::start(sim, tls, request, self.limits.max_connections, answer)
+    }
+
     /// Item 4: one-client sends at each concurrency over HTTP/1.1 and HTTP/2,
     /// against Herald and the trivial handler; then p99 at half Herald's C=64 rate.
     async fn send_api(&mut self, herald: &Herald, admin: &str, send_client: &str) {
@@ -2180,12 +2319,16 @@ impl Bench {
             body: Bytes::from(send_body.to_string()),
         };
         // The trivial handler answers with Herald's own answer: the same size.
-        let trivial = Trivial::start(Bytes::from(serde_json::to_vec(&answer).expect("answer JSON")));
+        let answer = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
+        let trivial = Trivial::start(answer.clone());
         let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
+        let proxy = self.proxy(answer);
+        let proxy_target = Target { addr: proxy.addr, ..herald_target.clone() };
         let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid()]);
         for proto in [Proto::H1, Proto::H2] {
             for &conc in &CONCURRENCY {
-                for (server, target) in [("herald", &herald_target), ("trivial", &trivial_target)] {
+                let servers = [("herald", &herald_target), ("trivial", &trivial_target), ("proxy", &proxy_target)];
+                for (server, target) in servers {
                     let perf = Perf::start(
                         opts.perf && server == "herald" && conc == 64 && proto == Proto::H1,
                         herald.pid(),
@@ -2218,7 +2361,7 @@ impl Bench {
                 }
             }
         }
-        drop(trivial);
+        drop((trivial, proxy));
         self.res.foreign.push(("send API", foreign.share()));
         // Batches of 500 one-client sends (send-batch), 4 at a time over HTTP/1.1.
         let batch = json!({ "events": vec![send_body.clone(); BATCH] });
@@ -2390,6 +2533,16 @@ fn results_json(res: &Results) -> Value {
     put("send_api_rps_c64", h1_64.map(LoadResult::rps));
     put("trivial_rps_c64", t1_64.map(LoadResult::rps));
     put("send_api_vs_trivial", ratio(h1_64.map(LoadResult::rps), t1_64.map(LoadResult::rps)));
+    for proto in [Proto::H1, Proto::H2] {
+        let herald = api_point(res, "herald", proto, 64).map(LoadResult::rps);
+        let proxy = api_point(res, "proxy", proto, 64).map(LoadResult::rps);
+        put(&format!("proxy_rps_c64_{}", proto.name()), proxy);
+        put(&format!("send_api_vs_proxy_{}", proto.name()), ratio(herald, proxy));
+    }
+    put(
+        "send_api_vs_proxy",
+        ratio(h1_64.map(LoadResult::rps), api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)),
+    );
     put("batch_per_s", res.batch);
     put("batch_vs_single", ratio(res.batch, h1_64.map(LoadResult::rps)));
     put("batch_vs_fanout", ratio(res.batch, res.fanout));
@@ -2620,6 +2773,16 @@ fn table(res: &Results, opts: &Options) -> String {
         ),
         ("send API, HTTP/1.1 C=64".into(), fmt_opt(h1_64, 0, " req/s"), String::new()),
         ("trivial handler, HTTP/1.1 C=64".into(), fmt_opt(t1_64, 0, " req/s"), String::new()),
+        (
+            "forwarding proxy (one h2 request to APNs per send), HTTP/1.1 C=64".into(),
+            fmt_opt(api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps), 0, " req/s"),
+            String::new(),
+        ),
+        (
+            "send API / forwarding proxy (C=64, HTTP/1.1)".into(),
+            fmt_opt(ratio(h1_64, api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)), 2, "x"),
+            target(ratio(h1_64, api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)), "≥", 0.7),
+        ),
         (
             "send API / trivial (C=64)".into(),
             fmt_opt(ratio(h1_64, t1_64), 2, "x"),
