@@ -1226,23 +1226,8 @@ async fn ceiling(
                         .path_and_query(path.as_str())
                         .build()
                         .expect("URI");
-                    let mut req =
-                        http::Request::builder().method(http::Method::POST).uri(uri).body(()).expect("request");
-                    *req.headers_mut() = headers.clone();
-                    let result = async {
-                        let mut s = send.clone().ready().await?;
-                        let (resp, mut stream) = s.send_request(req, false)?;
-                        stream.send_data(body.clone(), true)?;
-                        let resp = resp.await?;
-                        let status = resp.status();
-                        let mut b = resp.into_body();
-                        while let Some(chunk) = b.data().await {
-                            let chunk = chunk?;
-                            let _ = b.flow_control().release_capacity(chunk.len());
-                        }
-                        Ok::<_, h2::Error>(status)
-                    }
-                    .await;
+                    let req = ApnsRequest { uri, headers: headers.clone(), body: body.clone() };
+                    let result = req.send(send.clone()).await;
                     match result {
                         Ok(s) if s == http::StatusCode::OK => {
                             okc.fetch_add(1, Ordering::Relaxed);
@@ -1682,69 +1667,49 @@ async fn run_load(target: &Target, load: &Load) -> LoadResult {
     total
 }
 
-/// A hyper server answering every request 202 with `body` after reading the
-/// request body: the front end's ceiling. It runs on its own two-thread
-/// runtime, as Herald runs in its own process.
-/// The forwarding proxy: per request, one HTTP/2 request to the APNs
-/// simulator (the same payload, headers and JWT auth as the ceiling, over
-/// Herald's pool size of connections), then 202 with `answer`: the ceiling
-/// of a one-client send, which must reach the provider before it answers.
-struct Proxy {
+/// A hyper server on 127.0.0.1 with the same protocol settings as Herald's,
+/// on a runtime of its own: every request's body is read, then answered
+/// `answer` with the status `handle` gives. The send API's baselines; each
+/// runs on its own two-thread runtime, as Herald runs in its own process.
+struct Loopback {
     addr: SocketAddr,
     rt: Option<tokio::runtime::Runtime>,
 }
 
-impl Proxy {
-    fn start(
-        sim: SocketAddr,
-        tls: Arc<rustls::ClientConfig>,
-        request: ProxyRequest,
-        conns: usize,
-        answer: Bytes,
-    ) -> Proxy {
+impl Loopback {
+    fn start<F, Fut>(name: &str, answer: Bytes, handle: F) -> Loopback
+    where
+        F: Fn() -> Fut + Clone + Send + Sync + 'static,
+        Fut: std::future::Future<Output = u16> + Send,
+    {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("proxy")
+            .thread_name(name)
             .enable_all()
             .build()
-            .expect("proxy runtime");
+            .expect("baseline server runtime");
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         std_listener.set_nonblocking(true).expect("nonblocking");
         let addr = std_listener.local_addr().expect("address");
-        let request = Arc::new(request);
         rt.spawn(async move {
-            // Connections first: requests wait in the listen queue meanwhile.
-            let mut senders = Vec::new();
-            for _ in 0..conns.max(1) {
-                senders.push(connect_h2(sim, tls.clone()).await);
-            }
-            let senders = Arc::new(senders);
             let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
             builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
-            let next = Arc::new(AtomicU64::new(0));
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                let (builder, answer) = (builder.clone(), answer.clone());
-                let (senders, request, next) = (senders.clone(), request.clone(), next.clone());
+                let (builder, answer, handle) = (builder.clone(), answer.clone(), handle.clone());
                 tokio::spawn(async move {
                     let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let (answer, senders, request, next) =
-                            (answer.clone(), senders.clone(), request.clone(), next.clone());
+                        let (answer, handle) = (answer.clone(), handle.clone());
                         async move {
                             let _ = req.into_body().collect().await;
-                            let i = next.fetch_add(1, Ordering::Relaxed) as usize % senders.len();
-                            let status = match request.send(senders[i].clone()).await {
-                                Ok(s) if s == http::StatusCode::OK => 202,
-                                _ => 502,
-                            };
                             http::Response::builder()
-                                .status(status)
+                                .status(handle().await)
                                 .header(http::header::CONTENT_TYPE, "application/json")
                                 .body(Full::new(answer))
                         }
@@ -1753,11 +1718,51 @@ impl Proxy {
                 });
             }
         });
-        Proxy { addr, rt: Some(rt) }
+        Loopback { addr, rt: Some(rt) }
+    }
+
+    /// The trivial handler: 202 at once (the front end's ceiling).
+    fn trivial(answer: Bytes) -> Loopback {
+        Loopback::start("trivial", answer, || async { 202 })
+    }
+
+    /// The forwarding proxy: per request, `request` sent to the APNs
+    /// simulator at `sim` over `conns` HTTP/2 connections (opened on the
+    /// first request), then 202 (502 if the simulator did not answer 200):
+    /// the ceiling of a one-client send, which must reach the provider
+    /// before it answers.
+    fn proxy(
+        sim: SocketAddr,
+        tls: Arc<rustls::ClientConfig>,
+        request: ApnsRequest,
+        conns: usize,
+        answer: Bytes,
+    ) -> Loopback {
+        let senders = Arc::new(tokio::sync::OnceCell::new());
+        let (request, next) = (Arc::new(request), Arc::new(AtomicU64::new(0)));
+        Loopback::start("proxy", answer, move || {
+            let (senders, request, next, tls) = (senders.clone(), request.clone(), next.clone(), tls.clone());
+            async move {
+                let senders: &Vec<_> = senders
+                    .get_or_init(|| async {
+                        let mut all = Vec::new();
+                        for _ in 0..conns.max(1) {
+                            all.push(connect_h2(sim, tls.clone()).await);
+                        }
+                        all
+                    })
+                    .await;
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize % senders.len();
+                match request.send(senders[i].clone()).await {
+                    Ok(s) if s == http::StatusCode::OK => 202,
+                    _ => 502,
+                }
+            }
+        })
     }
 }
 
-impl Drop for Proxy {
+impl Drop for Loopback {
     fn drop(&mut self) {
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
@@ -1765,15 +1770,16 @@ impl Drop for Proxy {
     }
 }
 
-/// The APNs request the proxy forwards: one device's path, the headers with
-/// the JWT, the body.
-struct ProxyRequest {
+/// One APNs request as the ceiling and the proxy send it: the device's
+/// URI, the headers (JWT included) and the body.
+struct ApnsRequest {
     uri: http::Uri,
     headers: http::HeaderMap,
     body: Bytes,
 }
 
-impl ProxyRequest {
+impl ApnsRequest {
+    /// Sends it on `send` and reads the answer: its status.
     async fn send(&self, send: h2::client::SendRequest<Bytes>) -> Result<http::StatusCode, h2::Error> {
         let mut req =
             http::Request::builder().method(http::Method::POST).uri(self.uri.clone()).body(()).expect("request");
@@ -1789,62 +1795,6 @@ impl ProxyRequest {
             let _ = b.flow_control().release_capacity(chunk.len());
         }
         Ok(status)
-    }
-}
-
-struct Trivial {
-    addr: SocketAddr,
-    rt: Option<tokio::runtime::Runtime>,
-}
-
-impl Trivial {
-    fn start(body: Bytes) -> Trivial {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("trivial")
-            .enable_all()
-            .build()
-            .expect("trivial runtime");
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        std_listener.set_nonblocking(true).expect("nonblocking");
-        let addr = std_listener.local_addr().expect("address");
-        rt.spawn(async move {
-            let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
-            // The same protocol settings as Herald's server.
-            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(10)).keep_alive(true);
-            builder.http2().timer(TokioTimer::new()).max_concurrent_streams(1024);
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let (builder, body) = (builder.clone(), body.clone());
-                tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let body = body.clone();
-                        async move {
-                            let _ = req.into_body().collect().await;
-                            http::Response::builder()
-                                .status(202)
-                                .header(http::header::CONTENT_TYPE, "application/json")
-                                .body(Full::new(body))
-                        }
-                    });
-                    let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-        });
-        Trivial { addr, rt: Some(rt) }
-    }
-}
-
-impl Drop for Trivial {
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
     }
 }
 
@@ -2280,7 +2230,7 @@ impl Bench {
 
     /// The forwarding proxy of item 4, over Herald's pool size of
     /// connections to the APNs simulator, answering `answer`.
-    fn proxy(&self, answer: Bytes) -> Proxy {
+    fn proxy(&self, answer: Bytes) -> Loopback {
         let c = &self.creds_ceiling;
         let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
         let tls = sim_tls(&std::fs::read(self.sims.ca_file()).expect("CA file"));
@@ -2298,8 +2248,8 @@ impl Bench {
             .path_and_query(format!("/3/device/{}", token_hex(SEND_TOKEN)))
             .build()
             .expect("URI");
-        let request = ProxyRequest { uri, headers, body: self.payload.body().clone() };
-        Proxy::start(sim, tls, request, self.limits.max_connections, answer)
+        let request = ApnsRequest { uri, headers, body: self.payload.body().clone() };
+        Loopback::proxy(sim, tls, request, self.limits.max_connections, answer)
     }
 
     /// Item 4: one-client sends at each concurrency over HTTP/1.1 and HTTP/2,
@@ -2320,7 +2270,7 @@ impl Bench {
         };
         // The trivial handler answers with Herald's own answer: the same size.
         let answer = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
-        let trivial = Trivial::start(answer.clone());
+        let trivial = Loopback::trivial(answer.clone());
         let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
         let proxy = self.proxy(answer);
         let proxy_target = Target { addr: proxy.addr, ..herald_target.clone() };

@@ -179,7 +179,7 @@ impl Leases<'_> {
 
     /// Whether this engine still holds `lease` at its epoch.
     pub fn holds(&self, lease: &Lease) -> Result<bool> {
-        match self.change(lease, LeaseOp::Offer(String::new())) {
+        match self.0.write_fenced(Some(&self.0.fence(lease)), Vec::new(), Vec::new()) {
             Ok(()) => Ok(true),
             Err(Error::Fenced(_)) => Ok(false),
             Err(e) => Err(e),
@@ -202,13 +202,9 @@ impl Leases<'_> {
         }
     }
 
-    /// Applies `op` under `lease`'s fence (an `Offer` of an empty name only checks it).
+    /// Applies `op` under `lease`'s fence.
     fn change(&self, lease: &Lease, op: LeaseOp) -> Result<()> {
-        let ops = match &op {
-            LeaseOp::Offer(name) if name.is_empty() => Vec::new(),
-            _ => vec![op],
-        };
-        self.0.write_fenced(Some(&self.0.fence(lease)), Vec::new(), ops)
+        self.0.write_fenced(Some(&self.0.fence(lease)), Vec::new(), vec![op])
     }
 }
 
