@@ -2758,7 +2758,10 @@ impl Bench {
             let flushes = flush_hist(http, &herald).await.since(&flushes_before);
             let res = &mut self.res;
             res.note_foreign("phase 5", foreign.share());
-            Results::merge(&mut res.phase5_provider, provider_hist(http, &herald, "bulk").await.since(&provider_before));
+            Results::merge(
+                &mut res.phase5_provider,
+                provider_hist(http, &herald, "bulk").await.since(&provider_before),
+            );
             Results::merge(
                 &mut res.phase5_interactive_provider,
                 provider_hist(http, &herald, "interactive").await.since(&interactive_before),
@@ -2802,6 +2805,10 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 /// Figures whose JSON value is their total over the rounds, not the median.
 const TOTALS: &[&str] = &["interactive_errors_during_broadcast"];
+
+/// Figures whose JSON value is the most of the rounds: connections are
+/// opened in the first round and reused by the next.
+const MOST: &[&str] = &["fanout_sim_connections"];
 
 /// Figures in the JSON even when not measured (null then).
 const HEADLINE: &[&str] = &[
@@ -2859,8 +2866,14 @@ fn results_json(res: &Results) -> Value {
     let keys = figure_keys(res);
     for key in &keys {
         let fig = res.fig(key);
-        let total = TOTALS.contains(&key.as_str()) && !fig.runs.0.is_empty();
-        put(key, if total { Some(fig.runs.0.iter().sum()) } else { fig.value });
+        let value = if TOTALS.contains(&key.as_str()) && !fig.runs.0.is_empty() {
+            Some(fig.runs.0.iter().sum())
+        } else if MOST.contains(&key.as_str()) {
+            fig.runs.max()
+        } else {
+            fig.value
+        };
+        put(key, value);
     }
     for p in &res.api {
         put(&format!("{}_errors", p.key()), res.api_errors(&p.key()).map(|e| e as f64));
@@ -2899,10 +2912,7 @@ fn results_json(res: &Results) -> Value {
     for key in &keys {
         let runs = res.fig(key).runs;
         let Some(spread) = runs.spread() else { continue };
-        spreads.insert(
-            key.clone(),
-            json!({"min": runs.min(), "max": runs.max(), "spread": spread, "runs": runs.0}),
-        );
+        spreads.insert(key.clone(), json!({"min": runs.min(), "max": runs.max(), "spread": spread, "runs": runs.0}));
         if runs.noisy() {
             noisy.push(key.clone());
         }
@@ -3039,10 +3049,10 @@ fn table(res: &Results, opts: &Options) -> String {
         ),
         row("  end to end (POST → COMPLETED, Herald's report)".into(), "fanout_herald_completion_ms", 0, " ms"),
         (
-            "  connections opened / streams in flight (mean, max)".into(),
+            "  connections opened (the most of a round) / streams in flight (mean, max)".into(),
             format!(
                 "{} / {}, {}",
-                fmt_opt(res.median("fanout_sim_connections"), 0, ""),
+                fmt_opt(res.fig("fanout_sim_connections").runs.max(), 0, ""),
                 fmt_opt(res.median("fanout_streams_in_flight_mean"), 0, ""),
                 fmt_opt(res.median("fanout_streams_in_flight_max"), 0, "")
             ),
@@ -3146,7 +3156,11 @@ fn table(res: &Results, opts: &Options) -> String {
             2,
             "",
         ),
-        ("bytes on disk per client (du / clients)".into(), fmt_opt(res.bytes_per_client, 0, " B"), goal("bytes_per_client")),
+        (
+            "bytes on disk per client (du / clients)".into(),
+            fmt_opt(res.bytes_per_client, 0, " B"),
+            goal("bytes_per_client"),
+        ),
         (
             "  … after the broadcast (its outcomes recorded)".into(),
             fmt_opt(res.bytes_per_client_after_broadcast, 0, " B"),
@@ -3191,16 +3205,19 @@ fn table(res: &Results, opts: &Options) -> String {
         if opts.quick { ", --quick" } else { "" }
     ));
     out.push_str(&format!(
-        "Each figure: the median of {} rounds{} (min–max); Herald's runs alternate with its baselines'.\n\
+        "Each figure: the median of {} rounds{} and their (min–max); Herald's runs alternate with its baselines'.\n\
          A ratio is that of the medians; its min–max are the rounds' own ratios. ~ marks a spread\n\
          (max − min) / median over {:.0}%: too noisy to compare.\n\n",
         res.repeats,
-        if opts.quick { " (--quick: fewer than the default 5)" } else { "" },
+        if opts.quick { " (--quick; 5 by default)" } else { "" },
         NOISY * 100.0
     ));
     if !res.foreign.is_empty() {
         let shares: Vec<String> = res.foreign.iter().map(|(p, s)| format!("{p} {:.0}%", s * 100.0)).collect();
-        out.push_str(&format!("Other processes' share of the machine's CPU (most of a phase's rounds): {}\n", shares.join(", ")));
+        out.push_str(&format!(
+            "Other processes' share of the machine's CPU (most of a phase's rounds): {}\n",
+            shares.join(", ")
+        ));
         if res.foreign.iter().any(|(_, s)| *s > 0.1) {
             out.push_str(
                 "WARNING: other processes used over 10% of the CPU during some phases; their figures are low.\n",
@@ -3263,7 +3280,11 @@ fn api_grid(res: &Results, opts: &Options) -> String {
                 });
             }
             let (h, p) = (format!("herald_{}_c{c}_rps", proto.name()), format!("proxy_{}_c{c}_rps", proto.name()));
-            line.push(fmt_fig(&Fig { value: ratio(res.median(&h), res.median(&p)), runs: res.fig(&h).runs.over(&res.fig(&p).runs) }, 2, "x"));
+            line.push(fmt_fig(
+                &Fig { value: ratio(res.median(&h), res.median(&p)), runs: res.fig(&h).runs.over(&res.fig(&p).runs) },
+                2,
+                "x",
+            ));
             lines.push(line);
         }
     }
