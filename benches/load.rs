@@ -59,7 +59,8 @@
 //! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
 //! (N = 20 000 unless given, 1 s phases, 3 rounds: the whole run in about five
 //! minutes), `--phase-secs S` (length of each send-API run, default 2),
-//! `--repeats N` (rounds of every load point, default 5), `--no-node` (skip
+//! `--repeats N` (rounds of every load point, default 5), `--concurrency
+//! 64,256` (the send API's concurrencies, for experiments), `--no-node` (skip
 //! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
 //! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
 //! into `target/bench/perf-*.data`), `--ceiling-connections N` and
@@ -154,6 +155,8 @@ struct Options {
     phase: Duration,
     /// Rounds of every load point (Herald and its baselines alternating).
     repeats: usize,
+    /// The send-API concurrencies ([`CONCURRENCY`] unless `--concurrency`).
+    concurrency: Vec<usize>,
     node: bool,
     perf: bool,
     /// The items of the issue to run (1 to 6); all by default.
@@ -194,6 +197,7 @@ impl Options {
         let mut quick = false;
         let mut phase = None;
         let mut repeats = None;
+        let mut concurrency = CONCURRENCY.to_vec();
         let mut node = true;
         let mut perf = false;
         let mut only: Vec<u8> = (1..=6).collect();
@@ -233,6 +237,13 @@ impl Options {
                         .expect("--only takes items 1 to 8, e.g. 1,2,6")
                 }
                 "--repeats" => repeats = Some(count(it.next(), "--repeats")),
+                "--concurrency" => {
+                    concurrency = it
+                        .next()
+                        .map(|v| v.split(',').filter_map(|c| c.trim().parse::<usize>().ok()).collect())
+                        .filter(|v: &Vec<usize>| !v.is_empty() && v.iter().all(|c| (1..=4096).contains(c)))
+                        .expect("--concurrency takes numbers 1 to 4096, e.g. 64,256")
+                }
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
                 "--keep" => keep = true,
@@ -261,6 +272,7 @@ impl Options {
             quick,
             phase: phase.unwrap_or(Duration::from_secs(if quick { 1 } else { 2 })),
             repeats: repeats.unwrap_or(if quick { 3 } else { 5 }),
+            concurrency,
             node,
             perf,
             only,
@@ -272,7 +284,7 @@ impl Options {
     }
 }
 
-const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--no-node] \
+const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--concurrency 1,16,64,256] [--no-node] \
 [--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
@@ -856,6 +868,11 @@ impl Hist {
             sum: self.sum - before.sum,
             count: self.count - before.count,
         }
+    }
+
+    /// The mean, in ms (none when empty).
+    fn mean_ms(&self) -> Option<f64> {
+        (self.count > 0.0).then(|| self.sum * 1000.0 / self.count)
     }
 
     /// Both histograms' counts together (the rounds of one phase).
@@ -2596,7 +2613,7 @@ impl Bench {
         };
         let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid(), proxy.proc.pid()]);
         for proto in [Proto::H1, Proto::H2] {
-            for &conc in &CONCURRENCY {
+            for conc in self.opts.concurrency.clone() {
                 for round in 1..=repeats {
                     let servers = [("herald", &herald_target), ("proxy", &proxy_target), ("trivial", &trivial_target)];
                     for (server, target) in servers {
@@ -2618,11 +2635,26 @@ impl Bench {
                             "proxy" => Some(proxy.cpu()),
                             _ => None,
                         };
+                        // Herald's own time per send and its provider round trips: where the time goes.
+                        let hists = match server {
+                            "herald" => Some((
+                                send_hist(&self.http, herald).await,
+                                provider_hist(&self.http, herald, "interactive").await,
+                            )),
+                            _ => None,
+                        };
                         let (cpu0, sim0) = (server_cpu(), self.sims.cpu());
                         let r = run_load(target, &load).await;
                         let cpu = server_cpu().zip(cpu0).map(|(c, c0)| c - c0);
                         let sim_cpu = cpu.map(|_| self.sims.cpu() - sim0);
                         perf.stop();
+                        if let Some((sends, provider)) = hists {
+                            let key = format!("herald_{}_c{conc}", proto.name());
+                            let sends = send_hist(&self.http, herald).await.since(&sends);
+                            let provider = provider_hist(&self.http, herald, "interactive").await.since(&provider);
+                            self.res.add(&format!("{key}_herald_ms"), sends.mean_ms());
+                            self.res.add(&format!("{key}_provider_ms"), provider.mean_ms());
+                        }
                         let p = ApiPoint { server, proto, c: conc, r, server_cpu: cpu, sim_cpu };
                         say!(
                             "  {server:7} {} C={conc:<3} ({round}/{repeats}): {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
@@ -3123,6 +3155,17 @@ fn table(res: &Results, opts: &Options) -> String {
         row("send API / trivial (C=64, HTTP/1.1)".into(), "send_api_vs_trivial", 2, "x"),
         row("send API C=256 / C=64 (HTTP/1.1)".into(), "c256_vs_c64", 2, "x"),
         row("send API C=256 / C=64 (HTTP/2)".into(), "c256_vs_c64_h2", 2, "x"),
+        (
+            "  Herald's time per send / provider round trip (histogram means), HTTP/1.1 C=64; C=256".into(),
+            format!(
+                "{} / {}; {} / {}",
+                fmt_opt(res.median("herald_h1_c64_herald_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c64_provider_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c256_herald_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c256_provider_ms"), 2, " ms"),
+            ),
+            String::new(),
+        ),
         row(format!("send-batch, batches of {BATCH} at C=4: notifications/s"), "batch_per_s", 0, "/s"),
         row("  send-batch / single sends (C=64, HTTP/1.1)".into(), "batch_vs_single", 2, "x"),
         row("  send-batch / fan-out".into(), "batch_vs_fanout", 2, "x"),
@@ -3262,7 +3305,7 @@ fn api_grid(res: &Results, opts: &Options) -> String {
         "herald/proxy".into(),
     ]];
     for proto in [Proto::H1, Proto::H2] {
-        for c in CONCURRENCY {
+        for &c in &opts.concurrency {
             let mut line = vec![format!("{} C={c}", proto.name())];
             for server in servers {
                 let key = format!("{server}_{}_c{c}", proto.name());
