@@ -65,7 +65,8 @@
 //! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
 //! into `target/bench/perf-*.data`), `--ceiling-connections N` and
 //! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
-//! for experiments), `--keep` (keep the work directory under `target/bench`),
+//! for experiments), `--proxy-connections N` (the same for the forwarding
+//! proxy: Herald's pool size by default), `--keep` (keep the work directory under `target/bench`),
 //! `--store postgres` (Herald's records in a PostgreSQL this benchmark starts
 //! from Debian's `postgresql` package, fsync on, instead of sled in its data
 //! directory: the same figures, for one table per backend).
@@ -164,6 +165,8 @@ struct Options {
     /// The bare client's shape, when not Herald's pool's.
     ceiling_connections: Option<usize>,
     ceiling_streams: Option<usize>,
+    /// The forwarding proxy's connections to the simulator, when not Herald's pool size.
+    proxy_connections: Option<usize>,
     /// Keep the work directory (data, certificates) for inspection.
     keep: bool,
     /// Records in PostgreSQL rather than sled.
@@ -203,6 +206,7 @@ impl Options {
         let mut only: Vec<u8> = (1..=6).collect();
         let mut ceiling_connections = None;
         let mut ceiling_streams = None;
+        let mut proxy_connections = None;
         let mut keep = false;
         let mut postgres = false;
         let count = |v: Option<&String>, flag: &str| -> usize {
@@ -246,6 +250,7 @@ impl Options {
                 }
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
+                "--proxy-connections" => proxy_connections = Some(count(it.next(), "--proxy-connections")),
                 "--keep" => keep = true,
                 "--store" => match it.next().map(String::as_str) {
                     Some("postgres") => postgres = true,
@@ -278,6 +283,7 @@ impl Options {
             only,
             ceiling_connections,
             ceiling_streams,
+            proxy_connections,
             keep,
             postgres,
         }
@@ -285,7 +291,7 @@ impl Options {
 }
 
 const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--concurrency 1,16,64,256] [--no-node] \
-[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
+[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -2553,7 +2559,7 @@ impl Bench {
         let spec = json!({
             "sim": sim.to_string(),
             "ca": self.sims.ca_file(),
-            "connections": self.limits.max_connections,
+            "connections": self.opts.proxy_connections.unwrap_or(self.limits.max_connections),
             "uri": uri.to_string(),
             "headers": headers,
             "body": URL_SAFE_NO_PAD.encode(self.payload.body()),
