@@ -2649,8 +2649,15 @@ impl Bench {
                             )),
                             _ => None,
                         };
-                        let (cpu0, sim0) = (server_cpu(), self.sims.cpu());
+                        let own = || cpu_secs(std::process::id()).unwrap_or(0.0);
+                        let (cpu0, sim0, own0) = (server_cpu(), self.sims.cpu(), own());
                         let r = run_load(target, &load).await;
+                        // The load generator's CPU (with the trivial handler's, which runs in this process).
+                        let own_cpu = own() - own0;
+                        self.res.add(
+                            &format!("{server}_{}_c{conc}_client_cpu_us_per_request", proto.name()),
+                            (r.ok > 0).then(|| own_cpu * 1e6 / r.ok as f64),
+                        );
                         let cpu = server_cpu().zip(cpu0).map(|(c, c0)| c - c0);
                         let sim_cpu = cpu.map(|_| self.sims.cpu() - sim0);
                         perf.stop();
