@@ -57,8 +57,8 @@
 //! during each phase (from `/proc/stat`) and warns above 10%.
 //!
 //! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
-//! (N = 20 000 unless given, 1 s phases, 3 rounds: the whole run in about five
-//! minutes), `--phase-secs S` (length of each send-API run, default 2),
+//! (N = 20 000 unless given, 1 s phases, 3 rounds: the whole run in under three
+//! minutes; the default run about ten), `--phase-secs S` (length of each send-API run, default 2),
 //! `--repeats N` (rounds of every load point, default 5), `--concurrency
 //! 64,256` (the send API's concurrencies, for experiments), `--no-node` (skip
 //! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
