@@ -16,10 +16,12 @@
 //!    keep-alive and HTTP/2 (h2c), against Herald and against a trivial hyper
 //!    handler answering 202 with a body of the same size (the front-end ceiling)
 //!    and against a forwarding proxy that sends one HTTP/2 request to the APNs
-//!    simulator per request before it answers (the ceiling of a one-client send),
-//!    plus p99 at half of Herald's C=64 rate (open loop, rate-limited), and
-//!    `send-batch` with batches of 500 such sends, 4 at a time: notifications/s
-//!    against single sends at C=64 and against the fan-out.
+//!    simulator per request before it answers (the ceiling of a one-client send;
+//!    a process of its own, this executable with `--proxy-child`, so that its
+//!    CPU per request is measured as Herald's is), plus p99 at half of the
+//!    proxy's C=64 rate (open loop, rate-limited; the proxy at the same rate
+//!    beside it), and `send-batch` with batches of 500 such sends, 4 at a time:
+//!    notifications/s against single sends at C=64 and against the fan-out.
 //! 5. **Bulk and interactive together**: a second broadcast of tenant A and a
 //!    broadcast of tenant B (each N tokens) started at once, while a user of
 //!    tenant A gets one-client sends at 50/s: their p99 latency, both completion
@@ -38,20 +40,33 @@
 //!    second engine competes with the first for the same cores: the figure
 //!    shows the cost of coordinating through the database, not scaling.
 //!
-//! It prints one table (figures, ratios, the team's targets; nothing is
-//! asserted), writes the same as flat JSON to `target/bench/load.json` under the
-//! workspace root, and shows progress on stderr. Figures only compare on an
+//! **Repeats**: items 1 to 5 run `--repeats` rounds (5; 3 with `--quick`), and
+//! within a round Herald alternates with its baselines (fan-out, bare client,
+//! node-apn, fan-out, ...; per send-API point Herald, proxy, trivial handler,
+//! Herald, ...), so that a slow spell of the machine hits both sides. Each
+//! figure is the median of its rounds, shown with its min–max; a ratio is the
+//! ratio of the medians, its min–max the rounds' own ratios (run i over run
+//! i). A figure whose spread, (max − min) / median, is over 20% is marked `~`
+//! and listed under `noisy` in the JSON.
+//!
+//! It prints one table (figures, ratios, the team's targets with met/MISSED;
+//! nothing is asserted), writes the same to `target/bench/load.json` under the
+//! workspace root (flat keys with the medians, plus `spreads`, `noisy` and
+//! `targets`), and shows progress on stderr. Figures only compare on an
 //! otherwise idle machine: the table gives other processes' share of the CPU
 //! during each phase (from `/proc/stat`) and warns above 10%.
 //!
 //! Flags: `--tokens N` (default 200 000; 1 000 000 for the full run), `--quick`
-//! (N = 20 000 unless given, 1 s phases: the whole run in under two minutes),
-//! `--phase-secs S` (length of each send-API run, default 3), `--no-node` (skip
+//! (N = 20 000 unless given, 1 s phases, 3 rounds: the whole run in under three
+//! minutes; the default run about ten), `--phase-secs S` (length of each send-API run, default 2),
+//! `--repeats N` (rounds of every load point, default 5), `--concurrency
+//! 64,256` (the send API's concurrencies, for experiments), `--no-node` (skip
 //! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
 //! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
 //! into `target/bench/perf-*.data`), `--ceiling-connections N` and
 //! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
-//! for experiments), `--keep` (keep the work directory under `target/bench`),
+//! for experiments), `--proxy-connections N` (the same for the forwarding
+//! proxy: Herald's pool size by default), `--keep` (keep the work directory under `target/bench`),
 //! `--store postgres` (Herald's records in a PostgreSQL this benchmark starts
 //! from Debian's `postgresql` package, fsync on, instead of sled in its data
 //! directory: the same figures, for one table per backend).
@@ -116,6 +131,10 @@ fn main() {
         sim_child(&args[1..]);
         return;
     }
+    if args.first().map(String::as_str) == Some("--proxy-child") {
+        proxy_child(&args[1..]);
+        return;
+    }
     let opts = Options::parse(&args);
     if opts.postgres {
         let cluster = herald_pgtemp::Cluster::start().expect("start PostgreSQL (apt-get install postgresql)");
@@ -135,6 +154,10 @@ struct Options {
     quick: bool,
     /// Length of each send-API run.
     phase: Duration,
+    /// Rounds of every load point (Herald and its baselines alternating).
+    repeats: usize,
+    /// The send-API concurrencies ([`CONCURRENCY`] unless `--concurrency`).
+    concurrency: Vec<usize>,
     node: bool,
     perf: bool,
     /// The items of the issue to run (1 to 6); all by default.
@@ -142,6 +165,8 @@ struct Options {
     /// The bare client's shape, when not Herald's pool's.
     ceiling_connections: Option<usize>,
     ceiling_streams: Option<usize>,
+    /// The forwarding proxy's connections to the simulator, when not Herald's pool size.
+    proxy_connections: Option<usize>,
     /// Keep the work directory (data, certificates) for inspection.
     keep: bool,
     /// Records in PostgreSQL rather than sled.
@@ -174,11 +199,14 @@ impl Options {
         let mut tokens = None;
         let mut quick = false;
         let mut phase = None;
+        let mut repeats = None;
+        let mut concurrency = CONCURRENCY.to_vec();
         let mut node = true;
         let mut perf = false;
         let mut only: Vec<u8> = (1..=6).collect();
         let mut ceiling_connections = None;
         let mut ceiling_streams = None;
+        let mut proxy_connections = None;
         let mut keep = false;
         let mut postgres = false;
         let count = |v: Option<&String>, flag: &str| -> usize {
@@ -212,8 +240,17 @@ impl Options {
                         .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=8).contains(i)))
                         .expect("--only takes items 1 to 8, e.g. 1,2,6")
                 }
+                "--repeats" => repeats = Some(count(it.next(), "--repeats")),
+                "--concurrency" => {
+                    concurrency = it
+                        .next()
+                        .map(|v| v.split(',').filter_map(|c| c.trim().parse::<usize>().ok()).collect())
+                        .filter(|v: &Vec<usize>| !v.is_empty() && v.iter().all(|c| (1..=4096).contains(c)))
+                        .expect("--concurrency takes numbers 1 to 4096, e.g. 64,256")
+                }
                 "--ceiling-connections" => ceiling_connections = Some(count(it.next(), "--ceiling-connections")),
                 "--ceiling-streams" => ceiling_streams = Some(count(it.next(), "--ceiling-streams")),
+                "--proxy-connections" => proxy_connections = Some(count(it.next(), "--proxy-connections")),
                 "--keep" => keep = true,
                 "--store" => match it.next().map(String::as_str) {
                     Some("postgres") => postgres = true,
@@ -238,20 +275,23 @@ impl Options {
         Options {
             tokens: tokens.unwrap_or(if quick { 20_000 } else { 200_000 }),
             quick,
-            phase: phase.unwrap_or(Duration::from_secs(if quick { 1 } else { 3 })),
+            phase: phase.unwrap_or(Duration::from_secs(if quick { 1 } else { 2 })),
+            repeats: repeats.unwrap_or(if quick { 3 } else { 5 }),
+            concurrency,
             node,
             perf,
             only,
             ceiling_connections,
             ceiling_streams,
+            proxy_connections,
             keep,
             postgres,
         }
     }
 }
 
-const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--no-node] \
-[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--keep] [--store postgres|sled]";
+const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--concurrency 1,16,64,256] [--no-node] \
+[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -834,6 +874,26 @@ impl Hist {
             sum: self.sum - before.sum,
             count: self.count - before.count,
         }
+    }
+
+    /// The mean, in ms (none when empty).
+    fn mean_ms(&self) -> Option<f64> {
+        (self.count > 0.0).then(|| self.sum * 1000.0 / self.count)
+    }
+
+    /// Both histograms' counts together (the rounds of one phase).
+    fn plus(&self, other: &Hist) -> Hist {
+        let mut h = self.clone();
+        for &(le, c) in &other.buckets {
+            match h.buckets.iter_mut().find(|(l, _)| *l == le) {
+                Some(b) => b.1 += c,
+                None => h.buckets.push((le, c)),
+            }
+        }
+        h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        h.sum += other.sum;
+        h.count += other.count;
+        h
     }
 
     /// The upper bound of the bucket holding the `q` quantile.
@@ -1770,6 +1830,50 @@ impl Drop for Loopback {
     }
 }
 
+/// `--proxy-child FILE`: serves only the forwarding proxy that FILE (written
+/// by [`Bench::proxy`]) describes, prints `listening ADDR`, and runs until
+/// killed: a process of its own, so its CPU is measured apart from the load
+/// generator's.
+fn proxy_child(args: &[String]) {
+    let [file] = args else { panic!("usage: load --proxy-child FILE") };
+    let spec: Value = serde_json::from_slice(&std::fs::read(file).expect("the proxy's file")).expect("proxy JSON");
+    let text = |k: &str| spec[k].as_str().unwrap_or_else(|| panic!("proxy file: {k}")).to_string();
+    let bytes = |k: &str| Bytes::from(URL_SAFE_NO_PAD.decode(text(k)).expect("base64"));
+    let mut headers = http::HeaderMap::new();
+    for pair in spec["headers"].as_array().expect("proxy file: headers") {
+        let (Some(k), Some(v)) = (pair[0].as_str(), pair[1].as_str()) else { panic!("proxy file: a header pair") };
+        headers.append(
+            http::HeaderName::from_bytes(k.as_bytes()).expect("header name"),
+            http::HeaderValue::from_str(v).expect("header value"),
+        );
+    }
+    herald_sim::install_crypto_provider();
+    let tls = sim_tls(&std::fs::read(text("ca")).expect("CA file"));
+    let request = ApnsRequest { uri: text("uri").parse().expect("URI"), headers, body: bytes("body") };
+    let sim = text("sim").parse().expect("simulator address");
+    let conns = spec["connections"].as_u64().expect("proxy file: connections") as usize;
+    let proxy = Loopback::proxy(sim, tls, request, conns, bytes("answer"));
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening {}", proxy.addr).expect("stdout");
+    out.flush().expect("stdout");
+    drop(out);
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The forwarding proxy's process ([`proxy_child`]).
+struct ProxyChild {
+    proc: Proc,
+    addr: SocketAddr,
+}
+
+impl ProxyChild {
+    fn cpu(&self) -> f64 {
+        cpu_secs(self.proc.pid()).unwrap_or(0.0)
+    }
+}
+
 /// One APNs request as the ceiling and the proxy send it: the device's
 /// URI, the headers (JWT included) and the body.
 struct ApnsRequest {
@@ -1805,8 +1909,10 @@ struct ApiPoint {
     proto: Proto,
     c: usize,
     r: LoadResult,
-    /// CPU seconds the server spent during the run (Herald's process only).
+    /// CPU seconds the server spent during the run (Herald's and the proxy's processes).
     server_cpu: Option<f64>,
+    /// CPU seconds the simulators spent meanwhile (for the servers above).
+    sim_cpu: Option<f64>,
 }
 
 impl ApiPoint {
@@ -1814,67 +1920,242 @@ impl ApiPoint {
     fn cpu_us_per_request(&self) -> Option<f64> {
         self.server_cpu.filter(|_| self.r.ok > 0).map(|c| c * 1e6 / self.r.ok as f64)
     }
+
+    /// The simulators' CPU per answered request, in microseconds.
+    fn sim_cpu_us_per_request(&self) -> Option<f64> {
+        self.sim_cpu.filter(|_| self.r.ok > 0).map(|c| c * 1e6 / self.r.ok as f64)
+    }
+
+    /// Its figures' JSON key prefix: `herald_h1_c64`.
+    fn key(&self) -> String {
+        format!("{}_{}_c{}", self.server, self.proto.name(), self.c)
+    }
 }
 
 // ---------------------------------------------------------------------------
 // The run
 // ---------------------------------------------------------------------------
 
+/// Spread ((max − min) / median) above which a repeated figure is marked noisy.
+const NOISY: f64 = 0.2;
+
+/// One figure's values, one per round, in run order: Herald's runs and its
+/// baselines' alternate, so run i of one pairs with run i of another.
+#[derive(Clone, Debug, Default)]
+struct Runs(Vec<f64>);
+
+impl Runs {
+    fn median(&self) -> Option<f64> {
+        let mut v = self.0.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(v[n / 2]),
+            _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+        }
+    }
+
+    fn min(&self) -> Option<f64> {
+        self.0.iter().copied().reduce(f64::min)
+    }
+
+    fn max(&self) -> Option<f64> {
+        self.0.iter().copied().reduce(f64::max)
+    }
+
+    /// (max − min) / median; none with fewer than two runs or a zero median.
+    fn spread(&self) -> Option<f64> {
+        let (m, lo, hi) = (self.median()?, self.min()?, self.max()?);
+        (self.0.len() > 1 && m != 0.0).then(|| (hi - lo) / m.abs())
+    }
+
+    fn noisy(&self) -> bool {
+        self.spread().is_some_and(|s| s > NOISY)
+    }
+
+    /// Run i of `self` over run i of `base`: a ratio's values round by round.
+    fn over(&self, base: &Runs) -> Runs {
+        Runs(self.0.iter().zip(&base.0).filter(|(_, b)| **b != 0.0).map(|(a, b)| a / b).collect())
+    }
+}
+
+/// A figure as reported: the median of its runs (of a ratio: the ratio of
+/// the medians) and the runs behind it (of a ratio: the rounds' ratios).
+#[derive(Clone, Debug, Default)]
+struct Fig {
+    value: Option<f64>,
+    runs: Runs,
+}
+
+/// Other names of measured figures (JSON key, figure): the headline keys.
+const ALIASES: &[(&str, &str)] = &[
+    ("send_api_rps_c64", "herald_h1_c64_rps"),
+    ("trivial_rps_c64", "trivial_h1_c64_rps"),
+    ("proxy_rps_c64_h1", "proxy_h1_c64_rps"),
+    ("proxy_rps_c64_h2", "proxy_h2_c64_rps"),
+    ("send_api_cpu_us_per_notification", "herald_h1_c64_cpu_us_per_request"),
+    ("proxy_cpu_us_per_notification", "proxy_h1_c64_cpu_us_per_request"),
+];
+
+/// Ratios of two figures (JSON key, numerator, denominator).
+const RATIOS: &[(&str, &str, &str)] = &[
+    ("fanout_vs_ceiling", "fanout_per_s", "ceiling_per_s"),
+    ("fanout_vs_node_apn", "fanout_per_s", "node_apn_per_s"),
+    ("fanout_cpu_vs_bare", "fanout_cpu_us_per_notification", "ceiling_cpu_us_per_notification"),
+    ("node_apn_cpu_vs_fanout", "node_apn_cpu_us_per_notification", "fanout_cpu_us_per_notification"),
+    ("send_api_vs_trivial", "herald_h1_c64_rps", "trivial_h1_c64_rps"),
+    ("send_api_vs_proxy", "herald_h1_c64_rps", "proxy_h1_c64_rps"),
+    ("send_api_vs_proxy_h1", "herald_h1_c64_rps", "proxy_h1_c64_rps"),
+    ("send_api_vs_proxy_h2", "herald_h2_c64_rps", "proxy_h2_c64_rps"),
+    ("send_api_cpu_vs_proxy", "herald_h1_c64_cpu_us_per_request", "proxy_h1_c64_cpu_us_per_request"),
+    ("c256_vs_c64", "herald_h1_c256_rps", "herald_h1_c64_rps"),
+    ("c256_vs_c64_h2", "herald_h2_c256_rps", "herald_h2_c64_rps"),
+    ("batch_vs_single", "batch_per_s", "herald_h1_c64_rps"),
+    ("batch_vs_fanout", "batch_per_s", "fanout_per_s"),
+];
+
+/// A target of the team (issue 23's table and the earlier ones): the JSON
+/// key it reads, how it compares, and whether it holds only at 1M tokens.
+struct Goal {
+    key: &'static str,
+    op: &'static str,
+    goal: f64,
+    at_1m: bool,
+}
+
+const GOALS: &[Goal] = &[
+    Goal { key: "fanout_vs_ceiling", op: "≥", goal: 0.95, at_1m: false },
+    Goal { key: "fanout_cpu_vs_bare", op: "≤", goal: 1.15, at_1m: false },
+    Goal { key: "send_api_vs_proxy_h1", op: "≥", goal: 0.7, at_1m: false },
+    Goal { key: "send_api_vs_proxy_h2", op: "≥", goal: 0.7, at_1m: false },
+    Goal { key: "send_api_p99_ms_half_load", op: "<", goal: 5.0, at_1m: false },
+    Goal { key: "c256_vs_c64", op: "≥", goal: 0.9, at_1m: false },
+    Goal { key: "batch_vs_single", op: "≥", goal: 3.0, at_1m: false },
+    Goal { key: "batch_vs_fanout", op: "≥", goal: 0.6, at_1m: false },
+    Goal { key: "interactive_p99_ms_during_broadcast", op: "<", goal: 50.0, at_1m: false },
+    Goal { key: "fairness_ratio", op: "<", goal: 1.5, at_1m: false },
+    Goal { key: "bytes_per_client", op: "≤", goal: 400.0, at_1m: false },
+    Goal { key: "peak_rss_mib", op: "<", goal: 256.0, at_1m: true },
+    Goal { key: "herald_startup_ms", op: "<", goal: 2000.0, at_1m: true },
+];
+
+impl Goal {
+    fn met(&self, v: f64) -> bool {
+        meets(v, self.op, self.goal)
+    }
+}
+
+/// Whether `v` meets `op goal` (`≥`, `≤` or `<`).
+fn meets(v: f64, op: &str, goal: f64) -> bool {
+    match op {
+        "≥" => v >= goal,
+        "≤" => v <= goal,
+        _ => v < goal,
+    }
+}
+
 /// Everything measured, for the table and the JSON.
 #[derive(Default)]
 struct Results {
     tokens: u64,
+    /// Rounds of each load point.
+    repeats: usize,
+    /// Figures measured once per round, by JSON key (see [`Results::fig`]).
+    figures: std::collections::BTreeMap<String, Runs>,
     /// Item 7: bytes the records take at each step (what, bytes).
     retention: Vec<(String, u64)>,
-    /// Item 4: notifications/s through send-batch (batches of [`BATCH`], C=4).
-    batch: Option<f64>,
     /// Item 8: per engine count (1, 2), the broadcast's rate and PostgreSQL's CPU share.
     nodes: Vec<(usize, Option<f64>, f64)>,
-    fanout: Option<f64>,
-    fanout_accepted: u64,
-    fanout_herald_ms: Option<u64>,
-    fanout_connections: u64,
-    fanout_streams_mean: Option<f64>,
-    fanout_streams_max: Option<f64>,
-    fanout_herald_cpu: f64,
-    fanout_sim_cpu: f64,
-    ceiling: Option<f64>,
-    ceiling_accepted: u64,
     ceiling_connections: u64,
     ceiling_streams: usize,
-    ceiling_client_cpu: f64,
-    ceiling_sim_cpu: f64,
+    /// The last node-apn run (its version, or why it could not run).
     node: NodeRun,
-    node_sim_cpu: f64,
+    /// Every send-API run (for their errors).
     api: Vec<ApiPoint>,
-    half_load: Option<(f64, LoadResult)>,
-    /// Herald's storage flushes during the half-load run and during phase 5.
+    /// The rate of the half-load runs and what it is half of.
+    half_load_rate: Option<(f64, &'static str)>,
+    /// Herald's storage flushes during the half-load runs and during phase 5.
     half_load_flushes: Option<Hist>,
     phase5_flushes: Option<Hist>,
-    /// Herald's resident set before the broadcast and its peak after it, MiB.
+    /// Herald's resident set before the first broadcast and its peak after the last, MiB.
     rss_before: Option<f64>,
     peak_rss: Option<f64>,
     bytes_per_client: Option<f64>,
-    /// The data directory per client once the broadcast recorded its outcomes.
+    /// The data directory per client once the first broadcast recorded its outcomes.
     bytes_per_client_after_broadcast: Option<f64>,
     seed_per_s: Option<f64>,
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
-    interactive: Option<LoadResult>,
-    fair: Option<(u64, u64)>,
     phase5_complete: bool,
-    /// Other processes' share of the machine's CPU per phase (see [`Foreign`]).
+    /// Other processes' share of the machine's CPU per phase, the most of its rounds (see [`Foreign`]).
     foreign: Vec<(&'static str, f64)>,
-    /// Herald's provider round trips during the fan-out and during phase 5.
+    /// Herald's provider round trips during the fan-outs and during phase 5.
     fanout_provider: Option<Hist>,
     phase5_provider: Option<Hist>,
     /// The interactive lane's provider round trips during phase 5.
     phase5_interactive_provider: Option<Hist>,
     /// Herald's own time for the interactive sends of phase 5.
     phase5_send: Option<Hist>,
-    /// Mean streams in flight and notifications/s during phase 5.
-    phase5_streams_mean: Option<f64>,
-    phase5_rate: Option<f64>,
+}
+
+impl Results {
+    /// Records one round's value of a figure (nothing when not measured).
+    fn add(&mut self, key: &str, v: Option<f64>) {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            self.figures.entry(key.to_string()).or_default().0.push(v);
+        }
+    }
+
+    /// A figure by its JSON key: measured, an alias of one, or a ratio of two.
+    fn fig(&self, key: &str) -> Fig {
+        if let Some(&(_, a, b)) = RATIOS.iter().find(|r| r.0 == key) {
+            let (a, b) = (self.fig(a), self.fig(b));
+            return Fig { value: ratio(a.value, b.value), runs: a.runs.over(&b.runs) };
+        }
+        let key = ALIASES.iter().find(|a| a.0 == key).map_or(key, |a| a.1);
+        let runs = self.figures.get(key).cloned().unwrap_or_default();
+        Fig { value: runs.median(), runs }
+    }
+
+    /// A figure's median.
+    fn median(&self, key: &str) -> Option<f64> {
+        self.fig(key).value
+    }
+
+    /// Notes other processes' share during one round of a phase: the most of its rounds.
+    fn note_foreign(&mut self, phase: &'static str, share: f64) {
+        match self.foreign.iter_mut().find(|(p, _)| *p == phase) {
+            Some(f) => f.1 = f.1.max(share),
+            None => self.foreign.push((phase, share)),
+        }
+    }
+
+    /// Records one send-API run.
+    fn add_api(&mut self, p: ApiPoint) {
+        let key = p.key();
+        self.add(&format!("{key}_rps"), Some(p.r.rps()));
+        self.add(&format!("{key}_p50_ms"), p.r.pct_ms(0.5));
+        self.add(&format!("{key}_p99_ms"), p.r.pct_ms(0.99));
+        self.add(&format!("{key}_cpu_us_per_request"), p.cpu_us_per_request());
+        self.add(&format!("{key}_sim_cpu_us_per_request"), p.sim_cpu_us_per_request());
+        // The latencies are in the figures now; the rest stays for errors.
+        self.api.push(ApiPoint { r: LoadResult { latencies_us: Vec::new(), ..p.r }, ..p });
+    }
+
+    /// Failed requests over all runs of a send-API point.
+    fn api_errors(&self, key: &str) -> Option<u64> {
+        let runs: Vec<&ApiPoint> = self.api.iter().filter(|p| p.key() == key).collect();
+        (!runs.is_empty()).then(|| runs.iter().map(|p| p.r.errors).sum())
+    }
+
+    /// Folds one round's histogram into a phase's.
+    fn merge(into: &mut Option<Hist>, h: Hist) {
+        *into = Some(match into.take() {
+            Some(acc) => acc.plus(&h),
+            None => h,
+        });
+    }
 }
 
 /// What every phase shares.
@@ -1904,8 +2185,9 @@ async fn run(opts: Options) {
     let work = tmp.path().to_path_buf();
     let n = opts.tokens;
     say!(
-        "Herald load benchmark: {n} tokens, phases of {:?}{}, items {:?}; work dir {}",
+        "Herald load benchmark: {n} tokens, phases of {:?}, {} rounds{}, items {:?}; work dir {}",
         opts.phase,
+        opts.repeats,
         if opts.quick { " (quick)" } else { "" },
         opts.only,
         work.display()
@@ -1924,7 +2206,7 @@ async fn run(opts: Options) {
         data: work.join("data"),
         http: reqwest::Client::new(),
         limits: PoolLimits::default(),
-        res: Results { tokens: n, ..Results::default() },
+        res: Results { tokens: n, repeats: opts.repeats, ..Results::default() },
         opts,
         root,
         out_dir,
@@ -1941,14 +2223,17 @@ async fn run(opts: Options) {
         let herald = Herald::start(&b.data, &b.sims);
         b.res.startup = Some(herald.startup);
         let admin_a = admin_token(&b.http, &herald, TENANT_A).await;
-        if wants(&[1]) {
-            b.fanout(&herald, &admin_a).await;
-        }
-        if wants(&[2]) {
-            b.ceiling().await;
-        }
-        if wants(&[3]) {
-            b.node_apn().await;
+        // Items 1 to 3 alternate: Herald's fan-out, the bare client, node-apn, Herald's...
+        for round in 1..=b.opts.repeats {
+            if wants(&[1]) {
+                b.fanout(&herald, &admin_a, round).await;
+            }
+            if wants(&[2]) {
+                b.ceiling(round).await;
+            }
+            if wants(&[3]) {
+                b.node_apn(round).await;
+            }
         }
         if wants(&[4]) {
             b.send_api(&herald, &admin_a, &send_client).await;
@@ -1964,11 +2249,13 @@ async fn run(opts: Options) {
             b.mixed(&vip_client).await;
         }
     } else {
-        if wants(&[2]) {
-            b.ceiling().await;
-        }
-        if wants(&[3]) {
-            b.node_apn().await;
+        for round in 1..=b.opts.repeats {
+            if wants(&[2]) {
+                b.ceiling(round).await;
+            }
+            if wants(&[3]) {
+                b.node_apn(round).await;
+            }
         }
     }
     if !wants(&[3]) || !b.opts.node {
@@ -2106,41 +2393,50 @@ impl Bench {
         drop(second);
     }
 
-    /// Item 1: one topic broadcast to tenant A's N tokens.
-    async fn fanout(&mut self, herald: &Herald, admin: &str) {
+    /// Item 1: one topic broadcast to tenant A's N tokens (one round of `repeats`).
+    async fn fanout(&mut self, herald: &Herald, admin: &str, round: usize) {
         let (n, res, sims) = (self.opts.tokens, &mut self.res, &self.sims);
-        say!("phase 1: broadcast to {n} APNs tokens through Herald");
+        say!("phase 1 (round {round} of {}): broadcast to {n} APNs tokens through Herald", self.opts.repeats);
         sims.reset().await;
-        res.rss_before = rss_mib(herald.pid());
+        if round == 1 {
+            res.rss_before = rss_mib(herald.pid());
+        }
         let (h_cpu0, s_cpu0) = (herald.cpu(), sims.cpu());
         let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
         let provider_before = provider_hist(&self.http, herald, "bulk").await;
-        let perf = Perf::start(self.opts.perf, herald.pid(), &self.out_dir.join("perf-fanout.data"));
+        let perf = Perf::start(self.opts.perf && round == 1, herald.pid(), &self.out_dir.join("perf-fanout.data"));
         let id = start_broadcast(&self.http, herald, TENANT_A, admin).await;
         let deadline = Duration::from_secs(60 + n / 1000);
         let b = watch(&self.http, herald, sims, &[(TENANT_A, admin, id)], n + 2, deadline).await.remove(0);
         perf.stop();
-        res.foreign.push(("fan-out", foreign.share()));
-        res.fanout_provider = Some(provider_hist(&self.http, herald, "bulk").await.since(&provider_before));
-        res.fanout_herald_cpu = herald.cpu() - h_cpu0;
-        res.fanout_sim_cpu = sims.cpu() - s_cpu0;
-        res.fanout = sim_rate(&b.stats);
-        res.fanout_accepted = b.stats.accepted;
-        res.fanout_herald_ms = b.herald_ms;
-        res.fanout_connections = b.stats.connections;
-        res.fanout_streams_mean = b.streams_mean;
-        res.fanout_streams_max = b.streams_max;
+        res.note_foreign("fan-out", foreign.share());
+        Results::merge(
+            &mut res.fanout_provider,
+            provider_hist(&self.http, herald, "bulk").await.since(&provider_before),
+        );
+        let (herald_cpu, sim_cpu) = (herald.cpu() - h_cpu0, sims.cpu() - s_cpu0);
+        let per = |cpu: f64| (b.stats.accepted > 0).then(|| cpu * 1e6 / b.stats.accepted as f64);
+        let rate = sim_rate(&b.stats);
+        res.add("fanout_per_s", rate);
+        res.add("fanout_herald_cpu_s", Some(herald_cpu));
+        res.add("fanout_sim_cpu_s", Some(sim_cpu));
+        res.add("fanout_cpu_us_per_notification", per(herald_cpu));
+        res.add("fanout_sim_cpu_us_per_notification", per(sim_cpu));
+        res.add("fanout_herald_completion_ms", b.herald_ms.map(|v| v as f64));
+        res.add("fanout_sim_connections", Some(b.stats.connections as f64));
+        res.add("fanout_streams_in_flight_mean", b.streams_mean);
+        res.add("fanout_streams_in_flight_max", b.streams_max);
         res.peak_rss = peak_rss_mib(herald.pid());
-        res.bytes_per_client_after_broadcast = Some(stored_bytes(&self.data) as f64 / (n + 2) as f64);
+        if round == 1 {
+            res.bytes_per_client_after_broadcast = Some(stored_bytes(&self.data) as f64 / (n + 2) as f64);
+        }
         if !b.completed || b.report["counts"]["sent"].as_u64() != Some(n + 2) {
             say!("fan-out incomplete or with failures: {}", b.report["counts"]);
         }
         say!(
-            "fan-out: {:.0}/s, {} connections, herald CPU {:.1} s, simulator CPU {:.1} s, RSS {:.1} MiB before, peak {:.1} MiB",
-            res.fanout.unwrap_or(0.0),
+            "fan-out: {:.0}/s, {} connections, herald CPU {herald_cpu:.1} s, simulator CPU {sim_cpu:.1} s, RSS {:.1} MiB before, peak {:.1} MiB",
+            rate.unwrap_or(0.0),
             b.stats.connections,
-            res.fanout_herald_cpu,
-            res.fanout_sim_cpu,
             res.rss_before.unwrap_or(0.0),
             res.peak_rss.unwrap_or(0.0)
         );
@@ -2148,7 +2444,7 @@ impl Bench {
 
     /// Item 2: the bare h2 client, shaped like Herald's pool unless
     /// `--ceiling-connections`/`--ceiling-streams` say otherwise.
-    async fn ceiling(&mut self) {
+    async fn ceiling(&mut self, round: usize) {
         let (n, res, sims) = (self.opts.tokens, &mut self.res, &self.sims);
         let shape = PoolLimits {
             max_connections: self.opts.ceiling_connections.unwrap_or(self.limits.max_connections),
@@ -2156,7 +2452,8 @@ impl Bench {
             ..self.limits.clone()
         };
         say!(
-            "phase 2: bare h2 client, {n} requests over {} connections x {} streams",
+            "phase 2 (round {round} of {}): bare h2 client, {n} requests over {} connections x {} streams",
+            self.opts.repeats,
             shape.max_connections,
             shape.max_streams
         );
@@ -2172,38 +2469,42 @@ impl Bench {
         let run = ceiling(sims.apns_addr(), tls, &self.payload, &jwt, tokens, &shape);
         let c = tokio::time::timeout(Duration::from_secs(60 + n / 2000), run).await;
         drop(progress);
-        res.foreign.push(("ceiling", foreign.share()));
-        res.ceiling_client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
-        res.ceiling_sim_cpu = sims.cpu() - s_cpu0;
+        res.note_foreign("ceiling", foreign.share());
+        let client_cpu = cpu_secs(std::process::id()).unwrap_or(0.0) - c_cpu0;
+        let sim_cpu = sims.cpu() - s_cpu0;
         let s = sims.stats().await.apns;
-        res.ceiling = sim_rate(&s);
-        res.ceiling_accepted = s.accepted;
+        let per = |cpu: f64| (s.accepted > 0).then(|| cpu * 1e6 / s.accepted as f64);
+        let rate = sim_rate(&s);
+        res.add("ceiling_per_s", rate);
+        res.add("ceiling_client_cpu_s", Some(client_cpu));
+        res.add("ceiling_sim_cpu_s", Some(sim_cpu));
+        res.add("ceiling_cpu_us_per_notification", per(client_cpu));
+        res.add("ceiling_sim_cpu_us_per_notification", per(sim_cpu));
         res.ceiling_connections = s.connections;
         // h2 reports no limit until the peer's SETTINGS arrive; the pool's cap applies either way.
         match c {
             Ok(c) => {
                 res.ceiling_streams = c.peer_max_streams.min(shape.max_streams);
                 say!(
-                    "ceiling: {:.0}/s ({} ok, {} failed{}), client CPU {:.1} s, simulator CPU {:.1} s",
-                    res.ceiling.unwrap_or(0.0),
+                    "ceiling: {:.0}/s ({} ok, {} failed{}), client CPU {client_cpu:.1} s, simulator CPU {sim_cpu:.1} s",
+                    rate.unwrap_or(0.0),
                     c.ok,
                     c.failed,
                     c.first_error.map(|e| format!(", first: {e}")).unwrap_or_default(),
-                    res.ceiling_client_cpu,
-                    res.ceiling_sim_cpu
                 )
             }
             Err(_) => say!("ceiling: timed out; rate from the {} accepted", s.accepted),
         }
     }
 
-    /// Item 3: the node-apn peer (reported unavailable when node or npm fail).
-    async fn node_apn(&mut self) {
-        if !self.opts.node {
+    /// Item 3: the node-apn peer (reported unavailable when node or npm
+    /// fail, and then not tried again in later rounds).
+    async fn node_apn(&mut self, round: usize) {
+        if !self.opts.node || (round > 1 && self.res.node.unavailable.is_some()) {
             return;
         }
         let n = self.opts.tokens;
-        say!("phase 3: @parse/node-apn, {n} notifications");
+        say!("phase 3 (round {round} of {}): @parse/node-apn, {n} notifications", self.opts.repeats);
         let s_cpu0 = self.sims.cpu();
         let foreign = Foreign::start(&[self.sims.proc.pid()]);
         let limit = Duration::from_secs(if self.opts.quick { 60 } else { 120 + n / 2000 });
@@ -2215,25 +2516,30 @@ impl Bench {
             payload: &self.payload,
             limits: &self.limits,
         };
-        self.res.node = peer.run(n, limit).await;
-        self.res.foreign.push(("node-apn", foreign.share()));
-        self.res.node_sim_cpu = self.sims.cpu() - s_cpu0;
-        if let Some(r) = self.res.node.rate {
+        let run = peer.run(n, limit).await;
+        self.res.note_foreign("node-apn", foreign.share());
+        let sim_cpu = self.sims.cpu() - s_cpu0;
+        if let Some(r) = run.rate {
+            let per = |cpu: f64| (run.accepted > 0).then(|| cpu * 1e6 / run.accepted as f64);
+            self.res.add("node_apn_per_s", Some(r));
+            self.res.add("node_apn_cpu_s", Some(run.cpu_s));
+            self.res.add("node_apn_cpu_us_per_notification", per(run.cpu_s));
+            self.res.add("node_apn_sim_cpu_us_per_notification", per(sim_cpu));
             say!(
-                "node-apn: {r:.0}/s ({} accepted), node CPU {:.1} s, simulator CPU {:.1} s",
-                self.res.node.accepted,
-                self.res.node.cpu_s,
-                self.res.node_sim_cpu
+                "node-apn: {r:.0}/s ({} accepted), node CPU {:.1} s, simulator CPU {sim_cpu:.1} s",
+                run.accepted,
+                run.cpu_s,
             );
         }
+        self.res.node = run;
     }
 
     /// The forwarding proxy of item 4, over Herald's pool size of
-    /// connections to the APNs simulator, answering `answer`.
-    fn proxy(&self, answer: Bytes) -> Loopback {
+    /// connections to the APNs simulator, answering `answer`, in a process
+    /// of its own: this executable with `--proxy-child`.
+    fn proxy(&self, answer: Bytes) -> ProxyChild {
         let c = &self.creds_ceiling;
         let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
-        let tls = sim_tls(&std::fs::read(self.sims.ca_file()).expect("CA file"));
         let sim = self.sims.apns_addr();
         let mut headers = http::HeaderMap::new();
         for (k, v) in self.payload.headers() {
@@ -2248,18 +2554,48 @@ impl Bench {
             .path_and_query(format!("/3/device/{}", token_hex(SEND_TOKEN)))
             .build()
             .expect("URI");
-        let request = ApnsRequest { uri, headers, body: self.payload.body().clone() };
-        Loopback::proxy(sim, tls, request, self.limits.max_connections, answer)
+        let headers: Vec<(&str, &str)> =
+            headers.iter().map(|(k, v)| (k.as_str(), v.to_str().expect("an ASCII header"))).collect();
+        let spec = json!({
+            "sim": sim.to_string(),
+            "ca": self.sims.ca_file(),
+            "connections": self.opts.proxy_connections.unwrap_or(self.limits.max_connections),
+            "uri": uri.to_string(),
+            "headers": headers,
+            "body": URL_SAFE_NO_PAD.encode(self.payload.body()),
+            "answer": URL_SAFE_NO_PAD.encode(&answer),
+        });
+        let file = self.work.join("proxy.json");
+        std::fs::write(&file, spec.to_string()).expect("write the proxy's file");
+        let mut proc = Proc::spawn(
+            "proxy",
+            Command::new(std::env::current_exe().expect("current exe"))
+                .arg("--proxy-child")
+                .arg(&file)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )
+        .expect("start the forwarding proxy");
+        let lines = read_lines(proc.child.stdout.take().expect("piped stdout"));
+        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the proxy starts within 30 s");
+        let addr = line.strip_prefix("listening ").expect("the proxy's address").parse().expect("proxy address");
+        say!("forwarding proxy (pid {}) on {addr}", proc.pid());
+        ProxyChild { proc, addr }
     }
 
     /// Item 4: one-client sends at each concurrency over HTTP/1.1 and HTTP/2,
-    /// against Herald and the trivial handler; then p99 at half Herald's C=64 rate.
+    /// against Herald, the forwarding proxy and the trivial handler in turn,
+    /// `repeats` rounds per point (send-batch joins the rounds of HTTP/1.1
+    /// C=64); then p99 at half the proxy's C=64 rate, Herald and the proxy
+    /// in turn.
     async fn send_api(&mut self, herald: &Herald, admin: &str, send_client: &str) {
-        let (opts, http) = (&self.opts, &self.http);
-        say!("phase 4: send API, one client, {:?} per run", opts.phase);
+        let (phase, repeats, perf_on) = (self.opts.phase, self.opts.repeats, self.opts.perf);
+        say!("phase 4: send API, one client, {phase:?} per run, {repeats} rounds per point");
         let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
         let send_body = one_client_body(TENANT_A, "sender", send_client);
-        let (st, answer) = api(http, herald, reqwest::Method::POST, &path, Some(admin), Some(send_body.clone())).await;
+        let (st, answer) =
+            api(&self.http, herald, reqwest::Method::POST, &path, Some(admin), Some(send_body.clone())).await;
         assert_eq!(st, 202, "one-client send: {answer}");
         assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
         let herald_target = Target {
@@ -2274,45 +2610,6 @@ impl Bench {
         let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
         let proxy = self.proxy(answer);
         let proxy_target = Target { addr: proxy.addr, ..herald_target.clone() };
-        let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid()]);
-        for proto in [Proto::H1, Proto::H2] {
-            for &conc in &CONCURRENCY {
-                let servers = [("herald", &herald_target), ("trivial", &trivial_target), ("proxy", &proxy_target)];
-                for (server, target) in servers {
-                    let perf = Perf::start(
-                        opts.perf && server == "herald" && conc == 64 && proto == Proto::H1,
-                        herald.pid(),
-                        &self.out_dir.join("perf-send-api.data"),
-                    );
-                    let load = Load {
-                        proto,
-                        concurrency: conc,
-                        duration: opts.phase,
-                        rate: None,
-                        stop: None,
-                        expect_status: 202,
-                    };
-                    let cpu0 = herald.cpu();
-                    let r = run_load(target, &load).await;
-                    let server_cpu = (server == "herald").then(|| herald.cpu() - cpu0);
-                    perf.stop();
-                    let p = ApiPoint { server, proto, c: conc, r, server_cpu };
-                    say!(
-                        "  {server:7} {} C={conc:<3}: {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
-                        proto.name(),
-                        p.r.rps(),
-                        p.r.pct_ms(0.5).unwrap_or(f64::NAN),
-                        p.r.pct_ms(0.99).unwrap_or(f64::NAN),
-                        p.r.errors,
-                        p.cpu_us_per_request().map(|c| format!(", herald CPU {c:.0} µs/request")).unwrap_or_default(),
-                        p.r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
-                    );
-                    self.res.api.push(p);
-                }
-            }
-        }
-        drop((trivial, proxy));
-        self.res.foreign.push(("send API", foreign.share()));
         // Batches of 500 one-client sends (send-batch), 4 at a time over HTTP/1.1.
         let batch = json!({ "events": vec![send_body.clone(); BATCH] });
         let batch_target = Target {
@@ -2320,45 +2617,140 @@ impl Bench {
             body: Bytes::from(batch.to_string()),
             ..herald_target.clone()
         };
-        let load =
-            Load { proto: Proto::H1, concurrency: 4, duration: opts.phase, rate: None, stop: None, expect_status: 202 };
-        let r = run_load(&batch_target, &load).await;
-        self.res.batch = (r.ok > 0).then(|| r.rps() * BATCH as f64);
-        say!(
-            "  herald  h1 batches of {BATCH}, C=4: {:.0} notifications/s, p50 {:.1} ms, {} errors",
-            self.res.batch.unwrap_or(0.0),
-            r.pct_ms(0.5).unwrap_or(f64::NAN),
-            r.errors
-        );
-        let Some(rate) = api_point(&self.res, "herald", Proto::H1, 64).map(|r| r.rps() / 2.0) else { return };
-        if rate < 1.0 {
-            return;
+        let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid(), proxy.proc.pid()]);
+        for proto in [Proto::H1, Proto::H2] {
+            for conc in self.opts.concurrency.clone() {
+                for round in 1..=repeats {
+                    let servers = [("herald", &herald_target), ("proxy", &proxy_target), ("trivial", &trivial_target)];
+                    for (server, target) in servers {
+                        let perf = Perf::start(
+                            perf_on && round == 1 && server == "herald" && conc == 64 && proto == Proto::H1,
+                            herald.pid(),
+                            &self.out_dir.join("perf-send-api.data"),
+                        );
+                        let load = Load {
+                            proto,
+                            concurrency: conc,
+                            duration: phase,
+                            rate: None,
+                            stop: None,
+                            expect_status: 202,
+                        };
+                        let server_cpu = || match server {
+                            "herald" => Some(herald.cpu()),
+                            "proxy" => Some(proxy.cpu()),
+                            _ => None,
+                        };
+                        // Herald's own time per send and its provider round trips: where the time goes.
+                        let hists = match server {
+                            "herald" => Some((
+                                send_hist(&self.http, herald).await,
+                                provider_hist(&self.http, herald, "interactive").await,
+                            )),
+                            _ => None,
+                        };
+                        let own = || cpu_secs(std::process::id()).unwrap_or(0.0);
+                        let (cpu0, sim0, own0) = (server_cpu(), self.sims.cpu(), own());
+                        let r = run_load(target, &load).await;
+                        // The load generator's CPU (with the trivial handler's, which runs in this process).
+                        let own_cpu = own() - own0;
+                        self.res.add(
+                            &format!("{server}_{}_c{conc}_client_cpu_us_per_request", proto.name()),
+                            (r.ok > 0).then(|| own_cpu * 1e6 / r.ok as f64),
+                        );
+                        let cpu = server_cpu().zip(cpu0).map(|(c, c0)| c - c0);
+                        let sim_cpu = cpu.map(|_| self.sims.cpu() - sim0);
+                        perf.stop();
+                        if let Some((sends, provider)) = hists {
+                            let key = format!("herald_{}_c{conc}", proto.name());
+                            let sends = send_hist(&self.http, herald).await.since(&sends);
+                            let provider = provider_hist(&self.http, herald, "interactive").await.since(&provider);
+                            self.res.add(&format!("{key}_herald_ms"), sends.mean_ms());
+                            self.res.add(&format!("{key}_provider_ms"), provider.mean_ms());
+                        }
+                        let p = ApiPoint { server, proto, c: conc, r, server_cpu: cpu, sim_cpu };
+                        say!(
+                            "  {server:7} {} C={conc:<3} ({round}/{repeats}): {:>7.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {} errors{}{}",
+                            proto.name(),
+                            p.r.rps(),
+                            p.r.pct_ms(0.5).unwrap_or(f64::NAN),
+                            p.r.pct_ms(0.99).unwrap_or(f64::NAN),
+                            p.r.errors,
+                            p.cpu_us_per_request().map(|c| format!(", {server} CPU {c:.0} µs/request")).unwrap_or_default(),
+                            p.r.first_error.as_deref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+                        );
+                        self.res.add_api(p);
+                    }
+                    if proto == Proto::H1 && conc == 64 {
+                        let load = Load {
+                            proto: Proto::H1,
+                            concurrency: 4,
+                            duration: phase,
+                            rate: None,
+                            stop: None,
+                            expect_status: 202,
+                        };
+                        let r = run_load(&batch_target, &load).await;
+                        let rate = (r.ok > 0).then(|| r.rps() * BATCH as f64);
+                        self.res.add("batch_per_s", rate);
+                        say!(
+                            "  herald  h1 batches of {BATCH}, C=4 ({round}/{repeats}): {:.0} notifications/s, p50 {:.1} ms, {} errors",
+                            rate.unwrap_or(0.0),
+                            r.pct_ms(0.5).unwrap_or(f64::NAN),
+                            r.errors
+                        );
+                    }
+                }
+            }
         }
+        self.res.note_foreign("send API", foreign.share());
+        drop(trivial);
+        // Half the proxy's rate (Herald's when the proxy did not answer).
+        let half = match (self.res.median("proxy_h1_c64_rps"), self.res.median("herald_h1_c64_rps")) {
+            (Some(r), _) if r >= 2.0 => Some((r / 2.0, "proxy")),
+            (_, Some(r)) if r >= 2.0 => Some((r / 2.0, "herald")),
+            _ => None,
+        };
+        let Some((rate, of)) = half else { return };
+        self.res.half_load_rate = half;
         let load = Load {
             proto: Proto::H1,
             concurrency: 64,
-            duration: opts.phase * 2,
+            duration: phase * 2,
             rate: Some(rate),
             stop: None,
             expect_status: 202,
         };
-        let before = flush_hist(http, herald).await;
-        let r = run_load(&herald_target, &load).await;
-        let flushes = flush_hist(http, herald).await.since(&before);
-        say!(
-            "  herald  h1 C=64 at {rate:.0}/s (half load): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
-            r.pct_ms(0.5).unwrap_or(f64::NAN),
-            r.pct_ms(0.99).unwrap_or(f64::NAN),
-            r.errors,
-            flushes.describe()
-        );
-        self.res.half_load = Some((rate, r));
-        self.res.half_load_flushes = Some(flushes);
+        for round in 1..=repeats {
+            let before = flush_hist(&self.http, herald).await;
+            let r = run_load(&herald_target, &load).await;
+            let flushes = flush_hist(&self.http, herald).await.since(&before);
+            say!(
+                "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
+                r.pct_ms(0.5).unwrap_or(f64::NAN),
+                r.pct_ms(0.99).unwrap_or(f64::NAN),
+                r.errors,
+                flushes.describe()
+            );
+            self.res.add("send_api_p50_ms_half_load", r.pct_ms(0.5));
+            self.res.add("send_api_p99_ms_half_load", r.pct_ms(0.99));
+            Results::merge(&mut self.res.half_load_flushes, flushes);
+            let r = run_load(&proxy_target, &load).await;
+            say!(
+                "  proxy   h1 C=64 at {rate:.0}/s ({round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors",
+                r.pct_ms(0.5).unwrap_or(f64::NAN),
+                r.pct_ms(0.99).unwrap_or(f64::NAN),
+                r.errors,
+            );
+            self.res.add("proxy_p50_ms_half_load", r.pct_ms(0.5));
+            self.res.add("proxy_p99_ms_half_load", r.pct_ms(0.99));
+        }
+        drop(proxy);
     }
 
     /// Item 5: tenant B seeded with N clients too; both tenants' broadcasts
     /// started at once, and one-client sends to tenant A's user `vip` at 50/s
-    /// while they run.
+    /// while they run; `repeats` rounds.
     async fn mixed(&mut self, vip_client: &str) {
         let n = self.opts.tokens;
         say!("phase 5: seeding {n} clients of {TENANT_B}");
@@ -2369,8 +2761,6 @@ impl Bench {
         self.res.startup_2n = Some(herald.startup);
         let admin_a = admin_token(http, &herald, TENANT_A).await;
         let admin_b = admin_token(http, &herald, TENANT_B).await;
-        sims.reset().await;
-        let stop = Arc::new(AtomicBool::new(false));
         let vip_target = Target {
             addr: herald.addr,
             path: format!("/v1/tenants/{TENANT_A}/push_notification/send"),
@@ -2378,51 +2768,71 @@ impl Bench {
             body: Bytes::from(one_client_body(TENANT_A, "vip", vip_client).to_string()),
         };
         let deadline = Duration::from_secs(60 + 2 * n / 1000);
-        say!("phase 5: broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s");
-        let flushes_before = flush_hist(http, &herald).await;
-        let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
-        let provider_before = provider_hist(http, &herald, "bulk").await;
-        let interactive_before = provider_hist(http, &herald, "interactive").await;
-        let sends_before = send_hist(http, &herald).await;
-        let (id_a, id_b) = tokio::join!(
-            start_broadcast(http, &herald, TENANT_A, &admin_a),
-            start_broadcast(http, &herald, TENANT_B, &admin_b)
-        );
-        // The interactive sends start once both broadcasts are under way.
-        let load = Load {
-            proto: Proto::H1,
-            concurrency: 8,
-            duration: deadline + Duration::from_secs(5),
-            rate: Some(INTERACTIVE_PER_S),
-            stop: Some(stop.clone()),
-            expect_status: 202,
-        };
-        let interactive = tokio::spawn(async move { run_load(&vip_target, &load).await });
-        let ids = [(TENANT_A, admin_a.as_str(), id_a), (TENANT_B, admin_b.as_str(), id_b)];
-        let both = watch(http, &herald, sims, &ids, 2 * n + 2, deadline).await;
-        stop.store(true, Ordering::Relaxed);
-        let inter = interactive.await.expect("interactive sends");
-        let flushes = flush_hist(http, &herald).await.since(&flushes_before);
-        self.res.foreign.push(("phase 5", foreign.share()));
-        self.res.phase5_provider = Some(provider_hist(http, &herald, "bulk").await.since(&provider_before));
-        self.res.phase5_interactive_provider =
-            Some(provider_hist(http, &herald, "interactive").await.since(&interactive_before));
-        self.res.phase5_send = Some(send_hist(http, &herald).await.since(&sends_before));
-        self.res.phase5_streams_mean = both[0].streams_mean;
-        self.res.phase5_rate = sim_rate(&both[0].stats);
-        say!(
-            "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
-            inter.ok,
-            inter.errors,
-            inter.pct_ms(0.5).unwrap_or(f64::NAN),
-            inter.pct_ms(0.99).unwrap_or(f64::NAN),
-            flushes.describe()
-        );
-        self.res.interactive = Some(inter);
-        self.res.phase5_flushes = Some(flushes);
-        self.res.phase5_complete = both.iter().all(|b| b.completed);
-        if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
-            self.res.fair = Some((a, b));
+        self.res.phase5_complete = true;
+        for round in 1..=self.opts.repeats {
+            sims.reset().await;
+            let stop = Arc::new(AtomicBool::new(false));
+            say!(
+                "phase 5 (round {round} of {}): broadcasts of {TENANT_A} and {TENANT_B} ({n} tokens each) with one-client sends at {INTERACTIVE_PER_S}/s",
+                self.opts.repeats
+            );
+            let flushes_before = flush_hist(http, &herald).await;
+            let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
+            let provider_before = provider_hist(http, &herald, "bulk").await;
+            let interactive_before = provider_hist(http, &herald, "interactive").await;
+            let sends_before = send_hist(http, &herald).await;
+            let (id_a, id_b) = tokio::join!(
+                start_broadcast(http, &herald, TENANT_A, &admin_a),
+                start_broadcast(http, &herald, TENANT_B, &admin_b)
+            );
+            // The interactive sends start once both broadcasts are under way.
+            let load = Load {
+                proto: Proto::H1,
+                concurrency: 8,
+                duration: deadline + Duration::from_secs(5),
+                rate: Some(INTERACTIVE_PER_S),
+                stop: Some(stop.clone()),
+                expect_status: 202,
+            };
+            let target = vip_target.clone();
+            let interactive = tokio::spawn(async move { run_load(&target, &load).await });
+            let ids = [(TENANT_A, admin_a.as_str(), id_a), (TENANT_B, admin_b.as_str(), id_b)];
+            let both = watch(http, &herald, sims, &ids, 2 * n + 2, deadline).await;
+            stop.store(true, Ordering::Relaxed);
+            let inter = interactive.await.expect("interactive sends");
+            let flushes = flush_hist(http, &herald).await.since(&flushes_before);
+            let res = &mut self.res;
+            res.note_foreign("phase 5", foreign.share());
+            Results::merge(
+                &mut res.phase5_provider,
+                provider_hist(http, &herald, "bulk").await.since(&provider_before),
+            );
+            Results::merge(
+                &mut res.phase5_interactive_provider,
+                provider_hist(http, &herald, "interactive").await.since(&interactive_before),
+            );
+            Results::merge(&mut res.phase5_send, send_hist(http, &herald).await.since(&sends_before));
+            res.add("phase5_streams_in_flight_mean", both[0].streams_mean);
+            res.add("phase5_per_s", sim_rate(&both[0].stats));
+            say!(
+                "interactive sends during the broadcasts: {} ok, {} errors, p50 {:.2} ms, p99 {:.2} ms; storage: {}",
+                inter.ok,
+                inter.errors,
+                inter.pct_ms(0.5).unwrap_or(f64::NAN),
+                inter.pct_ms(0.99).unwrap_or(f64::NAN),
+                flushes.describe()
+            );
+            res.add("interactive_p99_ms_during_broadcast", inter.pct_ms(0.99));
+            res.add("interactive_sends_during_broadcast", Some(inter.ok as f64));
+            res.add("interactive_errors_during_broadcast", Some(inter.errors as f64));
+            Results::merge(&mut res.phase5_flushes, flushes);
+            res.phase5_complete &= both.iter().all(|b| b.completed);
+            if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
+                let (lo, hi) = (a.min(b), a.max(b));
+                res.add("fairness_tenant_a_ms", Some(a as f64));
+                res.add("fairness_tenant_b_ms", Some(b as f64));
+                res.add("fairness_ratio", (lo > 0).then(|| hi as f64 / lo as f64));
+            }
         }
     }
 }
@@ -2431,10 +2841,6 @@ impl Bench {
 // Output
 // ---------------------------------------------------------------------------
 
-fn api_point<'a>(res: &'a Results, server: &str, proto: Proto, c: usize) -> Option<&'a LoadResult> {
-    res.api.iter().find(|p| p.server == server && p.proto == proto && p.c == c).map(|p| &p.r)
-}
-
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
@@ -2442,17 +2848,46 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn fairness(res: &Results) -> Option<f64> {
-    res.fair.and_then(|(a, b)| {
-        let (lo, hi) = (a.min(b), a.max(b));
-        (lo > 0).then(|| hi as f64 / lo as f64)
-    })
+/// Figures whose JSON value is their total over the rounds, not the median.
+const TOTALS: &[&str] = &["interactive_errors_during_broadcast"];
+
+/// Figures whose JSON value is the most of the rounds: connections are
+/// opened in the first round and reused by the next.
+const MOST: &[&str] = &["fanout_sim_connections"];
+
+/// Figures in the JSON even when not measured (null then).
+const HEADLINE: &[&str] = &[
+    "fanout_per_s",
+    "ceiling_per_s",
+    "node_apn_per_s",
+    "fanout_cpu_us_per_notification",
+    "ceiling_cpu_us_per_notification",
+    "node_apn_cpu_us_per_notification",
+    "batch_per_s",
+    "send_api_p99_ms_half_load",
+    "proxy_p99_ms_half_load",
+    "interactive_p99_ms_during_broadcast",
+    "fairness_ratio",
+];
+
+/// Every figure's JSON key: the headline ones, those measured, their aliases, the ratios.
+fn figure_keys(res: &Results) -> Vec<String> {
+    let mut keys: Vec<String> = HEADLINE.iter().map(|k| k.to_string()).collect();
+    keys.extend(res.figures.keys().cloned());
+    keys.extend(ALIASES.iter().map(|a| a.0).chain(RATIOS.iter().map(|r| r.0)).map(str::to_string));
+    let mut seen = std::collections::HashSet::new();
+    keys.retain(|k| seen.insert(k.clone()));
+    keys
 }
 
-/// The flat JSON of `target/bench/load.json` (null for what was not measured).
+/// The flat JSON of `target/bench/load.json` (null for what was not
+/// measured): each figure's median over the rounds under its key, and beside
+/// them `repeats`, `spreads` (per figure: min, max, spread and the runs),
+/// `noisy` (the figures whose spread is over 20%) and `targets`.
 fn results_json(res: &Results) -> Value {
     let mut m = Map::new();
     m.insert("store".into(), json!(if POSTGRES.get().is_some() { "postgres" } else { "sled" }));
+    m.insert("repeats".into(), json!(res.repeats));
     // Whole numbers (counts, bytes) as integers; null for what was not measured.
     let mut put = |k: &str, v: Option<f64>| {
         let v = match v.filter(|v| v.is_finite()) {
@@ -2462,8 +2897,6 @@ fn results_json(res: &Results) -> Value {
         };
         m.insert(k.to_string(), v);
     };
-    let h1_64 = api_point(res, "herald", Proto::H1, 64);
-    let t1_64 = api_point(res, "trivial", Proto::H1, 64);
     put("tokens", Some(res.tokens as f64));
     for (i, (_, bytes)) in res.retention.iter().enumerate() {
         put(&format!("retention_bytes_step{i}"), Some(*bytes as f64));
@@ -2475,54 +2908,24 @@ fn results_json(res: &Results) -> Value {
     if let [(_, one, _), (_, two, _)] = res.nodes.as_slice() {
         put("fanout_2_nodes_vs_1", ratio(*two, *one));
     }
-    put("fanout_per_s", res.fanout);
-    put("ceiling_per_s", res.ceiling);
-    put("node_apn_per_s", res.node.rate);
-    put("fanout_vs_ceiling", ratio(res.fanout, res.ceiling));
-    put("fanout_vs_node_apn", ratio(res.fanout, res.node.rate));
-    put("send_api_rps_c64", h1_64.map(LoadResult::rps));
-    put("trivial_rps_c64", t1_64.map(LoadResult::rps));
-    put("send_api_vs_trivial", ratio(h1_64.map(LoadResult::rps), t1_64.map(LoadResult::rps)));
-    for proto in [Proto::H1, Proto::H2] {
-        let herald = api_point(res, "herald", proto, 64).map(LoadResult::rps);
-        let proxy = api_point(res, "proxy", proto, 64).map(LoadResult::rps);
-        put(&format!("proxy_rps_c64_{}", proto.name()), proxy);
-        put(&format!("send_api_vs_proxy_{}", proto.name()), ratio(herald, proxy));
+    let keys = figure_keys(res);
+    for key in &keys {
+        let fig = res.fig(key);
+        let value = if TOTALS.contains(&key.as_str()) && !fig.runs.0.is_empty() {
+            Some(fig.runs.0.iter().sum())
+        } else if MOST.contains(&key.as_str()) {
+            fig.runs.max()
+        } else {
+            fig.value
+        };
+        put(key, value);
     }
-    put(
-        "send_api_vs_proxy",
-        ratio(h1_64.map(LoadResult::rps), api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)),
-    );
-    put("batch_per_s", res.batch);
-    put("batch_vs_single", ratio(res.batch, h1_64.map(LoadResult::rps)));
-    put("batch_vs_fanout", ratio(res.batch, res.fanout));
-    put("send_api_p99_ms_half_load", res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.99)));
+    for p in &res.api {
+        put(&format!("{}_errors", p.key()), res.api_errors(&p.key()).map(|e| e as f64));
+    }
     put("peak_rss_mib", res.peak_rss);
     put("bytes_per_client", res.bytes_per_client);
-    put("interactive_p99_ms_during_broadcast", res.interactive.as_ref().and_then(|r| r.pct_ms(0.99)));
-    put("fairness_ratio", fairness(res));
-    // Details beyond the headline keys.
-    put("fanout_herald_completion_ms", res.fanout_herald_ms.map(|v| v as f64));
-    put("fanout_sim_connections", Some(res.fanout_connections as f64));
-    put("fanout_streams_in_flight_mean", res.fanout_streams_mean);
-    put("fanout_streams_in_flight_max", res.fanout_streams_max);
-    put("fanout_herald_cpu_s", Some(res.fanout_herald_cpu));
-    put("fanout_sim_cpu_s", Some(res.fanout_sim_cpu));
-    put("ceiling_client_cpu_s", Some(res.ceiling_client_cpu));
-    put("ceiling_sim_cpu_s", Some(res.ceiling_sim_cpu));
-    put("node_apn_cpu_s", res.node.rate.map(|_| res.node.cpu_s));
-    put("send_api_rps_half_load", res.half_load.as_ref().map(|(r, _)| *r));
-    put("send_api_p50_ms_half_load", res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.5)));
-    for p in &res.api {
-        let key = format!("{}_{}_c{}", p.server, p.proto.name(), p.c);
-        put(&format!("{key}_rps"), Some(p.r.rps()));
-        put(&format!("{key}_p50_ms"), p.r.pct_ms(0.5));
-        put(&format!("{key}_p99_ms"), p.r.pct_ms(0.99));
-        put(&format!("{key}_errors"), Some(p.r.errors as f64));
-        if p.server == "herald" {
-            put(&format!("{key}_cpu_us_per_request"), p.cpu_us_per_request());
-        }
-    }
+    put("send_api_rps_half_load", res.half_load_rate.map(|(r, _)| r));
     put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
@@ -2537,7 +2940,6 @@ fn results_json(res: &Results) -> Value {
         put(&format!("{key}_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
         put(&format!("{key}_p99_bound_ms"), h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0));
     }
-    put("phase5_streams_in_flight_mean", res.phase5_streams_mean);
     for (phase, share) in &res.foreign {
         put(&format!("other_cpu_share_{}", phase.replace([' ', '-'], "_").to_lowercase()), Some(*share));
     }
@@ -2548,10 +2950,34 @@ fn results_json(res: &Results) -> Value {
         put(&format!("{key}_flush_mean_ms"), h.map(|h| h.sum * 1000.0 / h.count));
         put(&format!("{key}_flush_p99_bound_ms"), h.and_then(|h| h.quantile_bound(0.99)).map(|b| b * 1000.0));
     }
-    put("fairness_tenant_a_ms", res.fair.map(|(a, _)| a as f64));
-    put("fairness_tenant_b_ms", res.fair.map(|(_, b)| b as f64));
-    put("interactive_sends_during_broadcast", res.interactive.as_ref().map(|r| r.ok as f64));
-    put("interactive_errors_during_broadcast", res.interactive.as_ref().map(|r| r.errors as f64));
+    if let Some((_, of)) = res.half_load_rate {
+        m.insert("half_load_of".into(), json!(of));
+    }
+    let (mut spreads, mut noisy) = (Map::new(), Vec::new());
+    for key in &keys {
+        let runs = res.fig(key).runs;
+        let Some(spread) = runs.spread() else { continue };
+        spreads.insert(key.clone(), json!({"min": runs.min(), "max": runs.max(), "spread": spread, "runs": runs.0}));
+        if runs.noisy() {
+            noisy.push(key.clone());
+        }
+    }
+    let mut targets = Vec::new();
+    for g in GOALS {
+        let value = m.get(g.key).and_then(Value::as_f64);
+        let applies = !g.at_1m || res.tokens >= 1_000_000;
+        targets.push(json!({
+            "key": g.key,
+            "target": format!("{} {}", g.op, g.goal),
+            "value": value,
+            "met": value.filter(|_| applies).map(|v| g.met(v)),
+            "noisy": noisy.contains(&g.key.to_string()),
+            "applies": if applies { "this run" } else { "at 1M tokens only" },
+        }));
+    }
+    m.insert("spreads".into(), Value::Object(spreads));
+    m.insert("noisy".into(), json!(noisy));
+    m.insert("targets".into(), json!(targets));
     Value::Object(m)
 }
 
@@ -2562,9 +2988,22 @@ fn fmt_opt(v: Option<f64>, decimals: usize, unit: &str) -> String {
     }
 }
 
+/// A figure as "median (min–max)", with ` ~` when its spread is over 20%.
+fn fmt_fig(f: &Fig, decimals: usize, unit: &str) -> String {
+    let Some(v) = f.value.filter(|v| v.is_finite()) else { return "n/a".into() };
+    let mut out = format!("{v:.decimals$}{unit}");
+    if let (true, Some(lo), Some(hi)) = (f.runs.0.len() > 1, f.runs.min(), f.runs.max()) {
+        out.push_str(&format!(" ({lo:.decimals$}–{hi:.decimals$})"));
+    }
+    if f.runs.noisy() {
+        out.push_str(" ~");
+    }
+    out
+}
+
 /// A target as text, with whether the figure meets it.
 fn target(v: Option<f64>, op: &str, goal: f64) -> String {
-    let met = v.map(|v| if op == "≥" { v >= goal } else { v < goal });
+    let met = v.map(|v| meets(v, op, goal));
     let verdict = match met {
         Some(true) => "met",
         Some(false) => "MISSED",
@@ -2621,166 +3060,162 @@ fn flush_row(h: Option<&Hist>) -> (String, String, String) {
     }
 }
 
+/// A target's cell for the figure `key` (its median in `json`).
+fn goal_cell(json: &Value, tokens: u64, key: &str) -> String {
+    let Some(g) = GOALS.iter().find(|g| g.key == key) else { return String::new() };
+    if g.at_1m && tokens < 1_000_000 {
+        return format!("{} {}  at 1M tokens", g.op, g.goal);
+    }
+    target(json[key].as_f64(), g.op, g.goal)
+}
+
 fn table(res: &Results, opts: &Options) -> String {
-    let h1_64 = api_point(res, "herald", Proto::H1, 64).map(LoadResult::rps);
-    let t1_64 = api_point(res, "trivial", Proto::H1, 64).map(LoadResult::rps);
-    let half_p99 = res.half_load.as_ref().and_then(|(_, r)| r.pct_ms(0.99));
-    let inter_p99 = res.interactive.as_ref().and_then(|r| r.pct_ms(0.99));
-    let node = match (&res.node.rate, &res.node.unavailable) {
-        (Some(r), _) => format!("{r:.0}/s"),
+    let json = results_json(res);
+    let fig = |key: &str, decimals: usize, unit: &str| fmt_fig(&res.fig(key), decimals, unit);
+    let goal = |key: &str| goal_cell(&json, res.tokens, key);
+    let row = |what: String, key: &str, decimals: usize, unit: &str| (what, fig(key, decimals, unit), goal(key));
+    let pair = |a: &str, b: &str| format!("{} / {}", fig(a, 1, " µs"), fig(b, 1, " µs"));
+    let node = match (res.median("node_apn_per_s"), &res.node.unavailable) {
+        (Some(_), _) => fig("node_apn_per_s", 0, "/s"),
         (None, Some(why)) => format!("unavailable ({why})"),
         _ => "n/a".into(),
     };
-    let cpu_per = |cpu: f64, count: u64| {
-        if count > 0 {
-            format!("{:.1} µs", cpu * 1e6 / count as f64)
-        } else {
-            "n/a".into()
-        }
-    };
+    let half = res.half_load_rate.map_or("n/a".into(), |(r, of)| format!("{r:.0} req/s, half the {of}'s"));
     let mut rows: Vec<(String, String, String)> = vec![
-        (
+        row(
             format!(
                 "fan-out, Herald on {} (APNs sim counts, {} tokens)",
                 if POSTGRES.get().is_some() { "PostgreSQL" } else { "sled" },
                 res.tokens
             ),
-            fmt_opt(res.fanout, 0, "/s"),
-            String::new(),
+            "fanout_per_s",
+            0,
+            "/s",
         ),
+        row("  end to end (POST → COMPLETED, Herald's report)".into(), "fanout_herald_completion_ms", 0, " ms"),
         (
-            "  end to end (POST → COMPLETED, Herald's report)".into(),
-            fmt_opt(res.fanout_herald_ms.map(|v| v as f64), 0, " ms"),
-            String::new(),
-        ),
-        (
-            "  connections opened / streams in flight (mean, max)".into(),
+            "  connections opened (the most of a round) / streams in flight (mean, max)".into(),
             format!(
                 "{} / {}, {}",
-                res.fanout_connections,
-                fmt_opt(res.fanout_streams_mean, 0, ""),
-                fmt_opt(res.fanout_streams_max, 0, "")
+                fmt_opt(res.fig("fanout_sim_connections").runs.max(), 0, ""),
+                fmt_opt(res.median("fanout_streams_in_flight_mean"), 0, ""),
+                fmt_opt(res.median("fanout_streams_in_flight_max"), 0, "")
             ),
             String::new(),
         ),
-        provider_row(res.fanout_provider.as_ref(), res.fanout_streams_mean, res.fanout),
+        provider_row(
+            res.fanout_provider.as_ref(),
+            res.median("fanout_streams_in_flight_mean"),
+            res.median("fanout_per_s"),
+        ),
         (
             "  CPU per notification: herald / simulator".into(),
-            format!(
-                "{} / {}",
-                cpu_per(res.fanout_herald_cpu, res.fanout_accepted),
-                cpu_per(res.fanout_sim_cpu, res.fanout_accepted)
-            ),
+            pair("fanout_cpu_us_per_notification", "fanout_sim_cpu_us_per_notification"),
             String::new(),
         ),
-        (
-            if res.ceiling.is_some() {
+        row(
+            if res.median("ceiling_per_s").is_some() {
                 format!("ceiling, bare h2 client ({} conns x {} streams)", res.ceiling_connections, res.ceiling_streams)
             } else {
                 "ceiling, bare h2 client".into()
             },
-            fmt_opt(res.ceiling, 0, "/s"),
-            String::new(),
+            "ceiling_per_s",
+            0,
+            "/s",
         ),
         (
             "  CPU per notification: client / simulator".into(),
-            format!(
-                "{} / {}",
-                cpu_per(res.ceiling_client_cpu, res.ceiling_accepted),
-                cpu_per(res.ceiling_sim_cpu, res.ceiling_accepted)
-            ),
+            pair("ceiling_cpu_us_per_notification", "ceiling_sim_cpu_us_per_notification"),
             String::new(),
         ),
         (format!("node-apn peer ({})", res.node.version.as_deref().unwrap_or("@parse/node-apn")), node, String::new()),
         (
             "  CPU per notification: node / simulator".into(),
-            if res.node.rate.is_some() {
-                format!(
-                    "{} / {}",
-                    cpu_per(res.node.cpu_s, res.node.accepted),
-                    cpu_per(res.node_sim_cpu, res.node.accepted)
-                )
-            } else {
-                "n/a".into()
-            },
+            pair("node_apn_cpu_us_per_notification", "node_apn_sim_cpu_us_per_notification"),
             String::new(),
         ),
-        (
-            "fan-out / ceiling".into(),
-            fmt_opt(ratio(res.fanout, res.ceiling), 2, "x"),
-            target(ratio(res.fanout, res.ceiling), "≥", 0.8),
-        ),
-        (
-            "fan-out / node-apn".into(),
-            fmt_opt(ratio(res.fanout, res.node.rate), 2, "x"),
-            target(ratio(res.fanout, res.node.rate), "≥", 10.0),
-        ),
+        row("fan-out / bare client".into(), "fanout_vs_ceiling", 2, "x"),
+        row("CPU per notification, fan-out / bare client".into(), "fanout_cpu_vs_bare", 2, "x"),
+        row("fan-out / node-apn (rate)".into(), "fanout_vs_node_apn", 2, "x"),
+        row("CPU per notification, node-apn / fan-out".into(), "node_apn_cpu_vs_fanout", 2, "x"),
         ("Herald RSS before the broadcast".into(), fmt_opt(res.rss_before, 1, " MiB"), String::new()),
         (
-            "Herald peak RSS (VmHWM, after the fan-out)".into(),
+            format!("Herald peak RSS (VmHWM, after {} broadcasts)", res.fig("fanout_per_s").runs.0.len()),
             fmt_opt(res.peak_rss, 1, " MiB"),
-            if res.tokens >= 1_000_000 { target(res.peak_rss, "<", 256.0) } else { "< 256 at 1M tokens".into() },
+            goal("peak_rss_mib"),
         ),
-        ("send API, HTTP/1.1 C=64".into(), fmt_opt(h1_64, 0, " req/s"), String::new()),
-        ("trivial handler, HTTP/1.1 C=64".into(), fmt_opt(t1_64, 0, " req/s"), String::new()),
+        row("send API, HTTP/1.1 C=64".into(), "herald_h1_c64_rps", 0, " req/s"),
         (
-            "forwarding proxy (one h2 request to APNs per send), HTTP/1.1 C=64".into(),
-            fmt_opt(api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps), 0, " req/s"),
+            "  CPU per notification: herald / simulator".into(),
+            pair("herald_h1_c64_cpu_us_per_request", "herald_h1_c64_sim_cpu_us_per_request"),
             String::new(),
         ),
-        (
-            "send API / forwarding proxy (C=64, HTTP/1.1)".into(),
-            fmt_opt(ratio(h1_64, api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)), 2, "x"),
-            target(ratio(h1_64, api_point(res, "proxy", Proto::H1, 64).map(LoadResult::rps)), "≥", 0.7),
+        row(
+            "forwarding proxy (own process, one h2 request to APNs per send), HTTP/1.1 C=64".into(),
+            "proxy_h1_c64_rps",
+            0,
+            " req/s",
         ),
         (
-            "send API / trivial (C=64)".into(),
-            fmt_opt(ratio(h1_64, t1_64), 2, "x"),
-            target(ratio(h1_64, t1_64), "≥", 0.5),
+            "  CPU per notification: proxy / simulator".into(),
+            pair("proxy_h1_c64_cpu_us_per_request", "proxy_h1_c64_sim_cpu_us_per_request"),
+            String::new(),
         ),
+        row("trivial handler, HTTP/1.1 C=64".into(), "trivial_h1_c64_rps", 0, " req/s"),
+        row("send API / forwarding proxy (C=64, HTTP/1.1)".into(), "send_api_vs_proxy_h1", 2, "x"),
+        row("send API / forwarding proxy (C=64, HTTP/2)".into(), "send_api_vs_proxy_h2", 2, "x"),
+        row("CPU per notification, send API / proxy (C=64, HTTP/1.1)".into(), "send_api_cpu_vs_proxy", 2, "x"),
+        row("send API / trivial (C=64, HTTP/1.1)".into(), "send_api_vs_trivial", 2, "x"),
+        row("send API C=256 / C=64 (HTTP/1.1)".into(), "c256_vs_c64", 2, "x"),
+        row("send API C=256 / C=64 (HTTP/2)".into(), "c256_vs_c64_h2", 2, "x"),
         (
-            format!("send-batch, batches of {BATCH} at C=4: notifications/s"),
-            fmt_opt(res.batch, 0, "/s"),
+            "  Herald's time per send / provider round trip (histogram means), HTTP/1.1 C=64; C=256".into(),
             format!(
-                "{} single, {} fan-out",
-                target(ratio(res.batch, h1_64), "≥", 3.0),
-                target(ratio(res.batch, res.fanout), "≥", 0.6)
+                "{} / {}; {} / {}",
+                fmt_opt(res.median("herald_h1_c64_herald_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c64_provider_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c256_herald_ms"), 2, " ms"),
+                fmt_opt(res.median("herald_h1_c256_provider_ms"), 2, " ms"),
             ),
+            String::new(),
         ),
-        (
-            format!(
-                "send API p99 at half load ({} req/s, C=64)",
-                fmt_opt(res.half_load.as_ref().map(|(r, _)| *r), 0, "")
-            ),
-            fmt_opt(half_p99, 2, " ms"),
-            target(half_p99, "<", 5.0),
-        ),
+        row(format!("send-batch, batches of {BATCH} at C=4: notifications/s"), "batch_per_s", 0, "/s"),
+        row("  send-batch / single sends (C=64, HTTP/1.1)".into(), "batch_vs_single", 2, "x"),
+        row("  send-batch / fan-out".into(), "batch_vs_fanout", 2, "x"),
+        row(format!("send API p99 at half load ({half}, C=64)"), "send_api_p99_ms_half_load", 2, " ms"),
+        row("  forwarding proxy p99 at the same rate".into(), "proxy_p99_ms_half_load", 2, " ms"),
         flush_row(res.half_load_flushes.as_ref()),
-        (
+        row(
             format!(
                 "interactive p99 during 2 broadcasts ({} sends at {INTERACTIVE_PER_S}/s)",
-                res.interactive.as_ref().map_or(0, |r| r.ok)
+                fmt_opt(res.median("interactive_sends_during_broadcast"), 0, "")
             ),
-            fmt_opt(inter_p99, 2, " ms"),
-            target(inter_p99, "<", 50.0),
+            "interactive_p99_ms_during_broadcast",
+            2,
+            " ms",
         ),
         flush_row(res.phase5_flushes.as_ref()),
-        provider_row(res.phase5_provider.as_ref(), res.phase5_streams_mean, res.phase5_rate),
+        provider_row(
+            res.phase5_provider.as_ref(),
+            res.median("phase5_streams_in_flight_mean"),
+            res.median("phase5_per_s"),
+        ),
         hist_row("  … interactive lane's provider round trip", res.phase5_interactive_provider.as_ref()),
         hist_row("  … Herald's time per interactive send (send API histogram)", res.phase5_send.as_ref()),
-        (
+        row(
             format!(
                 "fairness, slower/faster of 2 tenants' broadcasts ({} ms, {} ms)",
-                res.fair.map_or("?".into(), |(a, _)| a.to_string()),
-                res.fair.map_or("?".into(), |(_, b)| b.to_string())
+                fmt_opt(res.median("fairness_tenant_a_ms"), 0, ""),
+                fmt_opt(res.median("fairness_tenant_b_ms"), 0, "")
             ),
-            fmt_opt(fairness(res), 2, ""),
-            target(fairness(res), "<", 1.5),
+            "fairness_ratio",
+            2,
+            "",
         ),
         (
             "bytes on disk per client (du / clients)".into(),
             fmt_opt(res.bytes_per_client, 0, " B"),
-            target(res.bytes_per_client, "<", 400.0).replacen('<', "≤", 1),
+            goal("bytes_per_client"),
         ),
         (
             "  … after the broadcast (its outcomes recorded)".into(),
@@ -2790,7 +3225,7 @@ fn table(res: &Results, opts: &Options) -> String {
         (
             "herald serve start-up on N clients (spawn → listening)".into(),
             fmt_opt(res.startup.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
-            String::new(),
+            goal("herald_startup_ms"),
         ),
         (
             "  … on 2N clients".into(),
@@ -2800,7 +3235,7 @@ fn table(res: &Results, opts: &Options) -> String {
         ("seeding (storage API, one flush at the end)".into(), fmt_opt(res.seed_per_s, 0, " clients/s"), String::new()),
     ];
     if !res.phase5_complete {
-        rows.push(("  (phase 5 broadcasts did not both complete in time)".into(), String::new(), String::new()));
+        rows.push(("  (phase 5 broadcasts did not all complete in time)".into(), String::new(), String::new()));
     }
     for (engines, rate, share) in &res.nodes {
         rows.push((
@@ -2821,13 +3256,24 @@ fn table(res: &Results, opts: &Options) -> String {
     let mut out = String::new();
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     out.push_str(&format!(
-        "\nHerald load benchmark: {} tokens{}, {cpus} CPUs, everything on 127.0.0.1\n\n",
+        "\nHerald load benchmark: {} tokens{}, {cpus} CPUs, everything on 127.0.0.1\n",
         res.tokens,
         if opts.quick { ", --quick" } else { "" }
     ));
+    out.push_str(&format!(
+        "Each figure: the median of {} rounds{} and their (min–max); Herald's runs alternate with its baselines'.\n\
+         A ratio is that of the medians; its min–max are the rounds' own ratios. ~ marks a spread\n\
+         (max − min) / median over {:.0}%: too noisy to compare.\n\n",
+        res.repeats,
+        if opts.quick { " (--quick; 5 by default)" } else { "" },
+        NOISY * 100.0
+    ));
     if !res.foreign.is_empty() {
         let shares: Vec<String> = res.foreign.iter().map(|(p, s)| format!("{p} {:.0}%", s * 100.0)).collect();
-        out.push_str(&format!("Other processes' share of the machine's CPU: {}\n", shares.join(", ")));
+        out.push_str(&format!(
+            "Other processes' share of the machine's CPU (most of a phase's rounds): {}\n",
+            shares.join(", ")
+        ));
         if res.foreign.iter().any(|(_, s)| *s > 0.1) {
             out.push_str(
                 "WARNING: other processes used over 10% of the CPU during some phases; their figures are low.\n",
@@ -2842,51 +3288,80 @@ fn table(res: &Results, opts: &Options) -> String {
         let pad1 = w1 - b.chars().count();
         out.push_str(&format!("{a}{}  {}{b}  {c}\n", " ".repeat(pad0), " ".repeat(pad1)));
     }
+    let missed: Vec<&str> = json["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["met"] == false)
+        .filter_map(|t| t["key"].as_str())
+        .collect();
+    let met = json["targets"].as_array().into_iter().flatten().filter(|t| t["met"] == true).count();
     out.push_str(&format!(
-        "\nsend API (one-client send, 202) vs trivial handler, {:?} per run: req/s  p50/p99 ms\n",
-        opts.phase
+        "\ntargets: {met} met, {} missed{}, {} not measured or not applicable\n",
+        missed.len(),
+        if missed.is_empty() { String::new() } else { format!(" ({})", missed.join(", ")) },
+        GOALS.len() - met - missed.len()
     ));
-    out.push_str(&format!("{:14}", ""));
-    for c in CONCURRENCY {
-        out.push_str(&format!("{:>24}", format!("C={c}")));
-    }
-    out.push('\n');
+    out.push_str(&api_grid(res, opts));
+    out
+}
+
+/// The send-API runs: per protocol and concurrency, each server's req/s
+/// (median, min–max) and median p50/p99, and Herald over the proxy.
+fn api_grid(res: &Results, opts: &Options) -> String {
+    let servers = ["herald", "proxy", "trivial"];
+    let mut lines = vec![vec![
+        String::new(),
+        "herald".into(),
+        "forwarding proxy".into(),
+        "trivial handler".into(),
+        "herald/proxy".into(),
+    ]];
     for proto in [Proto::H1, Proto::H2] {
-        for server in ["herald", "trivial"] {
-            out.push_str(&format!("{:14}", format!("{server} {}", proto.name())));
-            for c in CONCURRENCY {
-                let cell = api_point(res, server, proto, c).map_or("n/a".into(), |r| {
+        for &c in &opts.concurrency {
+            let mut line = vec![format!("{} C={c}", proto.name())];
+            for server in servers {
+                let key = format!("{server}_{}_c{c}", proto.name());
+                let rps = res.fig(&format!("{key}_rps"));
+                line.push(if rps.value.is_some() {
                     format!(
-                        "{:.0}  {:.2}/{:.2}{}",
-                        r.rps(),
-                        r.pct_ms(0.5).unwrap_or(f64::NAN),
-                        r.pct_ms(0.99).unwrap_or(f64::NAN),
-                        if r.errors > 0 { "!" } else { "" }
+                        "{}  {}/{}{}",
+                        fmt_fig(&rps, 0, ""),
+                        fmt_opt(res.median(&format!("{key}_p50_ms")), 2, ""),
+                        fmt_opt(res.median(&format!("{key}_p99_ms")), 2, ""),
+                        if res.api_errors(&key).unwrap_or(0) > 0 { " !" } else { "" }
                     )
+                } else {
+                    "n/a".into()
                 });
-                out.push_str(&format!("{cell:>24}"));
             }
-            out.push('\n');
+            let (h, p) = (format!("herald_{}_c{c}_rps", proto.name()), format!("proxy_{}_c{c}_rps", proto.name()));
+            line.push(fmt_fig(
+                &Fig { value: ratio(res.median(&h), res.median(&p)), runs: res.fig(&h).runs.over(&res.fig(&p).runs) },
+                2,
+                "x",
+            ));
+            lines.push(line);
         }
-        let ratios: Vec<String> = CONCURRENCY
-            .iter()
-            .map(|&c| {
-                fmt_opt(
-                    ratio(
-                        api_point(res, "herald", proto, c).map(LoadResult::rps),
-                        api_point(res, "trivial", proto, c).map(LoadResult::rps),
-                    ),
-                    2,
-                    "x",
-                )
-            })
-            .collect();
-        out.push_str(&format!("{:14}", "herald/trivial"));
-        for r in ratios {
-            out.push_str(&format!("{r:>24}"));
+    }
+    let widths: Vec<usize> =
+        (0..lines[0].len()).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = format!(
+        "\nsend API (one-client send, 202) vs the forwarding proxy and the trivial handler, {:?} per run, \
+         {} rounds: req/s median (min–max)  p50/p99 ms medians\n",
+        opts.phase, res.repeats
+    );
+    for line in lines {
+        for (i, cell) in line.iter().enumerate() {
+            let pad = " ".repeat(widths[i] - cell.chars().count());
+            if i == 0 {
+                out.push_str(&format!("{cell}{pad}"));
+            } else {
+                out.push_str(&format!("   {pad}{cell}"));
+            }
         }
         out.push('\n');
     }
-    out.push_str("(! = some requests failed; see the progress lines)\n");
+    out.push_str("(! = some requests failed; see the progress lines; ~ = spread over 20%)\n");
     out
 }
