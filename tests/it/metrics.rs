@@ -322,7 +322,8 @@ async fn every_documented_series_moves_under_a_workload() {
     // A scheduled send, due at once (to a user that does not exist: it fails, sending nothing).
     let now = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();
     let path = "/v1/tenants/acme/push_notification/schedule";
-    let (st, b) = s.call(Method::POST, path, Some(&w.admin), Some(json!({"sendAt": now, "event": to_user("nobody")}))).await;
+    let (st, b) =
+        s.call(Method::POST, path, Some(&w.admin), Some(json!({"sendAt": now, "event": to_user("nobody")}))).await;
     assert_eq!(st, StatusCode::CREATED, "{b}");
     let schedule = format!("{path}/{}", b["id"].as_str().unwrap());
     for _ in 0..200 {

@@ -199,3 +199,72 @@ async fn schedules_due_while_the_engine_is_killed_fire_once_after_restart() {
         assert_eq!(report["state"], "COMPLETED", "{report}");
     }
 }
+
+/// Two engines sharing one PostgreSQL: schedules created through either
+/// fire once each, even when the engine holding the scheduler's lease is
+/// killed before they come due (the other takes the lease over). Runs in
+/// the sled suite when PostgreSQL is installed (like `multinode`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_fire_once_across_engines_when_one_dies() {
+    if herald_storage::test_on_postgres() || !herald_pgtemp::installed() {
+        return;
+    }
+    let world = ChildWorld::start().await;
+    let url = herald_pgtemp::shared().unwrap().create_database().unwrap();
+    let env = |node: &str| {
+        let mut env = world.env.clone();
+        env.extend([
+            ("HERALD_STORE", url.clone()),
+            ("HERALD_NODE_ID", node.to_string()),
+            ("HERALD_MASTER_KEY_FILE", world.dir.path().join("master.key").display().to_string()),
+            ("HERALD_PUBLIC_URL", "https://127.0.0.1:9".to_string()),
+            ("HERALD_LEASE_TTL", "2s".to_string()),
+        ]);
+        env
+    };
+    // `a` starts first and takes the scheduler's lease.
+    let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let b = Herald::start(&world.dir.path().join("b"), &env("node-b"));
+    let http = reqwest::Client::new();
+    let admin = a.create_tenant(&http, "acme").await;
+    let r = http.post(format!("{}/v1/tenants/acme/apps/demo", a.base)).bearer_auth(&admin).json(&world.creds.app_json);
+    assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
+    let r = http.post(format!("{}/v1/tenants/acme/clients", b.base)).bearer_auth(&admin);
+    let client: Value =
+        r.json(&json!({"appName": "demo", "platform": "ios"})).send().await.unwrap().json().await.unwrap();
+    let client = client["astClientId"].as_str().unwrap().to_string();
+    let link = http.put(format!("{}/v1/tenants/acme/users/alice/clients/{client}", b.base)).bearer_auth(&admin);
+    assert_eq!(link.json(&json!({})).send().await.unwrap().status(), StatusCode::OK);
+    let token = http.put(format!("{}/v1/tenants/acme/clients/{client}/pushtoken", b.base)).bearer_auth(&admin);
+    let token = token.json(&json!({"appName": "demo", "pushToken": format!("APNS:{}", apns_token(9))}));
+    assert_eq!(token.send().await.unwrap().status(), StatusCode::OK);
+
+    let send_at = rfc3339(now() + 2000);
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let event = to_client("alice", &client, json!({"body": format!("n{i}")}));
+        let r = http.post(format!("{base}{SCHEDULE}")).bearer_auth(&admin);
+        let r = r.json(&json!({"sendAt": send_at, "event": event})).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        ids.push(r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string());
+    }
+    a.kill9();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while world.sims.stats().apns.accepted < 20 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = world.sims.requests(Provider::Apns, 100);
+    let mut bodies: Vec<String> =
+        got.iter().map(|r| r.body["aps"]["alert"]["body"].as_str().unwrap().to_string()).collect();
+    bodies.sort();
+    let mut want: Vec<String> = (0..20).map(|i| format!("n{i}")).collect();
+    want.sort();
+    assert_eq!(bodies, want, "each schedule delivered exactly once");
+    for id in ids {
+        let r = http.get(format!("{}{SCHEDULE}/{id}", b.base)).bearer_auth(&admin).send().await.unwrap();
+        assert_eq!(r.json::<Value>().await.unwrap()["state"], "SENT");
+    }
+}
