@@ -9,11 +9,15 @@
 //! is never fired twice by engines that disagree about the lease. Its send
 //! runs as a task of its own (up to [`MAX_IN_FLIGHT`] at a time), and its
 //! outcome (`Sent`, or `Failed` with the reason) is stored under the lease
-//! when the send answers. A schedule found `Sending` and not running here
+//! when the send answers: `Failed` only when the send was refused for what
+//! it is (its user gone); one the engine could not make then (stopping,
+//! storage unavailable) stays `Sending` and is tried again after [`RETRY`].
+//! A schedule found `Sending` and not running here
 //! was left by an engine that died: if its notification's report exists it
 //! was sent, otherwise it is sent again as the same notification.
 
 use crate::engine::Engine;
+use crate::error::ErrorKind;
 use crate::models::push::PushNotificationEvent;
 use herald_storage::leases::Lease;
 use herald_storage::now_ms;
@@ -25,6 +29,9 @@ use std::time::Duration;
 
 /// How often the lease holder looks for due schedules.
 const TICK: Duration = Duration::from_millis(250);
+
+/// How long a scheduled send that failed for a passing reason waits before it is tried again.
+const RETRY: Duration = Duration::from_secs(5);
 
 /// Scheduled sends running at once on one engine; more wait for a later tick.
 const MAX_IN_FLIGHT: usize = 256;
@@ -42,6 +49,9 @@ pub(crate) fn spawn(engine: Weak<Engine>) {
         loop {
             tick.tick().await;
             let Some(engine) = engine.upgrade() else { return };
+            if engine.in_flight.is_closed() {
+                return; // shutting down: what is due fires on the next start
+            }
             if engine.store.writable().is_err() {
                 continue;
             }
@@ -62,7 +72,8 @@ pub(crate) fn spawn(engine: Weak<Engine>) {
     });
 }
 
-/// Fires every due schedule not running here, while there is room.
+/// Fires every due schedule not running here, while there is room. One
+/// that cannot be read is passed over (and logged), never blocking the rest.
 async fn fire_due(engine: &Arc<Engine>, lease: &Lease, running: &Running) -> Result<(), herald_storage::Error> {
     let room = MAX_IN_FLIGHT.saturating_sub(lock(running).len());
     if room == 0 {
@@ -79,12 +90,20 @@ async fn fire_due(engine: &Arc<Engine>, lease: &Lease, running: &Running) -> Res
             continue;
         }
         let id = ulid::Ulid::generate().to_string();
-        let Some(s) = engine.store.schedules().fire(lease, &d, &id, now_ms())? else { continue };
+        let s = match engine.store.schedules().fire(lease, &d, &id, now_ms()) {
+            Ok(Some(s)) => s,
+            Ok(None) => continue,
+            Err(e @ herald_storage::Error::Fenced(_)) => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, tenant = %d.tenant, schedule = %d.id, "a due schedule could not be fired");
+                continue;
+            }
+        };
         // Sending already, as another notification: left by an engine that died.
         let recovered = s.notification_id.as_deref() != Some(id.as_str());
         let notification = s.notification_id.clone().unwrap_or(id);
         if recovered && engine.store.deliveries().report(&d.tenant, &notification)?.is_some() {
-            // Left sending by an engine that died after the send was accepted.
+            // Its send was accepted before that engine died.
             engine.store.schedules().finish(lease, &d, None, now_ms())?;
             continue;
         }
@@ -108,7 +127,22 @@ async fn fire(engine: &Engine, lease: &Lease, d: &Due, s: Schedule, notification
     };
     let failure = match sent {
         Ok(_) => None,
-        Err(e) => Some(e.message),
+        // Refused for what it is (its user is gone...): it fails for good.
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::Invalid | ErrorKind::NotFound | ErrorKind::Forbidden | ErrorKind::Conflict
+            ) =>
+        {
+            Some(e.message)
+        }
+        // The engine could not send now (stopping, storage unavailable): it
+        // stays sending and is tried again as the same notification.
+        Err(e) => {
+            tracing::warn!(error = %e, schedule = %d.id, "a scheduled send could not be made; trying again");
+            tokio::time::sleep(RETRY).await;
+            return;
+        }
     };
     let outcome = if failure.is_some() { "failed" } else { "sent" };
     counter!("herald_scheduled_sends_total", "outcome" => outcome).increment(1);

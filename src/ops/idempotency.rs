@@ -76,8 +76,8 @@ where
             Claimed::Replay(answer) => return Ok(answer),
             Claimed::Run(started) => started,
         };
-        let claim = (engine.store.node_id().to_string(), engine.boot.clone(), started);
-        let claim = (claim.0.as_str(), claim.1.as_str(), claim.2);
+        let node = engine.store.node_id().to_string();
+        let mine = (node.as_str(), engine.boot.as_str(), started);
         let ours = (tenant.as_str(), key.as_str());
         let store = engine.store.idempotency();
         let encoded = work(engine.clone()).await.and_then(|answer| {
@@ -85,7 +85,7 @@ where
         });
         match encoded {
             Ok(body) => {
-                store.answer(ours, claim, status.as_u16(), &body)?;
+                store.answer(ours, mine, status.as_u16(), &body)?;
                 engine.store.durable().await?;
                 Ok(Answer { status, body, replayed: false })
             }
@@ -93,12 +93,12 @@ where
             Err(e) if matches!(e.kind(), ErrorKind::Invalid | ErrorKind::NotFound) => {
                 let body =
                     serde_json::to_vec(&e.body(Family::Admin { subsystem: subsystem::PUSH })).unwrap_or_default();
-                store.answer(ours, claim, e.status.as_u16(), &body)?;
+                store.answer(ours, mine, e.status.as_u16(), &body)?;
                 engine.store.durable().await?;
                 Err(e)
             }
             Err(e) => {
-                store.abandon(ours, claim)?;
+                store.abandon(ours, mine)?;
                 Err(e)
             }
         }
