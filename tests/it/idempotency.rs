@@ -55,6 +55,49 @@ async fn fifty_concurrent_requests_with_one_key_deliver_once() {
     assert_eq!(w.sims.requests(Provider::Apns, 10).len(), 1);
 }
 
+/// A retry arriving while the first request still waits for the provider
+/// waits for its answer, then replays it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_while_the_first_runs_waits_for_its_answer() {
+    let w = PushWorld::start().await;
+    let client = w.client("demo", "alice", &format!("APNS:{}", apns_token(1))).await;
+    w.sims.set_faults(serde_json::from_value(json!({ "apns": { "latency_ms": 600 } })).unwrap());
+    let body = to_client("alice", &client, json!({"body": "slow"}));
+    let (http, base, admin) = (w.server.http.clone(), w.server.base.clone(), w.admin.clone());
+    let b2 = body.clone();
+    let first = tokio::spawn(async move { post(&http, &base, SEND, &admin, "slow-1", &b2).await });
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let started = std::time::Instant::now();
+    let (st, replayed, again) = post(&w.server.http, &w.server.base, SEND, &w.admin, "slow-1", &body).await;
+    let waited = started.elapsed();
+    let (st1, replayed1, first) = first.await.unwrap();
+    assert_eq!((st1, replayed1), (StatusCode::ACCEPTED, false), "{first}");
+    assert_eq!((st, replayed, &again), (StatusCode::ACCEPTED, true, &first));
+    assert!(waited >= std::time::Duration::from_millis(300), "it waited for the first: {waited:?}");
+    assert_eq!(w.sims.stats().apns.accepted, 1);
+}
+
+/// The case keys are for: the caller times out and hangs up while the send
+/// waits for the provider; the send still completes, and the retry gets its
+/// answer without sending again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_the_caller_timed_out_gets_the_answer() {
+    let w = PushWorld::start().await;
+    let client = w.client("demo", "alice", &format!("APNS:{}", apns_token(1))).await;
+    w.sims.set_faults(serde_json::from_value(json!({ "apns": { "latency_ms": 800 } })).unwrap());
+    let body = to_client("alice", &client, json!({"body": "timed out"}));
+    let url = format!("{}{SEND}", w.server.base);
+    let r = w.server.http.post(&url).bearer_auth(&w.admin).header("Idempotency-Key", "t-1").json(&body);
+    let gave_up = r.timeout(std::time::Duration::from_millis(200)).send().await;
+    assert!(gave_up.is_err(), "the caller hung up first");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    assert_eq!(w.sims.stats().apns.accepted, 1, "the send went on without its caller");
+    let (st, replayed, b) = post(&w.server.http, &w.server.base, SEND, &w.admin, "t-1", &body).await;
+    assert_eq!((st, replayed), (StatusCode::ACCEPTED, true), "{b}");
+    assert_eq!(b[0]["results"][0]["result"], "SENT", "{b}");
+    assert_eq!(w.sims.stats().apns.accepted, 1, "not sent again");
+}
+
 /// A replay answers the first status and body, marked, and sends nothing;
 /// the same key with another body is a 422 naming the header; another key
 /// sends again; keys are per tenant and per route; a bad key is a 400
