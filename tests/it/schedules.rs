@@ -61,6 +61,7 @@ async fn a_schedule_fires_at_its_time_and_its_report_names_it() {
     assert_eq!(got.len(), 1);
     let late = got[0].received_ms as i64 - send_at as i64;
     assert!((0..=1000).contains(&late), "received {late} ms after its time");
+    eprintln!("scheduled send received {late} ms after its sendAt");
     assert_eq!(got[0].body["aps"]["alert"]["body"], "later");
 
     let notification = sent["notificationId"].as_str().unwrap();
