@@ -30,6 +30,11 @@ pub struct Engine {
     pub limits: crate::rate_limit::Limits,
     /// The engines sharing the database, as this one's heartbeat sees them.
     pub cluster: Arc<crate::node::Cluster>,
+    /// Unique to this run of the engine: an idempotency claim of another
+    /// run under the same node id is a dead process's (see `ops::idempotency`).
+    pub(crate) boot: String,
+    /// This engine, for work that must outlive the request that started it.
+    me: std::sync::Weak<Engine>,
 }
 
 impl Engine {
@@ -75,7 +80,9 @@ impl Engine {
             crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
         pki.recover()?;
         spawn_recovery(&pki, config.lease_ttl);
-        let engine = Arc::new(Engine {
+        let engine = Arc::new_cyclic(|me| Engine {
+            boot: ulid::Ulid::generate().to_string(),
+            me: me.clone(),
             pki,
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
             cluster,
@@ -87,6 +94,7 @@ impl Engine {
             push,
             in_flight: Default::default(),
         });
+        crate::scheduler::spawn(Arc::downgrade(&engine));
         // What the engine caches of a tenant lives no longer than its actor.
         let weak = Arc::downgrade(&engine);
         engine.push.on_tenant_stopped(move |tenant| {
@@ -96,6 +104,13 @@ impl Engine {
             }
         });
         Ok(engine)
+    }
+}
+
+impl Engine {
+    /// This engine, shared: for tasks that outlive the call that starts them.
+    pub(crate) fn shared(&self) -> crate::error::ApiResult<Arc<Engine>> {
+        self.me.upgrade().ok_or_else(|| crate::error::ApiError::internal("the engine is shutting down"))
     }
 }
 

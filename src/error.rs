@@ -96,7 +96,7 @@ pub enum ErrorKind {
 }
 
 /// The error body of `/v1` and `/v2` routes.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct AdminErrorBody {
     /// Human-readable cause; an invalid field is named first (`payload.timeout: ...`).
     pub message: String,

@@ -60,6 +60,7 @@ pub mod paging;
 pub mod pki;
 pub mod rate_limit;
 pub mod router;
+pub mod scheduler;
 pub mod server;
 pub mod sweeper;
 

@@ -75,8 +75,11 @@ fn at_zero() {
     }
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
-    for kind in ["report", "outcome", "attempt"] {
+    for kind in ["report", "outcome", "attempt", "idempotency_key", "schedule"] {
         counter!("herald_retention_deleted_total", "kind" => kind).absolute(0);
+    }
+    for outcome in ["sent", "failed"] {
+        counter!("herald_scheduled_sends_total", "outcome" => outcome).absolute(0);
     }
     for work in ["broadcast", "webhook"] {
         counter!("herald_lease_fenced_total", "work" => work).absolute(0);
@@ -172,6 +175,8 @@ pub const SERIES: &[Series] = &[
         "Clients targeted by broadcasts when queued; progress is notifications over targeted."),
     series("herald_fanout_notifications_total", Kind::Counter, &["tenant"],
         "Broadcast notifications done (any outcome)."),
+    series("herald_scheduled_sends_total", Kind::Counter, &["outcome"],
+        "Scheduled sends fired, by outcome (sent: handed to the send engine, whose report says the rest; failed: the send was refused, the schedule says why)."),
     series("herald_events_published_total", Kind::Counter, &["tenant"],
         "Events published (the engine's own and POST .../events)."),
     series("herald_webhook_attempts_total", Kind::Counter, &["outcome", "tenant"],
@@ -195,7 +200,7 @@ pub const SERIES: &[Series] = &[
     series("herald_stored_webhook_attempts", Kind::Gauge, &[],
         "Webhook delivery attempts stored, counted after each retention pass."),
     series("herald_retention_deleted_total", Kind::Counter, &["kind"],
-        "Records deleted past their retention, by kind (report, outcome, attempt)."),
+        "Records deleted past their retention, by kind (report, outcome, attempt, idempotency_key, schedule)."),
     series("herald_node_info", Kind::Gauge, &["node"],
         "Always 1, labelled with this engine's --node-id: joins a scrape target to the node named in logs and lease rows."),
     series("herald_nodes_live", Kind::Gauge, &[],

@@ -1,6 +1,7 @@
 //! The background sweeper: what expires is deleted by one task, in bounded
 //! passes, so that no request pays for it: used nonces every 5 s, ended
-//! sessions every minute, and delivery reports and webhook attempt logs past
+//! sessions and idempotency keys past their 24 h every minute, and delivery
+//! reports (with finished scheduled sends) and webhook attempt logs past
 //! their retention (`--report-retention`, `--event-retention`). Among
 //! engines sharing a database, the one holding the `sweeper` lease sweeps.
 
@@ -55,6 +56,12 @@ pub(crate) fn spawn(store: Store, clock: Clock, retention: Retention) {
                 if let Err(e) = store.identity().sweep_ended_sessions(herald_storage::now_ms()) {
                     tracing::warn!(error = %e, "ended-session sweep failed");
                 }
+                match store.idempotency().sweep(herald_storage::now_ms()) {
+                    Ok(n) => {
+                        counter!("herald_retention_deleted_total", "kind" => "idempotency_key").increment(n as u64)
+                    }
+                    Err(e) => tracing::warn!(error = %e, "idempotency key sweep failed"),
+                }
             }
             if second.checked_rem(period) == Some(0) {
                 let store = store.clone();
@@ -78,6 +85,10 @@ fn retain(store: &Store, retention: Retention) {
                 counter!("herald_retention_deleted_total", "kind" => "outcome").increment(swept.outcomes);
             }
             Err(e) => tracing::warn!(error = %e, "report retention pass failed"),
+        }
+        match store.schedules().sweep(cutoff(keep)) {
+            Ok(n) => counter!("herald_retention_deleted_total", "kind" => "schedule").increment(n),
+            Err(e) => tracing::warn!(error = %e, "scheduled-send retention pass failed"),
         }
     }
     if let Some(keep) = retention.events {

@@ -14,6 +14,7 @@ pub mod properties;
 pub mod push;
 pub mod push_tokens;
 pub mod realm_settings;
+pub mod schedules;
 pub mod sdk_config;
 pub mod signers;
 pub mod tenants;
@@ -38,14 +39,14 @@ use crate::models::{
     ldap::AppSettings, ldap::AppSettingsWrite, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent,
     nonce::LoginRecorded, nonce::NonceView, property::PropertyBody, property::PropertyView, push::BatchAnswer,
     push::DeliveryReport, push::NotificationResponse, push::PushNotificationEvent, push::SendBatch,
-    push_token::PushTokenView, push_token::PutPushToken, signer::CertView, signer::CreateSigner,
-    signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig, signer::SdkConfigRequest,
-    signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant, user::CredentialView,
-    user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation, user::UserWrite,
-    version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody, version::PolicyView,
-    version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody, version::VoteList,
-    version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published, webhook::Replayed,
-    webhook::WebhookBody, webhook::WebhookView,
+    push_token::PushTokenView, push_token::PutPushToken, schedule::ScheduleBody, schedule::ScheduleView,
+    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig,
+    signer::SdkConfigRequest, signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant,
+    user::CredentialView, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation,
+    user::UserWrite, version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
+    version::PolicyView, version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody,
+    version::VoteList, version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published,
+    webhook::Replayed, webhook::WebhookBody, webhook::WebhookView,
 };
 use crate::openapi::doc::{many, one};
 use crate::openapi::schema::{query_integer, query_string_list, query_strings};
@@ -876,6 +877,7 @@ pub fn routes() -> Vec<Route> {
         // Push.
         route!(POST, "/v1/tenants/{tenantId}/push_notification/send", PUSH, lib::push::access::SEND, push::send)
             .summary("Send a push notification")
+            .idempotent()
             .body(one::<PushNotificationEvent>)
             .json(202, many::<NotificationResponse>),
         route!(
@@ -886,8 +888,48 @@ pub fn routes() -> Vec<Route> {
             push::send_batch
         )
         .summary("Send up to 500 push notifications (ext)")
+        .idempotent()
         .body(one::<SendBatch>)
         .json(202, one::<BatchAnswer>),
+        route!(
+            POST,
+            "/v1/tenants/{tenantId}/push_notification/schedule",
+            PUSH,
+            lib::schedules::access::SCHEDULE,
+            schedules::create
+        )
+        .summary("Schedule a push notification (ext)")
+        .body(one::<ScheduleBody>)
+        .json(201, one::<ScheduleView>),
+        route!(
+            GET,
+            "/v1/tenants/{tenantId}/push_notification/schedule",
+            PUSH,
+            lib::schedules::access::READ,
+            schedules::list
+        )
+        .summary("Scheduled push notifications (ext)")
+        .typed(&[("state", query_strings(&crate::models::schedule::STATES))])
+        .paged("page_size", 1, 100)
+        .json(200, many::<ScheduleView>),
+        route!(
+            GET,
+            "/v1/tenants/{tenantId}/push_notification/schedule/{scheduleId}",
+            PUSH,
+            lib::schedules::access::READ,
+            schedules::get
+        )
+        .summary("A scheduled push notification (ext)")
+        .json(200, one::<ScheduleView>),
+        route!(
+            DELETE,
+            "/v1/tenants/{tenantId}/push_notification/schedule/{scheduleId}",
+            PUSH,
+            lib::schedules::access::SCHEDULE,
+            schedules::cancel
+        )
+        .summary("Cancel a scheduled push notification before it fires (ext)")
+        .json(200, one::<ScheduleView>),
         route!(
             GET,
             "/v1/tenants/{tenantId}/push_notification/{notificationId}",

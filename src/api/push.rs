@@ -1,25 +1,37 @@
 //! The send API and the delivery report.
 
+use crate::engine::Engine;
 use crate::error::{subsystem, ApiError, ApiResult};
-use crate::http::{json, Cx, Response};
+use crate::http::{json, with_body, Cx, Response};
+use crate::models::idempotency::{IdempotencyKey, REPLAYED};
 use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch};
+use crate::ops::idempotency::{fingerprint, once, Answer};
 use crate::paging::Paging;
-use http::StatusCode;
+use http::{HeaderValue, StatusCode};
+use std::sync::Arc;
 
+/// One send; with an `Idempotency-Key`, once per key (see `ops::idempotency`).
 pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
     cx.engine.limits.send.check(cx.tenant())?;
+    let key = IdempotencyKey::from_headers(&cx.headers)?;
     let event: PushNotificationEvent = cx.json()?;
-    let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
-    json(StatusCode::ACCEPTED, &responses)
+    let Some(key) = key else {
+        let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
+        return json(StatusCode::ACCEPTED, &responses);
+    };
+    Ok(answered(cx.engine.push().send_once(&cx.caller, cx.tenant(), &key, event).await?))
 }
 
 /// Up to 500 events: each answered in its own entry (see `library::push`).
 /// Each event takes one of the tenant's send-rate tokens: the events past
 /// the limit are refused alone (429 entries), a batch of which none fits
-/// as a whole.
+/// as a whole. With an `Idempotency-Key`, the answer (429 entries
+/// included) is kept and replayed as for a single send.
 pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
+    let key = IdempotencyKey::from_headers(&cx.headers)?;
     let mut batch: SendBatch = cx.json()?;
     batch.validate()?;
+    let print = key.as_ref().map(|_| fingerprint("send-batch", &batch)).transpose()?;
     let events = batch.events.len();
     let mut over = None;
     let admitted = (0..events)
@@ -29,12 +41,31 @@ pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
         return Err(over.unwrap_or_else(|| ApiError::too_many_requests("rate limit of send exceeded", 1)));
     }
     batch.events.truncate(admitted);
-    let mut answer = cx.engine.push().send_batch(&cx.caller, cx.tenant(), batch).await?;
-    if let Some(e) = over {
-        let refused = (admitted..events).map(|_| BatchEntry::Refused(e.admin_body(subsystem::PUSH)));
+    let refused: Vec<BatchEntry> = match over {
+        Some(e) => (admitted..events).map(|_| BatchEntry::Refused(e.admin_body(subsystem::PUSH))).collect(),
+        None => Vec::new(),
+    };
+    let (caller, tenant) = (cx.caller.clone(), cx.tenant().to_string());
+    let run = move |engine: Arc<Engine>| async move {
+        let mut answer = engine.push().send_batch(&caller, &tenant, batch).await?;
         answer.results.extend(refused);
+        Ok::<_, ApiError>(answer)
+    };
+    match (key, print) {
+        (Some(key), Some(print)) => {
+            Ok(answered(once(cx.engine.clone(), cx.tenant(), &key, print, StatusCode::ACCEPTED, run).await?))
+        }
+        _ => json(StatusCode::ACCEPTED, &run(cx.engine.clone()).await?),
     }
-    json(StatusCode::ACCEPTED, &answer)
+}
+
+/// An idempotent send's answer as is, marked when replayed.
+fn answered(answer: Answer) -> Response {
+    let mut r = with_body(answer.status, "application/json", answer.body.into());
+    if answer.replayed {
+        r.headers_mut().insert(REPLAYED, HeaderValue::from_static("true"));
+    }
+    r
 }
 
 pub(crate) async fn report(cx: Cx) -> ApiResult<Response> {

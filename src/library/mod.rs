@@ -28,6 +28,7 @@ pub mod nonces;
 pub mod properties;
 pub mod push;
 pub mod realm;
+pub mod schedules;
 pub mod signers;
 pub mod tenants;
 pub mod users;

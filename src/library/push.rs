@@ -3,12 +3,15 @@
 use crate::auth::{Access, Caller, ADMIN, ADMIN_OR_READ};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
+use crate::models::idempotency::IdempotencyKey;
 use crate::models::push::{
     AppCounts, BatchAnswer, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo,
     PushNotificationEvent, ReportCounts, SendBatch,
 };
 use crate::models::validate;
+use crate::ops::idempotency::{fingerprint, once, Answer};
 use herald_storage::deliveries::{Counts, State};
+use http::StatusCode;
 
 /// Access of each operation, shared with its HTTP route.
 pub(crate) mod access {
@@ -19,6 +22,29 @@ pub(crate) mod access {
 
 /// See [`Engine::push`].
 pub struct PushApi<'a>(pub(crate) &'a Engine);
+
+/// The answer of an idempotent send: the first call's, or replayed.
+#[derive(Debug)]
+pub struct Idempotent<T> {
+    /// What the send answered.
+    pub answer: T,
+    /// It is the first call's answer, given again: nothing was sent this time.
+    pub replayed: bool,
+}
+
+impl Answer {
+    /// The answer as `T`, or the error the first call was refused with.
+    fn decode<T: serde::de::DeserializeOwned>(self) -> ApiResult<Idempotent<T>> {
+        if !self.status.is_success() {
+            let body: crate::error::AdminErrorBody = serde_json::from_slice(&self.body)
+                .map_err(|e| ApiError::internal(format!("a stored answer does not decode: {e}")))?;
+            return Err(ApiError::new(self.status, body.message));
+        }
+        let answer = serde_json::from_slice(&self.body)
+            .map_err(|e| ApiError::internal(format!("a stored answer does not decode: {e}")))?;
+        Ok(Idempotent { answer, replayed: self.replayed })
+    }
+}
 
 impl PushApi<'_> {
     /// Sends one event (spec 000) to a client, a user's clients, or every
@@ -45,6 +71,56 @@ impl PushApi<'_> {
         batch.validate()?;
         let results = self.0.in_flight.track_future(crate::ops::push::send_batch(self.0, tenant, batch.events)).await;
         Ok(BatchAnswer { results })
+    }
+
+    /// [`Self::send`] once per idempotency key of the tenant: the first call
+    /// with `key` sends and its answer is kept 24 hours; a call with the same
+    /// key and the same event answers it again (`replayed`) and sends
+    /// nothing, waiting for the first if it still runs (409 past the send
+    /// deadline); the same key with another event is refused (422). A first
+    /// call refused for its input (400, 404) is replayed as that error; one
+    /// that failed for a passing reason (503, 507) frees the key.
+    pub async fn send_idempotent(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        key: &IdempotencyKey,
+        event: PushNotificationEvent,
+    ) -> ApiResult<Idempotent<Vec<NotificationResponse>>> {
+        self.send_once(caller, tenant, key, event).await?.decode()
+    }
+
+    /// [`Self::send_idempotent`], answered as the HTTP route sends it.
+    pub(crate) async fn send_once(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        key: &IdempotencyKey,
+        event: PushNotificationEvent,
+    ) -> ApiResult<Answer> {
+        caller.authorize(Some(tenant), access::SEND)?;
+        let print = fingerprint("send", &event)?;
+        let (caller, owned) = (caller.clone(), tenant.to_string());
+        let send =
+            move |engine: std::sync::Arc<Engine>| async move { engine.push().send(&caller, &owned, event).await };
+        once(self.0.shared()?, tenant, key, print, StatusCode::ACCEPTED, send).await
+    }
+
+    /// [`Self::send_batch`] once per idempotency key, as [`Self::send_idempotent`].
+    pub async fn send_batch_idempotent(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        key: &IdempotencyKey,
+        batch: SendBatch,
+    ) -> ApiResult<Idempotent<BatchAnswer>> {
+        caller.authorize(Some(tenant), access::SEND)?;
+        batch.validate()?;
+        let print = fingerprint("send-batch", &batch)?;
+        let (caller, owned) = (caller.clone(), tenant.to_string());
+        let send =
+            move |engine: std::sync::Arc<Engine>| async move { engine.push().send_batch(&caller, &owned, batch).await };
+        once(self.0.shared()?, tenant, key, print, StatusCode::ACCEPTED, send).await?.decode()
     }
 
     /// The delivery report of a notification, with page `page` (from 1) of
@@ -126,6 +202,7 @@ impl PushApi<'_> {
             kind: report.kind,
             recipient: report.recipient,
             failure: report.failure,
+            schedule_id: store.schedules().of_notification(tenant, id)?,
             created_at: report.created_ms,
             completed_at: report.completed_ms,
         })

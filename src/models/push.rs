@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// What a notification is about: it goes only to clients whose app lists this category in its push
 /// configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
     /// `chat`: a message of a conversation.
@@ -33,7 +33,7 @@ impl Category {
 
 /// Body of `POST /v1/tenants/{tenantId}/push_notification/send` (spec 000 "PushNotificationEvent");
 /// unknown fields are refused (400).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushNotificationEvent {
     /// What the notification is about; a client whose app does not list it gets an error result
@@ -52,7 +52,7 @@ pub struct PushNotificationEvent {
 
 /// Target of a send: exactly one of {tenantId, userId}, {tenantId, userId, astClientId} or
 /// {tenantId, topic}; anything else is refused (400).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Recipient {
     /// Required; must equal the tenant of the path.
@@ -67,7 +67,7 @@ pub struct Recipient {
 }
 
 /// The content of a notification (spec 000 "Payload"); unknown fields are refused.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Payload {
     /// The visible content.
@@ -77,7 +77,7 @@ pub struct Payload {
 }
 
 /// A string or an array of strings (spec: `*LocArgs`).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum LocArgs {
     /// One argument, taken as a one-element array.
@@ -96,7 +96,7 @@ impl LocArgs {
 }
 
 /// How urgently the provider delivers; absent means `NORMAL`.
-#[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum MessagePriority {
     /// `HIGH`: at once (apns-priority 10, Android high).
@@ -108,7 +108,7 @@ pub enum MessagePriority {
 }
 
 /// Additional properties are allowed by the spec and ignored.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Title shown on the device.
@@ -138,7 +138,7 @@ pub struct Message {
 }
 
 /// Who sent a notification (spec 000 "Sender"); unknown fields are refused.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Sender {
     /// Tenant of the sender, 1 to 255 characters (not checked against the path).
@@ -397,6 +397,9 @@ pub struct DeliveryReport {
     pub state: String,
     /// Why a broadcast was given up.
     pub failure: Option<String>,
+    /// The scheduled send this notification was sent for (ext; see the schedule routes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
     /// When the last client's outcome was counted (ms since the Unix epoch); absent while a
@@ -420,7 +423,7 @@ pub const BATCH_MAX: usize = 500;
 /// Body of `POST /v1/tenants/{tenantId}/push_notification/send-batch` (ext):
 /// up to [`BATCH_MAX`] spec-000 events. Each is read on its own, so one bad
 /// event gets its own error entry rather than refusing the batch.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendBatch {
     /// The events, 1 to 500, each a `PushNotificationEvent`.
@@ -441,7 +444,7 @@ impl SendBatch {
 
 /// What one event of a batch came to: what a single send of it answers
 /// (its 202 body), or the error body it would have got.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum BatchEntry {
     /// Accepted: the entries a single send answers.
@@ -451,7 +454,7 @@ pub enum BatchEntry {
 }
 
 /// The answer of a batch: one entry per event, in the order of the events.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BatchAnswer {
     /// One entry per event, in order.
     pub results: Vec<BatchEntry>,

@@ -73,6 +73,9 @@ pub struct Doc {
     pub responses: Vec<(u16, Answer)>,
     /// Query parameters, in declaration order.
     pub query: Vec<Query>,
+    /// The route takes an `Idempotency-Key` header and marks a replayed
+    /// answer with `Idempotency-Replayed` (see `ops::idempotency`).
+    pub idempotent: bool,
 }
 
 impl Default for Doc {
@@ -84,6 +87,7 @@ impl Default for Doc {
             media: &["application/json"],
             responses: Vec::new(),
             query: Vec::new(),
+            idempotent: false,
         }
     }
 }
@@ -151,6 +155,11 @@ impl Route {
     /// A required parameter the handler parses.
     pub fn required_typed(mut self, name: &'static str, value: Value) -> Route {
         self.doc.query.push(Query { name, required: true, value });
+        self
+    }
+    /// Takes an `Idempotency-Key` header (see [`Doc::idempotent`]).
+    pub fn idempotent(mut self) -> Route {
+        self.doc.idempotent = true;
         self
     }
     /// `page` (from 1) and the route's page-size parameter (`size`, from `min` to `max`),

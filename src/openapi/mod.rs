@@ -172,6 +172,9 @@ fn operation(route: &Route, components: &mut Components) -> Value {
     for q in &op.query {
         parameters.push(json!({ "name": q.name, "in": "query", "required": q.required, "schema": q.schema() }));
     }
+    if op.idempotent {
+        parameters.push(idempotency_key());
+    }
     if let Some(body) = op.body {
         let schema = body(components);
         let mut content = Map::new();
@@ -188,6 +191,12 @@ fn operation(route: &Route, components: &mut Components) -> Value {
             doc::Answer::Binary(media) => r["content"] = json!({ *media: { "schema": schema::binary() } }),
             doc::Answer::Empty => {}
         }
+        if op.idempotent {
+            r["headers"] = json!({ crate::models::idempotency::REPLAYED: {
+                "description": "`true` when this is the answer of the first request with the same Idempotency-Key, given again: nothing was sent this time.",
+                "schema": { "type": "string", "enum": ["true"] },
+            } });
+        }
         responses.insert(status.to_string(), r);
     }
     let error = json!({
@@ -195,6 +204,10 @@ fn operation(route: &Route, components: &mut Components) -> Value {
         "content": { "application/json": { "schema": schema_ref(error_schema(route.family)) } },
     });
     let mut codes = vec!["400", "404"];
+    if op.idempotent {
+        // The key in use by a request still running; used with another body.
+        codes.extend(["409", "422"]);
+    }
     match route.access {
         Access::Public => {
             out.insert("security".into(), json!([]));
@@ -216,6 +229,18 @@ fn operation(route: &Route, components: &mut Components) -> Value {
     out.insert("responses".into(), Value::Object(responses));
     out.insert("tags".into(), json!([tag(route.path)]));
     Value::Object(out)
+}
+
+/// The `Idempotency-Key` header parameter of the send routes.
+fn idempotency_key() -> Value {
+    use crate::models::idempotency::{HEADER, MAX_LEN};
+    json!({
+        "name": HEADER,
+        "in": "header",
+        "required": false,
+        "description": "Sends at most once per key and tenant for 24 h: a retry with the same key and body gets the first answer (with Idempotency-Replayed: true) and sends nothing; while the first still runs it waits for it (409 past the send deadline); the same key with another body is a 422. Visible ASCII, optionally in double quotes.",
+        "schema": { "type": "string", "minLength": 1, "maxLength": MAX_LEN, "pattern": "^\"?[!#-~]+\"?$" },
+    })
 }
 
 /// The `{name}` parameters of a path pattern.

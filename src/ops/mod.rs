@@ -18,10 +18,12 @@
 pub mod apps;
 pub mod catalogue;
 pub mod clients;
+pub mod idempotency;
 pub mod nonces;
 pub mod properties;
 pub mod push;
 pub mod realm;
+pub mod schedules;
 pub mod signers;
 pub mod tenants;
 pub mod users;

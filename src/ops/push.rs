@@ -16,8 +16,18 @@ const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 /// Validates and sends one event of `tenant`: to a client, a user's
 /// clients, or as a broadcast (answered once it is durably accepted).
 pub async fn send(engine: &Engine, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
+    send_as(engine, tenant, ulid::Ulid::generate().to_string(), event).await
+}
+
+/// [`send`] as notification `id`, chosen beforehand (a scheduled send's,
+/// recorded before it fires).
+pub async fn send_as(
+    engine: &Engine,
+    tenant: &str,
+    id: String,
+    event: PushNotificationEvent,
+) -> ApiResult<Vec<NotificationResponse>> {
     let tenant = tenant.to_string();
-    let id = ulid::Ulid::generate().to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
     let kind = match &recipient {
         Recipient::Client { .. } => "client",

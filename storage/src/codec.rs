@@ -48,6 +48,8 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         + one::<deliveries::Report>(bytes)
         + one::<deliveries::Job>(bytes)
         + one::<deliveries::SendRecord>(bytes)
+        + one::<idempotency::Record>(bytes)
+        + one::<schedules::Schedule>(bytes)
         + one::<identity::Address>(bytes)
         + one::<identity::Session>(bytes)
         + one::<identity::LoginFailure>(bytes)

@@ -157,6 +157,17 @@ trees! {
         certificates,
         certificates_by_signer,
         pki,
+        /// Idempotency keys of the send routes (see `idempotency`), and
+        /// their index by expiry.
+        idempotency,
+        idempotency_expiry,
+        /// Scheduled sends (see `schedules`); those still to fire by time;
+        /// per tenant, how many are still to fire; per notification sent
+        /// for one, its schedule.
+        schedules,
+        schedules_due,
+        schedule_counts,
+        schedule_links,
     }
     deliveries: {
         jobs,

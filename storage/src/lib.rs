@@ -20,7 +20,8 @@
 //!   `identity` (addresses, sessions, realm configuration), `clients`, `links`,
 //!   `push_tokens`, `provider_tokens`, `apps`, `versions`, `properties`,
 //!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
-//!   `deliveries`, `broadcasts` (a broadcast's partitions)
+//!   `deliveries`, `broadcasts` (a broadcast's partitions), `idempotency`
+//!   (the send routes' idempotency keys), `schedules` (scheduled sends)
 //! - `leases`: work that must run once among engines sharing a database
 //! - `retention`: deleting reports and attempt logs past their retention
 //! - `kv`, `pg`: the ordered key-value trees over sled or PostgreSQL
@@ -48,6 +49,7 @@ pub mod catalogue;
 pub mod certificates;
 pub mod clients;
 pub mod deliveries;
+pub mod idempotency;
 pub mod identity;
 pub mod leases;
 pub mod links;
@@ -56,6 +58,7 @@ pub mod properties;
 pub mod provider_tokens;
 pub mod push_tokens;
 pub mod retention;
+pub mod schedules;
 pub mod settings;
 pub mod signers;
 pub mod tenants;

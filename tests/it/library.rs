@@ -130,3 +130,62 @@ async fn a_gateway_introspects_and_revokes_through_the_library_api() {
     assert!(!realm.introspect(&admin, "shop", &tokens.refresh_token).await.unwrap().active);
     assert!(!realm.revoke(&admin, "shop", "not-a-token").await.unwrap());
 }
+
+/// A daemon sending through the library API gets the same idempotency keys
+/// and scheduled sends as the HTTP API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotent_and_scheduled_sends_through_the_library_api() {
+    use herald::models::idempotency::IdempotencyKey;
+    use herald::models::schedule::ScheduleBody;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = crate::common::config_for(&dir.path().join("data"));
+    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
+    let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let tenant: CreateTenant =
+        typed(json!({ "tenantId": "shop", "adminUsername": "root", "adminPassword": "a-long-password" }));
+    engine.tenants().create(&Caller::Operator, tenant).await.unwrap();
+    let admin = Caller::admin("shop");
+    let mut app = json!({ "categories": creds.app_json["categories"].clone() });
+    for k in ["iosApnsPrivateKey", "iosApnsKeyId", "iosApnsTeamId", "iosBundleId", "iosIsDevelopment"] {
+        app[k] = creds.app_json[k].clone();
+    }
+    engine.apps().create(&admin, "shop", "ios", typed(app)).await.unwrap();
+    let clients = engine.clients();
+    let id = clients.register(&admin, "shop", typed(json!({ "appName": "ios", "platform": "ios" }))).await.unwrap();
+    let id = id.ast_client_id;
+    let token: PutPushToken = typed(json!({ "appName": "ios", "pushToken": format!("APNS:{:064x}", 7) }));
+    clients.set_push_token(&admin, "shop", &id, token).await.unwrap();
+    clients.link(&admin, "shop", "dana", &id, None).await.unwrap();
+    let event = |body: &str| -> serde_json::Value {
+        json!({ "category": "chat", "recipient": { "tenantId": "shop", "userId": "dana" }, "payload": { "message": { "body": body } } })
+    };
+
+    let key = IdempotencyKey::parse("invoice-17").unwrap();
+    let first = engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid"))).await.unwrap();
+    let again = engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid"))).await.unwrap();
+    assert_eq!((first.replayed, again.replayed), (false, true));
+    assert_eq!(first.answer[0].notification_id, again.answer[0].notification_id);
+    let err = engine.push().send_idempotent(&admin, "shop", &key, typed(event("other"))).await.unwrap_err();
+    assert_eq!((err.kind(), err.status.as_u16()), (ErrorKind::Invalid, 422), "{err}");
+    assert_eq!(sims.stats().apns.accepted, 1);
+
+    let now = herald_storage::now_ms();
+    let at = |ms: u64| {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap();
+        t.format(&time::format_description::well_known::Rfc3339).unwrap()
+    };
+    let soon: ScheduleBody = typed(json!({ "sendAt": at(now), "event": event("scheduled") }));
+    let later: ScheduleBody = typed(json!({ "sendAt": at(now + 3_600_000), "event": event("never") }));
+    let soon = engine.schedules().create(&admin, "shop", soon).await.unwrap();
+    let later = engine.schedules().create(&admin, "shop", later).await.unwrap();
+    assert_eq!(engine.schedules().cancel(&admin, "shop", &later.id).await.unwrap().state, "CANCELLED");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.schedules().get(&admin, "shop", &soon.id).await.unwrap().state != "SENT" {
+        assert!(std::time::Instant::now() < deadline, "the schedule fires");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(sims.stats().apns.accepted, 2);
+    engine.shutdown().await;
+    sims.shutdown().await;
+}

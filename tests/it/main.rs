@@ -29,6 +29,7 @@ mod durability;
 mod embedding;
 mod exhaustion;
 mod fault_soak;
+mod idempotency;
 mod identity;
 mod isolation;
 #[cfg(feature = "demo")]
@@ -44,6 +45,7 @@ mod push_faults;
 mod quickstart;
 mod resends;
 mod retention;
+mod schedules;
 mod signers;
 mod transport;
 mod validation;

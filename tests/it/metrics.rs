@@ -319,6 +319,20 @@ async fn every_documented_series_moves_under_a_workload() {
     let report = w.wait_report(r[0]["notificationId"].as_str().unwrap(), 30).await;
     assert_eq!(report["state"], "COMPLETED", "{report}");
 
+    // A scheduled send, due at once (to a user that does not exist: it fails, sending nothing).
+    let now = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();
+    let path = "/v1/tenants/acme/push_notification/schedule";
+    let (st, b) =
+        s.call(Method::POST, path, Some(&w.admin), Some(json!({"sendAt": now, "event": to_user("nobody")}))).await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    let schedule = format!("{path}/{}", b["id"].as_str().unwrap());
+    for _ in 0..200 {
+        if s.call(Method::GET, &schedule, Some(&w.admin), None).await.1["state"] == "FAILED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
     // Webhook deliveries: the receiver fails the first attempt, the retry succeeds.
     let receiver = Receiver::start(vec![500]).await;
     let (st, b) = s

@@ -463,3 +463,28 @@ async fn no_response_is_a_bare_object() {
     assert!(stale.is_empty(), "FREE_FORM lists members that are typed now: {stale:?}");
     server.shutdown().await;
 }
+
+/// The send routes declare the `Idempotency-Key` header, the replay header
+/// of their answers and the 409 and 422 they may answer with it; the
+/// schedule routes are there with their state filter.
+#[test]
+fn idempotency_and_schedules_are_documented() {
+    let doc = serde_json::to_value(herald::openapi::document(Router::global())).unwrap();
+    for path in ["/v1/tenants/{tenantId}/push_notification/send", "/v1/tenants/{tenantId}/push_notification/send-batch"]
+    {
+        let op = &doc["paths"][path]["post"];
+        let header = op["parameters"].as_array().unwrap().iter().find(|p| p["in"] == "header").expect("a header");
+        assert_eq!(
+            (header["name"].as_str(), header["schema"]["maxLength"].as_u64()),
+            (Some("Idempotency-Key"), Some(255))
+        );
+        assert!(op["responses"]["202"]["headers"]["Idempotency-Replayed"].is_object(), "{op}");
+        assert!(op["responses"]["409"].is_object() && op["responses"]["422"].is_object(), "{op}");
+    }
+    let schedules = "/v1/tenants/{tenantId}/push_notification/schedule";
+    assert!(doc["paths"][schedules]["post"]["responses"]["201"].is_object());
+    let state = query_param(&doc, "get", schedules, "state");
+    assert_eq!(strings_of(&state["schema"]["enum"]), set(&herald::models::schedule::STATES));
+    let one = "/v1/tenants/{tenantId}/push_notification/schedule/{scheduleId}";
+    assert!(doc["paths"][one]["get"].is_object() && doc["paths"][one]["delete"].is_object());
+}
