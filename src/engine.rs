@@ -30,6 +30,8 @@ pub struct Engine {
     pub limits: crate::rate_limit::Limits,
     /// The engines sharing the database, as this one's heartbeat sees them.
     pub cluster: Arc<crate::node::Cluster>,
+    /// The tenants' quotas; they also pace broadcasts.
+    pub quotas: Arc<crate::quotas::Quotas>,
 }
 
 impl Engine {
@@ -78,6 +80,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             pki,
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
+            quotas: Arc::new(crate::quotas::Quotas::new(store.clone(), cluster.clone())),
             cluster,
             config,
             store,
@@ -87,6 +90,7 @@ impl Engine {
             push,
             in_flight: Default::default(),
         });
+        engine.push.set_pacer(engine.quotas.clone());
         // What the engine caches of a tenant lives no longer than its actor.
         let weak = Arc::downgrade(&engine);
         engine.push.on_tenant_stopped(move |tenant| {

@@ -2,14 +2,15 @@
 
 use crate::error::{subsystem, ApiError, ApiResult};
 use crate::http::{json, Cx, Response};
-use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch};
+use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch, SendOptions};
 use crate::paging::Paging;
 use http::StatusCode;
 
 pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
     cx.engine.limits.send.check(cx.tenant())?;
+    let options = SendOptions::parse_max_per_second(cx.query_param("maxPerSecond").as_deref())?;
     let event: PushNotificationEvent = cx.json()?;
-    let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
+    let responses = cx.engine.push().send_with(&cx.caller, cx.tenant(), event, options).await?;
     json(StatusCode::ACCEPTED, &responses)
 }
 
@@ -35,6 +36,14 @@ pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
         answer.results.extend(refused);
     }
     json(StatusCode::ACCEPTED, &answer)
+}
+
+/// `POST .../push_notification/{notificationId}/cancel` (ext): 202 with the report as the cancel left it.
+pub(crate) async fn cancel(cx: Cx) -> ApiResult<Response> {
+    let paging = Paging::from_query(&cx, "page_size", 1, 1000)?;
+    let id = cx.param("notificationId");
+    let report = cx.engine.push().cancel(&cx.caller, cx.tenant(), id, paging.size).await?;
+    json(StatusCode::ACCEPTED, &report)
 }
 
 pub(crate) async fn report(cx: Cx) -> ApiResult<Response> {

@@ -6,6 +6,7 @@ pub mod catalogue;
 pub mod client;
 pub mod introspection;
 pub mod ldap;
+pub mod limits;
 pub mod nonce;
 pub mod property;
 pub mod push;

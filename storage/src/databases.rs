@@ -157,6 +157,8 @@ trees! {
         certificates,
         certificates_by_signer,
         pki,
+        /// Per tenant: the quotas the operator set and the day's broadcast count (see `limits`).
+        limits,
     }
     deliveries: {
         jobs,
@@ -166,6 +168,8 @@ trees! {
         /// One-client and one-user sends: report and outcomes in one record.
         sends,
         outcomes,
+        /// Broadcasts cancelled while running: each partition stops at its next checkpoint.
+        cancels,
     }
 }
 

@@ -50,6 +50,7 @@ pub mod clients;
 pub mod deliveries;
 pub mod identity;
 pub mod leases;
+pub mod limits;
 pub mod links;
 pub mod nonces;
 pub mod properties;

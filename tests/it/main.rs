@@ -42,6 +42,7 @@ mod properties;
 mod push;
 mod push_faults;
 mod quickstart;
+mod quotas;
 mod resends;
 mod retention;
 mod signers;
