@@ -22,10 +22,11 @@
 //! A cancelled broadcast (see `herald_storage::broadcasts`) is seen by every
 //! partition running it, on whichever engine, at most [`CANCEL_CHECK`] after
 //! the cancel: it sends nothing more, waits for the sends in flight, counts
-//! their outcomes (those of partly done batches too) and ends as done. Sends
-//! are paced by the engine's [`Pacer`](crate::delivery::Pacer): at most one
-//! request of a partition waits for its turn, so a cancel never waits behind
-//! a queue of paced sends.
+//! their outcomes (those of partly done batches too) and ends as done; a
+//! request still waiting for a bulk permit is dropped unsent, so what drains
+//! is at most `bulk_in_flight` requests. Sends are paced by the engine's
+//! [`Pacer`](crate::delivery::Pacer): at most one request of a partition
+//! waits for its turn, so a cancel never waits behind a queue of paced sends.
 
 use crate::channels::TenantChannels;
 use crate::delivery::{backend_of, batch_limit, AppChannels, Deliverer, Job, Prepared};
@@ -469,7 +470,7 @@ enum Request {
 enum Answered {
     One(usize, String, ClientOutcome),
     Batch(Vec<Pending>, Vec<ClientOutcome>),
-    /// Not sent: the broadcast was cancelled while the request waited for its turn.
+    /// Not sent: the broadcast was cancelled while the request waited for its turn or a permit.
     Skipped,
 }
 
@@ -574,18 +575,19 @@ async fn send_part(
             in_flight.push(async move {
                 if !wait.is_zero() {
                     tokio::time::sleep(wait).await;
-                    if stopped.load(std::sync::atomic::Ordering::Relaxed) {
-                        return Answered::Skipped;
-                    }
+                }
+                // Waiting for its turn or for a permit (broadcasts share them),
+                // a request of a cancelled broadcast is not sent.
+                let _permits = d.bulk_permits(size).await;
+                if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Answered::Skipped;
                 }
                 match request {
                     Request::One((seq, client, token)) => {
-                        let _permit = d.bulk_permits(1).await;
                         let outcome = d.deliver(send, &client, &token, Lane::Bulk).await;
                         Answered::One(seq, client, outcome)
                     }
                     Request::Batch(group) => {
-                        let _permits = d.bulk_permits(group.len()).await;
                         let clients: Vec<(&str, &TokenRef)> = group.iter().map(|(_, c, t)| (c.as_str(), t)).collect();
                         let outcomes = d.deliver_all(send, &clients, Lane::Bulk).await;
                         Answered::Batch(group, outcomes)

@@ -55,7 +55,7 @@ pub enum JobState {
     /// Partitions are still running: the holder parks the lease.
     Running,
     /// Every partition is done: the holder completes the report.
-    Done(Job, Report),
+    Done(Job, Box<Report>),
 }
 
 /// A job's lease name.
@@ -159,7 +159,7 @@ impl Broadcasts<'_> {
         let mut report = self.base_report(tenant, id)?;
         add_parts(&mut report, &parts);
         report.cancelled_ms = self.cancelled(tenant, id)?;
-        Ok(JobState::Done(job, report))
+        Ok(JobState::Done(job, Box::new(report)))
     }
 
     /// Stores the partitions of an unsplit job and offers their leases; the

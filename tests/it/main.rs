@@ -20,6 +20,7 @@ mod common;
 mod abuse;
 mod auth;
 mod broadcast;
+mod broadcast_control;
 mod catalogue;
 mod clients;
 mod crash;
