@@ -35,6 +35,8 @@ pub struct Engine {
     pub(crate) boot: String,
     /// This engine, for work that must outlive the request that started it.
     me: std::sync::Weak<Engine>,
+    /// The tenants' quotas; they also pace broadcasts.
+    pub quotas: Arc<crate::quotas::Quotas>,
 }
 
 impl Engine {
@@ -85,6 +87,7 @@ impl Engine {
             me: me.clone(),
             pki,
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
+            quotas: Arc::new(crate::quotas::Quotas::new(store.clone(), cluster.clone())),
             cluster,
             config,
             store,
@@ -94,6 +97,7 @@ impl Engine {
             push,
             in_flight: Default::default(),
         });
+        engine.push.set_pacer(engine.quotas.clone());
         crate::scheduler::spawn(Arc::downgrade(&engine));
         // What the engine caches of a tenant lives no longer than its actor.
         let weak = Arc::downgrade(&engine);

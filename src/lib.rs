@@ -58,6 +58,7 @@ pub mod openapi;
 pub mod ops;
 pub mod paging;
 pub mod pki;
+pub mod quotas;
 pub mod rate_limit;
 pub mod router;
 pub mod scheduler;

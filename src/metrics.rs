@@ -81,6 +81,12 @@ fn at_zero() {
     for outcome in ["sent", "failed"] {
         counter!("herald_scheduled_sends_total", "outcome" => outcome).absolute(0);
     }
+    for limit in ["interactivePerSecond", "broadcastsPerDay", "pushTokens"] {
+        counter!("herald_quota_refused_total", "limit" => limit).absolute(0);
+    }
+    for limit in ["bulkPerSecond", "maxPerSecond"] {
+        counter!("herald_quota_throttled_total", "limit" => limit).absolute(0);
+    }
     for work in ["broadcast", "webhook"] {
         counter!("herald_lease_fenced_total", "work" => work).absolute(0);
     }
@@ -207,6 +213,10 @@ pub const SERIES: &[Series] = &[
         "Engines sharing the database whose node lease is unexpired, this one included (1 on sled); per-engine rate limits are divided by it."),
     series("herald_leases_held", Kind::Gauge, &[],
         "Leases this engine holds: broadcast partitions, webhooks it delivers, the sweeper, its node lease."),
+    series("herald_quota_refused_total", Kind::Counter, &["tenant", "limit"],
+        "Requests refused with 429 past a tenant's quota, by limit (interactivePerSecond, broadcastsPerDay, pushTokens)."),
+    series("herald_quota_throttled_total", Kind::Counter, &["tenant", "limit"],
+        "Broadcast notifications that waited for their turn under a rate, by limit (bulkPerSecond, maxPerSecond)."),
     series("herald_lease_fenced_total", Kind::Counter, &["work"],
         "Writes refused because their lease moved to another engine (this one was paused or cut off past it), by work (broadcast, webhook)."),
 ];

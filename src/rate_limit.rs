@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::node::Cluster;
 use dashmap::DashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Buckets kept before idle (full) ones are dropped, so distinct keys cannot grow memory without bound.
 const PRUNE_ABOVE: usize = 10_000;
@@ -21,33 +21,21 @@ pub struct RateLimiter {
     rate: f64,
     burst: f64,
     what: &'static str,
-    buckets: DashMap<String, Bucket>,
+    buckets: Buckets,
     /// The engines sharing the limit; `None`: this engine alone.
     cluster: Option<Arc<Cluster>>,
-}
-
-#[derive(Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
 }
 
 impl RateLimiter {
     /// `rate` requests a second with bursts of `burst`; a rate of 0 disables the limit.
     pub fn new(what: &'static str, rate: u32, burst: u32) -> RateLimiter {
         let rate = f64::from(rate);
-        RateLimiter { rate, burst: f64::from(burst.max(1)), what, buckets: DashMap::new(), cluster: None }
+        RateLimiter { rate, burst: f64::from(burst.max(1)), what, buckets: Buckets::default(), cluster: None }
     }
 
     /// This limit shared with the other live engines of `cluster`.
     pub fn shared(self, cluster: Arc<Cluster>) -> RateLimiter {
         RateLimiter { cluster: Some(cluster), ..self }
-    }
-
-    /// This engine's share of the rate and the burst.
-    fn share(&self) -> (f64, f64) {
-        let nodes = self.cluster.as_ref().map_or(1, |c| c.live_nodes()) as f64;
-        (self.rate / nodes, (self.burst / nodes).max(1.0))
     }
 
     /// False when configured with a rate of 0: every request passes.
@@ -60,20 +48,8 @@ impl RateLimiter {
         if !self.enabled() {
             return Ok(());
         }
-        if self.buckets.len() > PRUNE_ABOVE {
-            self.prune(now);
-        }
-        let (rate, burst) = self.share();
-        let mut b = self.buckets.entry(key.to_string()).or_insert(Bucket { tokens: burst, at: now });
-        let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
-        b.tokens = (b.tokens + elapsed * rate).min(burst);
-        b.at = now;
-        if b.tokens >= 1.0 {
-            b.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - b.tokens) / rate).ceil().max(1.0) as u64)
-        }
+        let (rate, burst) = share(self.rate, self.burst, self.cluster.as_deref());
+        self.buckets.take(key, rate, burst, now)
     }
 
     /// [`Self::take`] now, as an API result: 429 with `Retry-After` when refused.
@@ -83,10 +59,73 @@ impl RateLimiter {
             ApiError::too_many_requests(format!("rate limit of {} exceeded: retry in {secs} s", self.what), secs)
         })
     }
+}
+
+/// This engine's share of a rate and a burst shared by the live engines of
+/// `cluster` (all of them without one).
+pub fn share(rate: f64, burst: f64, cluster: Option<&Cluster>) -> (f64, f64) {
+    let nodes = cluster.map_or(1, |c| c.live_nodes()) as f64;
+    (rate / nodes, (burst / nodes).max(1.0))
+}
+
+/// Token buckets by key, each filled at the rate and to the burst its user
+/// gives (limits that differ per key: the tenants' quotas).
+#[derive(Default)]
+pub struct Buckets(DashMap<String, Bucket>);
+
+#[derive(Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+    /// The rate and burst of its last use, to tell when it is full again.
+    rate: f64,
+    burst: f64,
+}
+
+impl Buckets {
+    /// `key`'s bucket refilled up to `now`, its rate and burst those given.
+    fn refilled(
+        &self,
+        key: &str,
+        rate: f64,
+        burst: f64,
+        now: Instant,
+    ) -> dashmap::mapref::one::RefMut<'_, String, Bucket> {
+        if self.0.len() > PRUNE_ABOVE {
+            self.prune(now);
+        }
+        let mut b = self.0.entry(key.to_string()).or_insert(Bucket { tokens: burst, at: now, rate, burst });
+        let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
+        b.tokens = (b.tokens + elapsed * rate).min(burst);
+        (b.at, b.rate, b.burst) = (now, rate, burst);
+        b
+    }
+
+    /// Takes one token of `key`'s bucket, or says how many seconds until one is available.
+    pub fn take(&self, key: &str, rate: f64, burst: f64, now: Instant) -> Result<(), u64> {
+        let mut b = self.refilled(key, rate, burst, now);
+        if b.tokens >= 1.0 {
+            b.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - b.tokens) / rate).ceil().max(1.0) as u64)
+        }
+    }
+
+    /// Takes `n` tokens of `key`'s bucket, into debt if it holds fewer:
+    /// answers how long until the debt is paid, when the `n` may go. Callers
+    /// that each wait their answer go at `rate` together.
+    pub fn reserve(&self, key: &str, rate: f64, burst: f64, n: usize, now: Instant) -> Duration {
+        let mut b = self.refilled(key, rate, burst, now);
+        b.tokens -= n as f64;
+        match b.tokens < 0.0 {
+            true => Duration::try_from_secs_f64(-b.tokens / rate).unwrap_or(Duration::MAX),
+            false => Duration::ZERO,
+        }
+    }
 
     fn prune(&self, now: Instant) {
-        let (rate, burst) = (self.rate, self.burst);
-        self.buckets.retain(|_, b| b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * rate < burst);
+        self.0.retain(|_, b| b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * b.rate < b.burst);
     }
 }
 
@@ -117,7 +156,6 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn buckets_refill_at_the_rate_and_keys_are_separate() {
@@ -145,6 +183,19 @@ mod tests {
         assert!(l.take("a", t0 + Duration::from_millis(100)).is_ok(), "10 a second: one after 100 ms");
     }
 
+    /// Reservations past the bucket wait their turn at the rate, in order.
+    #[test]
+    fn reservations_are_paced_at_the_rate() {
+        let b = Buckets::default();
+        let t0 = Instant::now();
+        assert_eq!(b.reserve("a", 10.0, 2.0, 1, t0), Duration::ZERO);
+        assert_eq!(b.reserve("a", 10.0, 2.0, 1, t0), Duration::ZERO, "the burst goes at once");
+        let waits: Vec<u128> = (0..3).map(|_| b.reserve("a", 10.0, 2.0, 1, t0).as_millis()).collect();
+        assert_eq!(waits, vec![100, 200, 300]);
+        assert_eq!(b.reserve("a", 10.0, 2.0, 5, t0 + Duration::from_millis(300)).as_millis(), 500, "five at once");
+        assert_eq!(b.reserve("b", 10.0, 2.0, 1, t0), Duration::ZERO, "another key has its own bucket");
+    }
+
     #[test]
     fn zero_disables() {
         let l = RateLimiter::new("t", 0, 0);
@@ -160,6 +211,6 @@ mod tests {
             l.take(&i.to_string(), t0).unwrap();
         }
         l.take("last", t0 + Duration::from_secs(5)).unwrap();
-        assert!(l.buckets.len() < 10, "full buckets were dropped: {}", l.buckets.len());
+        assert!(l.buckets.0.len() < 10, "full buckets were dropped: {}", l.buckets.0.len());
     }
 }

@@ -122,7 +122,9 @@ async fn fire_due(engine: &Arc<Engine>, lease: &Lease, running: &Running) -> Res
 /// Sends one schedule's event as `notification` and stores the outcome.
 async fn fire(engine: &Engine, lease: &Lease, d: &Due, s: Schedule, notification: String) {
     let sent = match serde_json::from_str::<PushNotificationEvent>(&s.event_json) {
-        Ok(event) => crate::ops::push::send_as(engine, &d.tenant, notification.clone(), event).await,
+        Ok(event) => {
+            crate::ops::push::send_as(engine, &d.tenant, notification.clone(), event, Default::default()).await
+        }
         Err(e) => Err(crate::error::ApiError::bad_request(format!("the stored event no longer decodes: {e}"))),
     };
     let failure = match sent {

@@ -119,20 +119,19 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
             store.broadcasts().complete(lease, &job, &report).or_else(fenced)?;
             let total = report.total();
             let targeted: u64 = report.targeted.values().sum();
-            match &report.failure {
-                None => d.events().emit(
-                    &tenant,
-                    "push",
-                    "BROADCAST_COMPLETED",
-                    serde_json::json!({ "notificationId": id, "targeted": targeted, "sent": total.sent, "invalid": total.invalid, "failed": total.failed }),
-                ),
-                Some(reason) => d.events().emit(
-                    &tenant,
-                    "push",
+            let mut counts = serde_json::json!({ "notificationId": id, "targeted": targeted, "sent": total.sent, "invalid": total.invalid, "failed": total.failed });
+            let (event, data) = match (&report.failure, report.cancelled_ms) {
+                (Some(reason), _) => (
                     "BROADCAST_FAILED",
                     serde_json::json!({ "notificationId": id, "reason": reason, "targeted": targeted, "sent": total.sent }),
                 ),
-            }
+                (None, Some(at)) => {
+                    counts["cancelledAt"] = at.into();
+                    ("BROADCAST_CANCELLED", counts)
+                }
+                (None, None) => ("BROADCAST_COMPLETED", counts),
+            };
+            d.events().emit(&tenant, "push", event, data);
             crate::telemetry::tenant(&tenant).fanout_jobs_completed.increment(1);
             tracing::info!(tenant, job = id, sent = total.sent, resent = report.resent, "broadcast complete");
             Ok(())
@@ -207,6 +206,7 @@ mod tests {
             created_ms: 1,
             read_mark: read_mark.map(str::to_string),
             parts: 0,
+            max_per_second: None,
         }
     }
 

@@ -92,6 +92,15 @@ type Payload<P> = OnceLock<Result<<P as Provider>::Payload, FormatError>>;
 /// What the engine does when a tenant's actor stops (see [`Deliverer::on_tenant_stopped`]).
 type TenantStopped = Box<dyn Fn(&str) + Send + Sync>;
 
+/// How fast broadcasts may go: the engine paces each to its tenant's bulk
+/// quota and its own `maxPerSecond` (see [`Deliverer::set_pacer`]).
+pub trait Pacer: Send + Sync {
+    /// Takes `n` notifications of broadcast `job` of `tenant` (paced to
+    /// `max_per_second` besides the tenant's quota); answers how long to wait
+    /// before sending them (zero: at once).
+    fn reserve(&self, tenant: &str, job: &str, max_per_second: Option<u32>, n: usize) -> Duration;
+}
+
 /// What every tenant's deliveries share: the store, TLS and OAuth clients,
 /// and the budget of broadcast notifications in flight. The channels and
 /// pools of each tenant's apps are its `Tenant` actor's
@@ -108,6 +117,8 @@ pub struct Deliverer {
     bulk_permits: tokio::sync::Semaphore,
     /// Called when a tenant's actor stops, to drop what the engine caches of it.
     tenant_stopped: OnceLock<TenantStopped>,
+    /// Paces broadcasts; unset: they go as fast as `bulk_in_flight` allows.
+    pacer: OnceLock<Arc<dyn Pacer>>,
     /// The broadcast partitions this engine runs (see `claims`).
     claims: Arc<crate::claims::Claims>,
 }
@@ -128,7 +139,17 @@ impl Deliverer {
         let auth_http = AuthHttp::new(tls.clone(), settings.endpoint_policy());
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
         let claims = Arc::default();
-        Ok(Deliverer { store, events, settings, tls, auth_http, bulk_permits, tenant_stopped: OnceLock::new(), claims })
+        Ok(Deliverer {
+            store,
+            events,
+            settings,
+            tls,
+            auth_http,
+            bulk_permits,
+            tenant_stopped: OnceLock::new(),
+            pacer: OnceLock::new(),
+            claims,
+        })
     }
 
     /// What this engine claims of the broadcasts (see `claims`).
@@ -154,6 +175,16 @@ impl Deliverer {
     /// directory...) live no longer than its actor.
     pub fn on_tenant_stopped(&self, f: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.tenant_stopped.set(Box::new(f));
+    }
+
+    /// Sets what paces broadcasts (once; later calls are ignored).
+    pub fn set_pacer(&self, pacer: Arc<dyn Pacer>) {
+        let _ = self.pacer.set(pacer);
+    }
+
+    /// See [`Pacer::reserve`]; zero without a pacer.
+    pub(crate) fn pace(&self, tenant: &str, job: &str, max_per_second: Option<u32>, n: usize) -> Duration {
+        self.pacer.get().map_or(Duration::ZERO, |p| p.reserve(tenant, job, max_per_second, n))
     }
 
     pub(crate) fn tenant_stopped(&self, tenant: &str) {

@@ -18,6 +18,15 @@
 //! An engine that lost the partition's lease (it was paused past it, and
 //! another engine took the partition over) has its next checkpoint refused:
 //! the actor stops and `herald_lease_fenced_total{work="broadcast"}` counts it.
+//!
+//! A cancelled broadcast (see `herald_storage::broadcasts`) is seen by every
+//! partition running it, on whichever engine, at most [`CANCEL_CHECK`] after
+//! the cancel: it sends nothing more, waits for the sends in flight, counts
+//! their outcomes (those of partly done batches too) and ends as done; a
+//! request still waiting for a bulk permit is dropped unsent, so what drains
+//! is at most `bulk_in_flight` requests. Sends are paced by the engine's
+//! [`Pacer`](crate::delivery::Pacer): at most one request of a partition
+//! waits for its turn, so a cancel never waits behind a queue of paced sends.
 
 use crate::channels::TenantChannels;
 use crate::delivery::{backend_of, batch_limit, AppChannels, Deliverer, Job, Prepared};
@@ -115,8 +124,9 @@ async fn run(args: &mut FanOutArgs) -> Result<(), ActorProcessingErr> {
     crate::telemetry::tenant(&job.tenant).fanout_jobs_started.increment(1);
     // A deleted app has no channels: nothing to send to its clients.
     let app = part.app.clone();
-    if let Some(app_channels) = channels.of_app(&app).map_err(|e| format!("app {app}: {e}"))? {
-        let at = Place { lease, tenant: &job.tenant, job: &job.id, n: *n };
+    let cancelled = store.broadcasts().cancelled(&job.tenant, &job.id)?.is_some();
+    if let Some(app_channels) = channels.of_app(&app).map_err(|e| format!("app {app}: {e}"))?.filter(|_| !cancelled) {
+        let at = Place { lease, tenant: &job.tenant, job: &job.id, n: *n, max_per_second: job.max_per_second };
         send_part(d, &at, part, &app_channels, &notification).await?;
     }
     store.wait_writable().await;
@@ -137,13 +147,19 @@ pub fn give_up(d: &Deliverer, lease: &Lease, reason: &str) -> herald_storage::Re
     Ok(())
 }
 
-/// Where a partition's checkpoints go: its lease, tenant, job and number.
+/// Where a partition's checkpoints go: its lease, tenant, job and number;
+/// and the broadcast's own rate.
 struct Place<'a> {
     lease: &'a Lease,
     tenant: &'a str,
     job: &'a str,
     n: u32,
+    max_per_second: Option<u32>,
 }
+
+/// How often a running partition looks whether its broadcast was cancelled:
+/// the cancel reaches every engine within this (plus the sends in flight).
+const CANCEL_CHECK: Duration = Duration::from_millis(200);
 
 /// Shortest time between two flushes a broadcast starts: checkpoints reach
 /// the disk in groups this far apart at most (plus the flush itself), which
@@ -413,6 +429,19 @@ impl Window {
         }
     }
 
+    /// Of a cancelled partition with nothing in flight: counts the outcomes
+    /// of the batches left partly done (nothing more of them will be sent).
+    fn settle_cancelled(&mut self, part: &mut Part) {
+        for batch in std::mem::take(&mut self.open) {
+            part.counts.add(&batch.counts);
+            self.to_write.extend(batch.undelivered);
+        }
+        self.pending.clear();
+        self.unsettled = 0;
+        self.exhausted = true;
+        self.dirty = true;
+    }
+
     /// Writes the partition (and the outcomes committed since the last
     /// write) in one transaction under its lease, if anything changed.
     fn write(&mut self, ctx: &Ctx<'_>, part: &Part, commits: &mut GroupCommit) -> Result<(), ActorProcessingErr> {
@@ -441,6 +470,8 @@ enum Request {
 enum Answered {
     One(usize, String, ClientOutcome),
     Batch(Vec<Pending>, Vec<ClientOutcome>),
+    /// Not sent: the broadcast was cancelled while the request waited for its turn or a permit.
+    Skipped,
 }
 
 /// Which pending clients [`Window::next_send`] takes (indexes in `pending`).
@@ -488,27 +519,75 @@ async fn send_part(
     let send = Job { tenant: place.tenant, channels, prepared: &prepared, notification: n, deadline: None };
     let mut w = Window::new(part);
     let mut commits = GroupCommit::new(ctx.store.clone());
+    // Set once the broadcast is cancelled: a request waiting for its turn is
+    // not sent. (Declared before the sends, which borrow it.)
+    let stopped = std::sync::atomic::AtomicBool::new(false);
     let mut in_flight = FuturesUnordered::new();
+    let mut cancel_check = Instant::now();
+    // The pacer's turn of the request waiting for it, if one is.
+    let mut paced_until: Option<Instant> = None;
     loop {
         // On a full disk nothing is read or written (the sends in flight
         // finish and wait in memory) until there is room again.
         let writable = ctx.store.writable().is_ok();
-        if writable {
+        let cancelled = stopped.load(std::sync::atomic::Ordering::Relaxed);
+        if writable && !cancelled {
             w.read(&ctx, part, commits.written)?;
             w.write(&ctx, part, &mut commits)?;
         }
-        while in_flight.len() < ctx.cap {
+        if !cancelled && Instant::now() >= cancel_check {
+            if ctx.store.broadcasts().cancelled(place.tenant, place.job)?.is_some() {
+                stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                tracing::info!(
+                    tenant = place.tenant,
+                    job = place.job,
+                    partition = place.n,
+                    "broadcast cancelled: stopping"
+                );
+                continue;
+            }
+            // An `Instant` is time since boot: a fraction of a second more cannot overflow it.
+            #[allow(clippy::arithmetic_side_effects)]
+            let next = Instant::now() + CANCEL_CHECK;
+            cancel_check = next;
+        }
+        if cancelled && in_flight.is_empty() {
+            w.settle_cancelled(part);
+            ctx.store.wait_writable().await;
+            w.write(&ctx, part, &mut commits)?;
+            return Ok(());
+        }
+        if paced_until.is_some_and(|t| t <= Instant::now()) {
+            paced_until = None;
+        }
+        while !cancelled && paced_until.is_none() && in_flight.len() < ctx.cap {
             let Some(request) = w.next_send(&ctx, commits.durable, in_flight.is_empty()) else { break };
-            let send = &send;
+            let size = match &request {
+                Request::One(_) => 1,
+                Request::Batch(group) => group.len(),
+            };
+            let wait = d.pace(place.tenant, place.job, place.max_per_second, size);
+            if !wait.is_zero() {
+                // At most one request waits for its turn: the loop sends no more until then.
+                paced_until = Instant::now().checked_add(wait);
+            }
+            let (send, stopped) = (&send, &stopped);
             in_flight.push(async move {
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+                // Waiting for its turn or for a permit (broadcasts share them),
+                // a request of a cancelled broadcast is not sent.
+                let _permits = d.bulk_permits(size).await;
+                if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Answered::Skipped;
+                }
                 match request {
                     Request::One((seq, client, token)) => {
-                        let _permit = d.bulk_permits(1).await;
                         let outcome = d.deliver(send, &client, &token, Lane::Bulk).await;
                         Answered::One(seq, client, outcome)
                     }
                     Request::Batch(group) => {
-                        let _permits = d.bulk_permits(group.len()).await;
                         let clients: Vec<(&str, &TokenRef)> = group.iter().map(|(_, c, t)| (c.as_str(), t)).collect();
                         let outcomes = d.deliver_all(send, &clients, Lane::Bulk).await;
                         Answered::Batch(group, outcomes)
@@ -516,10 +595,11 @@ async fn send_part(
                 }
             });
         }
-        if w.exhausted && w.open.is_empty() && !w.dirty {
+        if !cancelled && w.exhausted && w.open.is_empty() && !w.dirty {
             return Ok(());
         }
         commits.maybe_start(w.waits_for(commits.durable));
+        let wake = paced_until.map_or(cancel_check, |t| t.min(cancel_check));
         tokio::select! {
             Some(answered) = in_flight.next(), if !in_flight.is_empty() => match answered {
                 Answered::One(seq, client, outcome) => w.settle(part, place.tenant, seq, client, outcome),
@@ -528,9 +608,11 @@ async fn send_part(
                         w.settle(part, place.tenant, seq, client, outcome);
                     }
                 }
+                Answered::Skipped => {}
             },
             flushed = commits.progress() => flushed?,
             _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}
+            _ = tokio::time::sleep_until(wake), if !cancelled => {}
         }
     }
 }

@@ -91,6 +91,11 @@ impl Push {
         self.deliverer.on_tenant_stopped(f);
     }
 
+    /// Sets what paces broadcasts (see [`crate::delivery::Pacer`]).
+    pub fn set_pacer(&self, pacer: Arc<dyn crate::delivery::Pacer>) {
+        self.deliverer.set_pacer(pacer);
+    }
+
     /// Makes the tenant's actor fail, to exercise supervision.
     pub async fn crash_tenant(&self, tenant: &str) -> Result<(), SendError> {
         let (a, _) = self.tenant(tenant).await?;

@@ -43,6 +43,8 @@ pub struct SendRequest {
     pub recipient: Recipient,
     /// What is sent; its `id` is also the broadcast job's id.
     pub notification: Notification,
+    /// Of a broadcast: notifications per second it is paced to (`None`: its tenant's bulk quota only).
+    pub max_per_second: Option<u32>,
 }
 
 /// The outcome for one client.
@@ -267,6 +269,7 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
         created_ms: now_ms(),
         read_mark: None,
         parts: 0,
+        max_per_second: req.max_per_second,
     };
     store.deliveries().create_job(&job, &report)?;
     Ok((job, queued))

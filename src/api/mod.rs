@@ -36,17 +36,18 @@ use crate::models::{
     address::AddressWrite, app::AppBody, app::AppView, catalogue::CatalogueService, client::ClientDetail,
     client::ClientOverview, client::ClientUser, client::LinkBody, client::LinkView, client::LockBody,
     client::RegisterClient, client::Registered, client::SelectClients, client::UnlinkOne, client::UpdateClient,
-    ldap::AppSettings, ldap::AppSettingsWrite, ldap::LdapBody, nonce::CreateNonce, nonce::LoginEvent,
-    nonce::LoginRecorded, nonce::NonceView, property::PropertyBody, property::PropertyView, push::BatchAnswer,
-    push::DeliveryReport, push::NotificationResponse, push::PushNotificationEvent, push::SendBatch,
-    push_token::PushTokenView, push_token::PutPushToken, schedule::ScheduleBody, schedule::ScheduleView,
-    signer::CertView, signer::CreateSigner, signer::CreateSignerV1, signer::CsrBody, signer::Renew, signer::SdkConfig,
-    signer::SdkConfigRequest, signer::SignerChain, signer::SignerDetail, signer::SignerView, tenant::CreateTenant,
-    user::CredentialView, user::ProfileWrite, user::RevokeActions, user::RevokeRoles, user::UserRepresentation,
-    user::UserWrite, version::AppsLatest, version::ArchView, version::LockBody as VersionLock, version::PolicyBody,
-    version::PolicyView, version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody,
-    version::VoteList, version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published,
-    webhook::Replayed, webhook::WebhookBody, webhook::WebhookView,
+    ldap::AppSettings, ldap::AppSettingsWrite, ldap::LdapBody, limits::LimitsBody, limits::LimitsView,
+    nonce::CreateNonce, nonce::LoginEvent, nonce::LoginRecorded, nonce::NonceView, property::PropertyBody,
+    property::PropertyView, push::BatchAnswer, push::DeliveryReport, push::NotificationResponse,
+    push::PushNotificationEvent, push::SendBatch, push_token::PushTokenView, push_token::PutPushToken,
+    schedule::ScheduleBody, schedule::ScheduleView, signer::CertView, signer::CreateSigner, signer::CreateSignerV1,
+    signer::CsrBody, signer::Renew, signer::SdkConfig, signer::SdkConfigRequest, signer::SignerChain,
+    signer::SignerDetail, signer::SignerView, tenant::CreateTenant, user::CredentialView, user::ProfileWrite,
+    user::RevokeActions, user::RevokeRoles, user::UserRepresentation, user::UserWrite, version::AppsLatest,
+    version::ArchView, version::LockBody as VersionLock, version::PolicyBody, version::PolicyView,
+    version::VersionBody, version::VersionNumbers, version::VersionView, version::VoteBody, version::VoteList,
+    version::VoteSummary, webhook::AttemptView, webhook::DomainEvent, webhook::Published, webhook::Replayed,
+    webhook::WebhookBody, webhook::WebhookView,
 };
 use crate::openapi::doc::{many, one};
 use crate::openapi::schema::{query_integer, query_string_list, query_strings};
@@ -99,6 +100,13 @@ pub fn routes() -> Vec<Route> {
             .summary("Create a tenant (operator)")
             .body(one::<CreateTenant>)
             .json(201, one::<TenantCreated>),
+        route!(PUT, "/v1/tenants/{tenantId}/limits", TENANT, lib::tenants::access::SET_LIMITS, tenants::set_limits)
+            .summary("Set the tenant's quotas (ext, operator)")
+            .body(one::<LimitsBody>)
+            .json(200, one::<LimitsView>),
+        route!(GET, "/v1/tenants/{tenantId}/limits", TENANT, lib::tenants::access::READ_LIMITS, tenants::limits)
+            .summary("The tenant's quotas and usage (ext)")
+            .json(200, one::<LimitsView>),
         // Identity: the realm's OIDC endpoints.
         route!(POST, "/auth/realms/{tenantId}/protocol/openid-connect/token", OAUTH, Public, oidc::token::token)
             .summary("Access token (password, refresh_token, client_credentials grants)")
@@ -878,6 +886,7 @@ pub fn routes() -> Vec<Route> {
         route!(POST, "/v1/tenants/{tenantId}/push_notification/send", PUSH, lib::push::access::SEND, push::send)
             .summary("Send a push notification")
             .idempotent()
+            .typed(&[("maxPerSecond", query_integer(1, Some(crate::models::push::MAX_PER_SECOND.into())))])
             .body(one::<PushNotificationEvent>)
             .json(202, many::<NotificationResponse>),
         route!(
@@ -940,6 +949,16 @@ pub fn routes() -> Vec<Route> {
         .summary("Delivery report")
         .paged("page_size", 1, 1000)
         .json(200, one::<DeliveryReport>),
+        route!(
+            POST,
+            "/v1/tenants/{tenantId}/push_notification/{notificationId}/cancel",
+            PUSH,
+            lib::push::access::CANCEL,
+            push::cancel
+        )
+        .summary("Cancel a running broadcast (ext)")
+        .typed(&[("page_size", query_integer(1, Some(1000)))])
+        .json(202, one::<DeliveryReport>),
         // Signers, client certificates, the signed SDK config.
         route!(GET, "/v1/tenants/{tenantId}/signer", SIGNERS, lib::signers::access::READ, signers::v1_get)
             .summary("The current signer (deprecated)")

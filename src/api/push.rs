@@ -4,7 +4,7 @@ use crate::engine::Engine;
 use crate::error::{subsystem, ApiError, ApiResult};
 use crate::http::{json, with_body, Cx, Response};
 use crate::models::idempotency::{IdempotencyKey, REPLAYED};
-use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch};
+use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch, SendOptions};
 use crate::ops::idempotency::{fingerprint, once, Answer};
 use crate::paging::Paging;
 use http::{HeaderValue, StatusCode};
@@ -14,12 +14,13 @@ use std::sync::Arc;
 pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
     cx.engine.limits.send.check(cx.tenant())?;
     let key = IdempotencyKey::from_headers(&cx.headers)?;
+    let options = SendOptions::parse_max_per_second(cx.query_param("maxPerSecond").as_deref())?;
     let event: PushNotificationEvent = cx.json()?;
     let Some(key) = key else {
-        let responses = cx.engine.push().send(&cx.caller, cx.tenant(), event).await?;
+        let responses = cx.engine.push().send_with(&cx.caller, cx.tenant(), event, options).await?;
         return json(StatusCode::ACCEPTED, &responses);
     };
-    Ok(answered(cx.engine.push().send_once(&cx.caller, cx.tenant(), &key, event).await?))
+    Ok(answered(cx.engine.push().send_once(&cx.caller, cx.tenant(), &key, event, options).await?))
 }
 
 /// Up to 500 events: each answered in its own entry (see `library::push`).
@@ -66,6 +67,14 @@ fn answered(answer: Answer) -> Response {
         r.headers_mut().insert(REPLAYED, HeaderValue::from_static("true"));
     }
     r
+}
+
+/// `POST .../push_notification/{notificationId}/cancel` (ext): 202 with the report as the cancel left it.
+pub(crate) async fn cancel(cx: Cx) -> ApiResult<Response> {
+    let paging = Paging::from_query(&cx, "page_size", 1, 1000)?;
+    let id = cx.param("notificationId");
+    let report = cx.engine.push().cancel(&cx.caller, cx.tenant(), id, paging.size).await?;
+    json(StatusCode::ACCEPTED, &report)
 }
 
 pub(crate) async fn report(cx: Cx) -> ApiResult<Response> {

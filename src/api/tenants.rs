@@ -2,6 +2,7 @@
 
 use crate::error::ApiResult;
 use crate::http::{json, Cx, Response};
+use crate::models::limits::LimitsBody;
 use crate::models::tenant::CreateTenant;
 use crate::ops;
 use herald_storage::Store;
@@ -20,6 +21,18 @@ pub(crate) async fn create(cx: Cx) -> ApiResult<Response> {
     let id = body.tenant_id.clone();
     cx.engine.tenants().create(&cx.caller, body).await?;
     json(StatusCode::CREATED, &TenantCreated { tenant_id: id })
+}
+
+/// `PUT /v1/tenants/{tenantId}/limits` (ext, operator).
+pub(crate) async fn set_limits(cx: Cx) -> ApiResult<Response> {
+    let body: LimitsBody = cx.json()?;
+    let view = cx.engine.tenants().set_limits(&cx.caller, cx.tenant(), body).await?;
+    json(StatusCode::OK, &view)
+}
+
+/// `GET /v1/tenants/{tenantId}/limits` (ext).
+pub(crate) async fn limits(cx: Cx) -> ApiResult<Response> {
+    json(StatusCode::OK, &cx.engine.tenants().limits(&cx.caller, cx.tenant())?)
 }
 
 /// Creates the tenant, its token-signing key and its first admin user

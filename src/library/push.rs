@@ -5,12 +5,13 @@ use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::idempotency::IdempotencyKey;
 use crate::models::push::{
-    AppCounts, BatchAnswer, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo,
-    PushNotificationEvent, ReportCounts, SendBatch,
+    AppCounts, BatchAnswer, ClientDelivery, DeliveryCounts, DeliveryReport, NotificationResponse, PageInfo, Progress,
+    PushNotificationEvent, ReportCounts, SendBatch, SendOptions,
 };
 use crate::models::validate;
 use crate::ops::idempotency::{fingerprint, once, Answer};
 use herald_storage::deliveries::{Counts, State};
+use herald_storage::now_ms;
 use http::StatusCode;
 
 /// Access of each operation, shared with its HTTP route.
@@ -18,6 +19,7 @@ pub(crate) mod access {
     use super::*;
     pub const SEND: Access = Access::Tenant(ADMIN);
     pub const REPORT: Access = Access::Tenant(ADMIN_OR_READ);
+    pub const CANCEL: Access = Access::Tenant(ADMIN);
 }
 
 /// See [`Engine::push`].
@@ -50,16 +52,28 @@ impl PushApi<'_> {
     /// Sends one event (spec 000) to a client, a user's clients, or every
     /// client of the tenant (a broadcast, answered once durably accepted),
     /// validated and answered like the HTTP body. The send rate limit of the
-    /// HTTP API does not apply. [`Engine::shutdown`] waits for sends in flight.
+    /// HTTP API does not apply; the tenant's quotas do (429 past them).
+    /// [`Engine::shutdown`] waits for sends in flight.
     pub async fn send(
         &self,
         caller: &Caller,
         tenant: &str,
         event: PushNotificationEvent,
     ) -> ApiResult<Vec<NotificationResponse>> {
+        self.send_with(caller, tenant, event, SendOptions::default()).await
+    }
+
+    /// [`Self::send`] with options: a broadcast's own rate (`maxPerSecond`).
+    pub async fn send_with(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        event: PushNotificationEvent,
+        options: SendOptions,
+    ) -> ApiResult<Vec<NotificationResponse>> {
         caller.authorize(Some(tenant), access::SEND)?;
         // Counted with the HTTP requests in flight, which shutdown drains.
-        self.0.in_flight.track_future(crate::ops::push::send(self.0, tenant, event)).await
+        self.0.in_flight.track_future(crate::ops::push::send(self.0, tenant, event, options)).await
     }
 
     /// Sends up to 500 events at once, concurrently, each as [`Self::send`]
@@ -86,8 +100,9 @@ impl PushApi<'_> {
         tenant: &str,
         key: &IdempotencyKey,
         event: PushNotificationEvent,
+        options: SendOptions,
     ) -> ApiResult<Idempotent<Vec<NotificationResponse>>> {
-        self.send_once(caller, tenant, key, event).await?.decode()
+        self.send_once(caller, tenant, key, event, options).await?.decode()
     }
 
     /// [`Self::send_idempotent`], answered as the HTTP route sends it.
@@ -97,12 +112,19 @@ impl PushApi<'_> {
         tenant: &str,
         key: &IdempotencyKey,
         event: PushNotificationEvent,
+        options: SendOptions,
     ) -> ApiResult<Answer> {
         caller.authorize(Some(tenant), access::SEND)?;
-        let print = fingerprint("send", &event)?;
+        // A retry with another `maxPerSecond` is another request.
+        let route = match options.max_per_second {
+            Some(rate) => format!("send?maxPerSecond={rate}"),
+            None => "send".to_string(),
+        };
+        let print = fingerprint(&route, &event)?;
         let (caller, owned) = (caller.clone(), tenant.to_string());
-        let send =
-            move |engine: std::sync::Arc<Engine>| async move { engine.push().send(&caller, &owned, event).await };
+        let send = move |engine: std::sync::Arc<Engine>| async move {
+            engine.push().send_with(&caller, &owned, event, options).await
+        };
         once(self.0.shared()?, tenant, key, print, StatusCode::ACCEPTED, send).await
     }
 
@@ -121,6 +143,18 @@ impl PushApi<'_> {
         let send =
             move |engine: std::sync::Arc<Engine>| async move { engine.push().send_batch(&caller, &owned, batch).await };
         once(self.0.shared()?, tenant, key, print, StatusCode::ACCEPTED, send).await?.decode()
+    }
+
+    /// Cancels a running broadcast: every engine running a part of it stops
+    /// within a second, and its report ends `CANCELLED` with what was sent
+    /// (`CANCELLING` until then). 404 for an unknown notification, 409 for
+    /// one that is not a running broadcast. Answers the report (the first
+    /// `page_size` clients' outcomes) as the cancel left it.
+    pub async fn cancel(&self, caller: &Caller, tenant: &str, id: &str, page_size: usize) -> ApiResult<DeliveryReport> {
+        caller.authorize(Some(tenant), access::CANCEL)?;
+        validate::ulid("notificationId", id)?;
+        crate::ops::push::cancel(self.0, tenant, id).await?;
+        self.report(caller, tenant, id, 1, page_size).await
     }
 
     /// The delivery report of a notification, with page `page` (from 1) of
@@ -178,15 +212,20 @@ impl PushApi<'_> {
                 (app.clone(), AppCounts { targeted, sent: c.sent, invalid: c.invalid, failed: c.failed })
             })
             .collect();
+        let progress = (report.kind == "topic").then(|| Progress::of(targeted, total.total(), &report, now_ms()));
         Ok(DeliveryReport {
             notification_id: report.id.clone(),
             tenant_id: tenant.to_string(),
-            state: match (&report.failure, report.completed_ms) {
-                (Some(_), _) => "FAILED",
-                (None, Some(_)) => "COMPLETED",
-                (None, None) => "RUNNING",
+            state: match (&report.failure, report.cancelled_ms, report.completed_ms) {
+                (Some(_), _, _) => "FAILED",
+                (None, Some(_), Some(_)) => "CANCELLED",
+                (None, Some(_), None) => "CANCELLING",
+                (None, None, Some(_)) => "COMPLETED",
+                (None, None, None) => "RUNNING",
             }
             .to_string(),
+            cancelled_at: report.cancelled_ms,
+            progress,
             counts: ReportCounts {
                 targeted,
                 sent: total.sent,

@@ -7,6 +7,7 @@ pub mod client;
 pub mod idempotency;
 pub mod introspection;
 pub mod ldap;
+pub mod limits;
 pub mod nonce;
 pub mod property;
 pub mod push;

@@ -345,9 +345,42 @@ fn report_kind_schema() -> utoipa::openapi::Object {
     crate::openapi::schema::strings(&["client", "user", "topic"])
 }
 
-/// `RUNNING`, `COMPLETED` or `FAILED` (what `library::push` writes of a report).
+/// What `library::push` writes of a report's state.
 fn report_state_schema() -> utoipa::openapi::Object {
-    crate::openapi::schema::strings(&["RUNNING", "COMPLETED", "FAILED"])
+    crate::openapi::schema::strings(&["RUNNING", "COMPLETED", "FAILED", "CANCELLING", "CANCELLED"])
+}
+
+/// How far a broadcast got.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// Clients targeted when it was queued.
+    pub targeted: u64,
+    /// Clients whose provider accepted the notification.
+    pub sent: u64,
+    /// Clients settled, whatever their outcome.
+    pub done: u64,
+    /// `done` over `targeted`, 0 to 100 (100 when nothing is targeted).
+    pub percent: f64,
+    /// Notifications a second since it was queued.
+    pub rate_per_second: f64,
+    /// Seconds left at that rate, while it runs and once it has a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_seconds: Option<u64>,
+}
+
+impl Progress {
+    /// The progress of a broadcast's `report`, `done` of `targeted` settled, at `now` (ms).
+    pub fn of(targeted: u64, done: u64, report: &herald_storage::deliveries::Report, now: u64) -> Progress {
+        let end = report.completed_ms.unwrap_or(now);
+        let secs = end.saturating_sub(report.created_ms) as f64 / 1000.0;
+        let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+        let left = targeted.saturating_sub(done);
+        let running = report.completed_ms.is_none() && report.cancelled_ms.is_none();
+        let eta = (running && rate > 0.0).then(|| (left as f64 / rate).ceil() as u64);
+        let percent = if targeted == 0 { 100.0 } else { (done as f64 * 100.0 / targeted as f64).min(100.0) };
+        Progress { targeted, sent: report.total().sent, done, percent, rate_per_second: rate, eta_seconds: eta }
+    }
 }
 
 /// What became of one client.
@@ -392,9 +425,16 @@ pub struct DeliveryReport {
     pub kind: String,
     /// The client id, user id or topic it was sent to.
     pub recipient: String,
-    /// `RUNNING`, `COMPLETED` or `FAILED`.
+    /// `RUNNING`, `COMPLETED` or `FAILED`; a cancelled broadcast
+    /// `CANCELLING` until its sends in flight are counted, then `CANCELLED`.
     #[schema(schema_with = report_state_schema)]
     pub state: String,
+    /// When a broadcast was cancelled (ms since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_at: Option<u64>,
+    /// A broadcast's progress: what is done of what it targets, and while it runs, when it should end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
     /// Why a broadcast was given up.
     pub failure: Option<String>,
     /// The scheduled send this notification was sent for (ext; see the schedule routes).
@@ -415,6 +455,28 @@ pub struct DeliveryReport {
     pub clients: Vec<ClientDelivery>,
     /// Which page of the clients' outcomes `clients` holds.
     pub page: PageInfo,
+}
+
+/// Options of a send besides its event (ext query parameters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendOptions {
+    /// `?maxPerSecond=`: of a topic send, the broadcast's notifications per
+    /// second at most, besides its tenant's bulk quota.
+    pub max_per_second: Option<u32>,
+}
+
+/// The highest `maxPerSecond` a broadcast may be given.
+pub const MAX_PER_SECOND: u32 = 1_000_000;
+
+impl SendOptions {
+    /// Reads `maxPerSecond` (1 to [`MAX_PER_SECOND`]); 400 naming it otherwise.
+    pub fn parse_max_per_second(value: Option<&str>) -> ApiResult<SendOptions> {
+        let Some(v) = value else { return Ok(SendOptions::default()) };
+        match v.parse::<u32>() {
+            Ok(n) if (1..=MAX_PER_SECOND).contains(&n) => Ok(SendOptions { max_per_second: Some(n) }),
+            _ => Err(ApiError::field("maxPerSecond", format!("must be an integer from 1 to {MAX_PER_SECOND}"))),
+        }
+    }
 }
 
 /// Events in one batch at most.

@@ -195,6 +195,9 @@ pub async fn set_push_token(
     token: Option<(herald_storage::push_tokens::PushProvider, String)>,
 ) -> ApiResult<Option<PushToken>> {
     let now = now_ms();
+    if token.is_some() {
+        engine.quotas.push_token(tenant, client_id)?;
+    }
     let written = engine.store.transact(|tx| {
         let client = stored(tx, tenant, client_id)?;
         if app_name != client.app_name {

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::push::{
     BatchEntry, NotificationResponse, NotificationResult, PushNotificationEvent, ResponseMetadata, ResultError,
-    ResultValue,
+    ResultValue, SendOptions,
 };
 use herald_actors::send::{ClientResult, Recipient, SendAnswer, SendError, SendRequest};
 use herald_storage::deliveries::State;
@@ -14,9 +14,15 @@ use herald_storage::deliveries::State;
 const SUBSYSTEM: u16 = crate::error::subsystem::PUSH;
 
 /// Validates and sends one event of `tenant`: to a client, a user's
-/// clients, or as a broadcast (answered once it is durably accepted).
-pub async fn send(engine: &Engine, tenant: &str, event: PushNotificationEvent) -> ApiResult<Vec<NotificationResponse>> {
-    send_as(engine, tenant, ulid::Ulid::generate().to_string(), event).await
+/// clients, or as a broadcast (answered once it is durably accepted), within
+/// the tenant's quotas (see `quotas`).
+pub async fn send(
+    engine: &Engine,
+    tenant: &str,
+    event: PushNotificationEvent,
+    options: SendOptions,
+) -> ApiResult<Vec<NotificationResponse>> {
+    send_as(engine, tenant, ulid::Ulid::generate().to_string(), event, options).await
 }
 
 /// [`send`] as notification `id`, chosen beforehand (a scheduled send's,
@@ -26,6 +32,7 @@ pub async fn send_as(
     tenant: &str,
     id: String,
     event: PushNotificationEvent,
+    options: SendOptions,
 ) -> ApiResult<Vec<NotificationResponse>> {
     let tenant = tenant.to_string();
     let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
@@ -34,7 +41,19 @@ pub async fn send_as(
         Recipient::User { .. } => "user",
         Recipient::Topic { .. } => "topic",
     };
-    let req = SendRequest { tenant: tenant.clone(), recipient: recipient.clone(), notification };
+    match &recipient {
+        Recipient::Topic { .. } => engine.quotas.broadcast(&tenant)?,
+        _ if options.max_per_second.is_some() => {
+            return Err(ApiError::field("maxPerSecond", "applies to topic recipients only"));
+        }
+        _ => engine.quotas.interactive(&tenant)?,
+    }
+    let req = SendRequest {
+        tenant: tenant.clone(),
+        recipient: recipient.clone(),
+        notification,
+        max_per_second: options.max_per_second,
+    };
     let started = std::time::Instant::now();
     let answer = engine.push.send(req, engine.config.send_deadline).await;
     metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
@@ -77,13 +96,32 @@ pub async fn send_as(
 /// in order.
 pub async fn send_batch(engine: &Engine, tenant: &str, events: Vec<serde_json::Value>) -> Vec<BatchEntry> {
     let sends = events.into_iter().enumerate().map(|(i, event)| async move {
-        let sent = async { send(engine, tenant, crate::models::push::batch_event(i, event)?).await };
+        let sent = async {
+            let event = crate::models::push::batch_event(i, event)?;
+            send(engine, tenant, event, SendOptions::default()).await
+        };
         match sent.await {
             Ok(responses) => BatchEntry::Sent(responses),
             Err(e) => BatchEntry::Refused(e.admin_body(SUBSYSTEM)),
         }
     });
     futures::future::join_all(sends).await
+}
+
+/// Cancels the running broadcast `id` of `tenant`, durably (see
+/// `herald_storage::broadcasts::cancel`): 404 when unknown, 409 when it is
+/// not a running broadcast (a one-client send, or a completed broadcast).
+pub async fn cancel(engine: &Engine, tenant: &str, id: &str) -> ApiResult<()> {
+    let store = &engine.store;
+    if store.broadcasts().cancel(tenant, id, herald_storage::now_ms())?.is_none() {
+        return Err(match store.deliveries().report(tenant, id)? {
+            Some(_) => ApiError::conflict(format!("notification {id} is not a running broadcast")),
+            None => ApiError::not_found(format!("notification {id} not found")),
+        });
+    }
+    store.durable().await?;
+    tracing::info!(tenant, notification = id, "broadcast cancelled");
+    Ok(())
 }
 
 fn client_responses(

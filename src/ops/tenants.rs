@@ -5,7 +5,9 @@ use crate::auth::keys_context;
 use crate::auth::{password, roles, TenantKey};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
+use crate::models::limits::{LimitsBody, LimitsUsage, LimitsView};
 use crate::models::tenant::CreateTenant;
+use herald_storage::limits::TenantLimits;
 use herald_storage::tenants::Tenant;
 use herald_storage::users::{Credential, User};
 use herald_storage::{now_ms, Store};
@@ -60,4 +62,35 @@ pub fn create_blocking(store: &Store, body: &CreateTenant) -> ApiResult<()> {
             other => other.into(),
         })
     })
+}
+
+/// Replaces a tenant's quotas (404 for an unknown tenant); every engine
+/// applies them within milliseconds (see `herald_storage::limits`).
+pub async fn set_limits(engine: &Engine, tenant: &str, body: LimitsBody) -> ApiResult<LimitsView> {
+    body.validate()?;
+    known(engine, tenant)?;
+    let record = body.into_record(now_ms());
+    let empty = TenantLimits { updated_ms: record.updated_ms, ..TenantLimits::default() };
+    engine.store.limits().set(tenant, (record != empty).then_some(&record))?;
+    commit(engine, tenant, Vec::new()).await?;
+    limits(engine, tenant)
+}
+
+/// A tenant's quotas and what it uses of them (404 for an unknown tenant).
+pub fn limits(engine: &Engine, tenant: &str) -> ApiResult<LimitsView> {
+    known(engine, tenant)?;
+    let store = &engine.store;
+    let today = now_ms() / 86_400_000;
+    let usage = LimitsUsage {
+        broadcasts_today: store.limits().broadcasts_on(tenant, today)?,
+        push_tokens: store.push_tokens().count_of_tenant(tenant)?,
+    };
+    Ok(LimitsView::new(store.limits().get(tenant)?, usage))
+}
+
+fn known(engine: &Engine, tenant: &str) -> ApiResult<()> {
+    match engine.store.tenants().get(tenant)? {
+        Some(_) => Ok(()),
+        None => Err(ApiError::not_found(format!("tenant {tenant} not found"))),
+    }
 }

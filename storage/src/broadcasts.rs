@@ -55,7 +55,7 @@ pub enum JobState {
     /// Partitions are still running: the holder parks the lease.
     Running,
     /// Every partition is done: the holder completes the report.
-    Done(Job, Report),
+    Done(Job, Box<Report>),
 }
 
 /// A job's lease name.
@@ -113,6 +113,34 @@ impl Broadcasts<'_> {
         self.0.trees()?.parts.scan_prefix(prefix(&[tenant, job])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
+    /// Cancels a running broadcast: stored beside its job (never in it, which
+    /// the engine splitting it rewrites), so every engine running one of its
+    /// partitions sees it at the partition's next checkpoint. Answers when it
+    /// was cancelled (the first cancel's time), or `None` when the job is not
+    /// running (completed, or never stored).
+    pub fn cancel(&self, tenant: &str, id: &str, now: u64) -> Result<Option<u64>> {
+        if self.job(tenant, id)?.is_none() {
+            return Ok(None);
+        }
+        if let Some(at) = self.cancelled(tenant, id)? {
+            return Ok(Some(at));
+        }
+        let t = self.0.trees()?;
+        let k = key(&[tenant, id]);
+        self.0.write_fenced(None, vec![(&t.cancels, k.clone(), Some(codec::encode(&now)?))], Vec::new())?;
+        if self.job(tenant, id)?.is_none() {
+            // Completed meanwhile: its report says so, and nothing is left to stop.
+            self.0.write_fenced(None, vec![(&t.cancels, k, None)], Vec::new())?;
+            return Ok(None);
+        }
+        Ok(Some(now))
+    }
+
+    /// When the broadcast was cancelled, if it was and still runs.
+    pub fn cancelled(&self, tenant: &str, id: &str) -> Result<Option<u64>> {
+        self.0.trees()?.cancels.get(key(&[tenant, id]))?.map(|v| codec::decode(&v)).transpose()
+    }
+
     /// Offers a new job's lease: an engine claims it and splits the job.
     pub fn offer_job(&self, tenant: &str, id: &str) -> Result<()> {
         self.0.write_fenced(None, Vec::new(), vec![LeaseOp::Offer(job_lease(tenant, id))])
@@ -130,7 +158,8 @@ impl Broadcasts<'_> {
         }
         let mut report = self.base_report(tenant, id)?;
         add_parts(&mut report, &parts);
-        Ok(JobState::Done(job, report))
+        report.cancelled_ms = self.cancelled(tenant, id)?;
+        Ok(JobState::Done(job, Box::new(report)))
     }
 
     /// Stores the partitions of an unsplit job and offers their leases; the
@@ -192,7 +221,8 @@ impl Broadcasts<'_> {
         let k = key(&[&job.tenant, &job.id]);
         let mut writes: Vec<Write<'_>> = vec![
             (&t.reports, k.clone(), Some(crate::deliveries::encode_broadcast_report(report)?)),
-            (&t.jobs, k, None),
+            (&t.jobs, k.clone(), None),
+            (&t.cancels, k, None),
         ];
         for i in 0..job.parts {
             writes.push((&t.parts, key(&[&job.tenant, &job.id, &part_id(i)]), None));

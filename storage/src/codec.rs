@@ -56,6 +56,8 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         + one::<identity::LdapComponent>(bytes)
         + one::<identity::OtpCounter>(bytes)
         + one::<identity::OtpPolicy>(bytes)
+        + one::<limits::TenantLimits>(bytes)
+        + one::<limits::DayCount>(bytes)
         + one::<links::Link>(bytes)
         + one::<nonces::Nonce>(bytes)
         + one::<properties::Property>(bytes)

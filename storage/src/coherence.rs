@@ -22,6 +22,8 @@ pub(crate) enum Change<'a> {
     Apps,
     /// A user of this tenant was written: its directory is rebuilt.
     Users(&'a str),
+    /// A tenant's quotas were written: its cached limits are read again.
+    Limits(&'a str),
 }
 
 impl Store {
@@ -33,6 +35,7 @@ impl Store {
         let payload = match change {
             Change::Apps => format!("{}\tapps\t", self.node_id()),
             Change::Users(tenant) => format!("{}\tusers\t{tenant}", self.node_id()),
+            Change::Limits(tenant) => format!("{}\tlimits\t{tenant}", self.node_id()),
         };
         if let Err(e) = pg.notify(&payload) {
             tracing::warn!(error = %e, "could not tell other engines of a change");
@@ -57,12 +60,14 @@ fn changed(inner: &Weak<crate::store::Inner>, payload: Option<&str>) {
         None => {
             inner.apps_generation.fetch_add(1, Ordering::AcqRel);
             inner.directories.forget_all();
+            inner.limits.forget_all();
         }
         Some((node, _, _)) if node == inner.opts.node_id => {}
         Some((_, "apps", _)) => {
             inner.apps_generation.fetch_add(1, Ordering::AcqRel);
         }
         Some((_, "users", tenant)) => inner.directories.forget(tenant),
+        Some((_, "limits", tenant)) => inner.limits.forget(tenant),
         Some((_, kind, _)) => tracing::debug!(kind, "a change of an unknown kind: ignored"),
     }
 }

@@ -168,6 +168,8 @@ trees! {
         schedules_due,
         schedule_counts,
         schedule_links,
+        /// Per tenant: the quotas the operator set and the day's broadcast count (see `limits`).
+        limits,
     }
     deliveries: {
         jobs,
@@ -177,6 +179,8 @@ trees! {
         /// One-client and one-user sends: report and outcomes in one record.
         sends,
         outcomes,
+        /// Broadcasts cancelled while running: each partition stops at its next checkpoint.
+        cancels,
     }
 }
 

@@ -116,6 +116,9 @@ pub struct Report {
     /// stored like `resent`.
     #[serde(skip)]
     pub failure: Option<String>,
+    /// When a broadcast was cancelled, ms since the epoch; stored like `resent`.
+    #[serde(skip)]
+    pub cancelled_ms: Option<u64>,
 }
 
 impl Report {
@@ -178,8 +181,30 @@ pub struct Job {
     /// progress that may have been sent to.
     pub read_mark: Option<String>,
     /// How many partitions the job was split into; 0 until it is split.
-    /// Last, so that a record written before it decodes as `JobV2`.
+    /// After the fields of `JobV2`, so that a record written before it decodes as that.
     pub parts: u32,
+    /// Notifications per second the broadcast is paced to, besides its
+    /// tenant's bulk quota (`?maxPerSecond=`); last, as `parts` (`JobV3`).
+    pub max_per_second: Option<u32>,
+}
+
+/// [`Job`] as stored before it had `max_per_second`.
+#[derive(Deserialize)]
+struct JobV3 {
+    id: String,
+    tenant: String,
+    notification_json: String,
+    apps: Vec<JobApp>,
+    created_ms: u64,
+    read_mark: Option<String>,
+    parts: u32,
+}
+
+impl From<JobV3> for Job {
+    fn from(v: JobV3) -> Job {
+        let JobV3 { id, tenant, notification_json, apps, created_ms, read_mark, parts } = v;
+        Job { id, tenant, notification_json, apps, created_ms, read_mark, parts, max_per_second: None }
+    }
 }
 
 /// [`Job`] as stored before it had `parts`.
@@ -196,7 +221,7 @@ struct JobV2 {
 impl From<JobV2> for Job {
     fn from(v: JobV2) -> Job {
         let JobV2 { id, tenant, notification_json, apps, created_ms, read_mark } = v;
-        Job { id, tenant, notification_json, apps, created_ms, read_mark, parts: 0 }
+        Job { id, tenant, notification_json, apps, created_ms, read_mark, parts: 0, max_per_second: None }
     }
 }
 
@@ -213,7 +238,7 @@ struct JobV1 {
 impl From<JobV1> for Job {
     fn from(v: JobV1) -> Job {
         let JobV1 { id, tenant, notification_json, apps, created_ms } = v;
-        Job { id, tenant, notification_json, apps, created_ms, read_mark: None, parts: 0 }
+        Job { id, tenant, notification_json, apps, created_ms, read_mark: None, parts: 0, max_per_second: None }
     }
 }
 
@@ -224,6 +249,7 @@ impl From<JobV1> for Job {
 /// inventing a value).
 pub(crate) fn decode_job(bytes: &[u8]) -> Result<Job> {
     codec::decode::<Job>(bytes)
+        .or_else(|e| codec::decode::<JobV3>(bytes).map(Job::from).map_err(|_| e))
         .or_else(|e| codec::decode::<JobV2>(bytes).map(Job::from).map_err(|_| e))
         .or_else(|e| codec::decode::<JobV1>(bytes).map(Job::from).map_err(|_| e))
 }
@@ -235,6 +261,7 @@ struct BroadcastReportRef<'a> {
     report: &'a Report,
     resent: u64,
     failure: &'a Option<String>,
+    cancelled_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -242,20 +269,40 @@ struct BroadcastReport {
     report: Report,
     resent: u64,
     failure: Option<String>,
+    cancelled_ms: Option<u64>,
+}
+
+/// [`BroadcastReport`] as stored before broadcasts could be cancelled.
+#[derive(Deserialize)]
+struct BroadcastReportV1 {
+    report: Report,
+    resent: u64,
+    failure: Option<String>,
+}
+
+impl From<BroadcastReportV1> for BroadcastReport {
+    fn from(v: BroadcastReportV1) -> BroadcastReport {
+        let BroadcastReportV1 { report, resent, failure } = v;
+        BroadcastReport { report, resent, failure, cancelled_ms: None }
+    }
 }
 
 pub(crate) fn encode_broadcast_report(report: &Report) -> Result<Vec<u8>> {
-    codec::encode(&BroadcastReportRef { report, resent: report.resent, failure: &report.failure })
+    let cancelled_ms = report.cancelled_ms;
+    codec::encode(&BroadcastReportRef { report, resent: report.resent, failure: &report.failure, cancelled_ms })
 }
 
 /// Decodes a record of the reports tree: a broadcast's report with its
 /// resends, or a bare report (older broadcasts, and one-client sends from
 /// before they had their own tree), tried in that order as in [`decode_job`].
 pub(crate) fn decode_broadcast_report(bytes: &[u8]) -> Result<Report> {
-    match codec::decode::<BroadcastReport>(bytes) {
-        Ok(BroadcastReport { mut report, resent, failure }) => {
+    let decoded = codec::decode::<BroadcastReport>(bytes)
+        .or_else(|e| codec::decode::<BroadcastReportV1>(bytes).map(BroadcastReport::from).map_err(|_| e));
+    match decoded {
+        Ok(BroadcastReport { mut report, resent, failure, cancelled_ms }) => {
             report.resent = resent;
             report.failure = failure;
+            report.cancelled_ms = cancelled_ms;
             Ok(report)
         }
         Err(e) => codec::decode::<Report>(bytes).map_err(|_| e),
@@ -336,6 +383,7 @@ impl Deliveries<'_> {
         };
         if report.completed_ms.is_none() {
             crate::broadcasts::add_parts(&mut report, &self.0.broadcasts().parts(tenant, notification)?);
+            report.cancelled_ms = self.0.broadcasts().cancelled(tenant, notification)?;
         }
         Ok(Some(report))
     }
@@ -435,11 +483,32 @@ mod tests {
         let mut job: Job = decode_job(&codec::encode(&old_job()).unwrap()).unwrap();
         job.read_mark = Some("c7".into());
         assert_eq!(decode_job(&codec::encode(&job).unwrap()).unwrap(), job);
+        job.parts = 3;
+        job.max_per_second = Some(250);
+        assert_eq!(decode_job(&codec::encode(&job).unwrap()).unwrap(), job);
         let mut report = old_report();
         report.resent = 12;
         let bytes = encode_broadcast_report(&report).unwrap();
         assert_eq!(decode_broadcast_report(&bytes).unwrap(), report);
         assert_eq!(codec::encode(&report).unwrap(), codec::encode(&old_report()).unwrap());
         assert!(decode_job(&[1, 2, 3]).is_err());
+        report.cancelled_ms = Some(1 << 41);
+        let bytes = encode_broadcast_report(&report).unwrap();
+        assert_eq!(decode_broadcast_report(&bytes).unwrap(), report);
+    }
+
+    /// A broadcast's report stored before cancellation is read without it.
+    #[test]
+    fn reports_from_before_cancellation_are_read() {
+        #[derive(Serialize)]
+        struct V1<'a> {
+            report: &'a Report,
+            resent: u64,
+            failure: Option<String>,
+        }
+        let report = old_report();
+        let bytes = codec::encode(&V1 { report: &report, resent: 3, failure: Some("gave up".into()) }).unwrap();
+        let read = decode_broadcast_report(&bytes).unwrap();
+        assert_eq!((read.resent, read.failure.as_deref(), read.cancelled_ms), (3, Some("gave up"), None));
     }
 }

@@ -52,6 +52,7 @@ pub mod deliveries;
 pub mod idempotency;
 pub mod identity;
 pub mod leases;
+pub mod limits;
 pub mod links;
 pub mod nonces;
 pub mod properties;

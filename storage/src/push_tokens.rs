@@ -164,6 +164,12 @@ impl PushTokens<'_> {
         Ok((iter, p))
     }
 
+    /// How many push tokens the tenant stores (valid or not): what its
+    /// `pushTokens` quota counts. Reads every key of the tenant's tokens.
+    pub fn count_of_tenant(&self, tenant: &str) -> Result<u64> {
+        self.0.trees()?.push_tokens.count_prefix(prefix(&[tenant]))
+    }
+
     /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
     pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
         // A count for metrics and reports: 0 while the database is being reopened.

@@ -72,6 +72,8 @@ pub(crate) struct Inner {
     master: MasterKey,
     /// Users' list fields, per tenant (see `user_directory`).
     pub(crate) directories: crate::user_directory::Directories,
+    /// Tenants' quotas, read by every send (see `limits`).
+    pub(crate) limits: crate::limits::LimitsCache,
     /// Free space and write health of the data directory's disk.
     space: Space,
     /// Bumped after every app write (see [`Store::apps_generation`]).
@@ -104,6 +106,7 @@ impl Store {
             opts: opts.clone(),
             master,
             directories: Default::default(),
+            limits: Default::default(),
             space,
             apps_generation: Default::default(),
             local_leases: Default::default(),
@@ -128,6 +131,7 @@ impl Store {
             opts: opts.clone(),
             master,
             directories: Default::default(),
+            limits: Default::default(),
             space: Space::unmetered(),
             apps_generation: Default::default(),
             local_leases: Default::default(),

@@ -200,6 +200,7 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
         created_ms: 1,
         read_mark: None,
         parts: 0,
+        max_per_second: None,
     };
     {
         let s = open(dir.path());
@@ -288,6 +289,7 @@ fn a_job(id: &str, at: u64) -> Job {
         created_ms: at,
         read_mark: None,
         parts: 0,
+        max_per_second: None,
     }
 }
 

@@ -162,11 +162,17 @@ async fn idempotent_and_scheduled_sends_through_the_library_api() {
     };
 
     let key = IdempotencyKey::parse("invoice-17").unwrap();
-    let first = engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid"))).await.unwrap();
-    let again = engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid"))).await.unwrap();
+    let first =
+        engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid")), Default::default()).await.unwrap();
+    let again =
+        engine.push().send_idempotent(&admin, "shop", &key, typed(event("paid")), Default::default()).await.unwrap();
     assert_eq!((first.replayed, again.replayed), (false, true));
     assert_eq!(first.answer[0].notification_id, again.answer[0].notification_id);
-    let err = engine.push().send_idempotent(&admin, "shop", &key, typed(event("other"))).await.unwrap_err();
+    let err = engine
+        .push()
+        .send_idempotent(&admin, "shop", &key, typed(event("other")), Default::default())
+        .await
+        .unwrap_err();
     assert_eq!((err.kind(), err.status.as_u16()), (ErrorKind::Invalid, 422), "{err}");
     assert_eq!(sims.stats().apns.accepted, 1);
 

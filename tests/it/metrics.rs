@@ -308,16 +308,24 @@ async fn every_documented_series_moves_under_a_workload() {
     let (st, r) = w.send(to_user("dora")).await;
     assert_eq!((st, r[0]["isSuccessful"].clone()), (StatusCode::ACCEPTED, json!(false)), "{r}");
 
-    // A broadcast over a few more APNs clients.
+    // A broadcast over a few more APNs clients, paced by the tenant's quota;
+    // a send past the interactive quota refused.
     for i in 0..12 {
         w.client("demo", &format!("user{i}"), &format!("APN:{}", apns_token(100 + i))).await;
     }
+    let limits = json!({"bulkPerSecond": 20, "interactivePerSecond": 1});
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/limits", Some(OPERATOR), Some(limits)).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
     let (st, r) = w
         .send(json!({"category": "chat", "recipient": {"tenantId": "acme", "topic": "news"}, "payload": {"message": {"body": "all"}}}))
         .await;
     assert_eq!(st, StatusCode::ACCEPTED, "{r}");
     let report = w.wait_report(r[0]["notificationId"].as_str().unwrap(), 30).await;
     assert_eq!(report["state"], "COMPLETED", "{report}");
+    let statuses = [w.send(to_user("dora")).await.0, w.send(to_user("dora")).await.0];
+    assert!(statuses.contains(&StatusCode::TOO_MANY_REQUESTS), "{statuses:?}");
+    let (st, b) = s.call(Method::PUT, "/v1/tenants/acme/limits", Some(OPERATOR), Some(json!({}))).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
 
     // A scheduled send, due at once (to a user that does not exist: it fails, sending nothing).
     let now = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();

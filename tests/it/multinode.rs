@@ -492,3 +492,60 @@ async fn password_failures_through_three_nodes_lock_at_the_same_count() {
         }
     }
 }
+
+/// Quotas set through node `a` hold on node `b` within a second, though `b`
+/// had the tenant's limits cached; a broadcast whose partitions run on
+/// several nodes, cancelled through node `c`, stops on all of them within a
+/// second, its report counting exactly what the simulator accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn quotas_and_a_cancel_through_one_node_reach_the_others() {
+    const TOKENS: u64 = 4_000;
+    let extra = [("HERALD_BROADCAST_PARTITION", "250".to_string()), ("HERALD_BULK_IN_FLIGHT", "50".to_string())];
+    let Some(c) = Nodes::start(&extra).await else { return };
+    let admin = c.acme().await;
+    c.seed(TOKENS);
+    let (st, b) = c.call(1, Method::GET, "/v1/tenants/acme/limits", &admin, Value::Null).await;
+    assert_eq!((st, b.get("broadcastsPerDay")), (StatusCode::OK, None), "node b caches no limits: {b}");
+    let (st, b) = c.call(0, Method::PUT, "/v1/tenants/acme/limits", OPERATOR, json!({"broadcastsPerDay": 1})).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    let set_at = Instant::now();
+
+    let apns = ProviderFaults { latency_ms: Some(15), ..Default::default() };
+    c.world.sims.set_faults(Faults { apns, ..Default::default() });
+    let (st, answer) = c.call(1, Method::POST, "/v1/tenants/acme/push_notification/send", &admin, topic("a")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{answer}");
+    let (st, refused) = c.call(1, Method::POST, "/v1/tenants/acme/push_notification/send", &admin, topic("b")).await;
+    assert!(set_at.elapsed() < Duration::from_secs(1), "within a second of the change");
+    assert_eq!(st, StatusCode::TOO_MANY_REQUESTS, "node b applies the quota set through node a: {refused}");
+
+    let id = answer[0]["notificationId"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.holders("part/").len() < 2 || c.world.sims.stats().apns.accepted < TOKENS / 10 {
+        assert!(Instant::now() < deadline, "the broadcast did not spread over two nodes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancelled_ms = now_ms();
+    let path = format!("/v1/tenants/acme/push_notification/{id}/cancel");
+    let (st, b) = c.call(2, Method::POST, &path, &admin, Value::Null).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{b}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let report = loop {
+        let r = c.report(0, &admin, &id).await;
+        if r["state"] == "CANCELLED" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the broadcast did not stop: {r}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let last = c.world.sims.requests(Provider::Apns, 1).pop().unwrap().received_ms;
+    let after = last.saturating_sub(cancelled_ms);
+    assert!(after <= 1000, "a request reached the simulator {after} ms after the cancel");
+    let accepted = c.world.sims.stats().apns.accepted;
+    assert_eq!(report["counts"]["sent"].as_u64().unwrap(), accepted, "{report}");
+    assert!(accepted < TOKENS, "{accepted} of {TOKENS}: it stopped");
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}

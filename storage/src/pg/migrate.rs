@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_records.sql"),
     include_str!("migrations/0002_leases.sql"),
     include_str!("migrations/0003_schedules_idempotency.sql"),
+    include_str!("migrations/0004_limits.sql"),
 ];
 
 /// The schema version this engine runs on.
