@@ -157,6 +157,8 @@ trees! {
         certificates,
         certificates_by_signer,
         pki,
+        /// Apps' Web Push credentials (see `web_push`).
+        app_web_push,
     }
     deliveries: {
         jobs,

@@ -49,3 +49,4 @@ mod transport;
 mod validation;
 mod versions;
 mod webhooks;
+mod webpush;

@@ -7,7 +7,11 @@ use crate::{Error, Result};
 
 /// The migrations in order: migration `i` brings the schema to version `i + 1`.
 /// Append only; a released migration never changes.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_records.sql"), include_str!("migrations/0002_leases.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_records.sql"),
+    include_str!("migrations/0002_leases.sql"),
+    include_str!("migrations/0005_webpush.sql"),
+];
 
 /// The schema version this engine runs on.
 pub(crate) const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
