@@ -45,8 +45,10 @@ impl Subscription {
     /// Reads and checks the subscription JSON (`{"endpoint", "keys":
     /// {"p256dh", "auth"}}`; `expirationTime` and other members are ignored).
     pub fn parse(json: &str) -> Result<Subscription, SubscriptionError> {
-        let value: Value =
-            serde_json::from_str(json).map_err(|_| error("", "must be the browser's subscription JSON"))?;
+        let value = serde_json::from_str::<Value>(json)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| error("", "must be the browser's subscription JSON (an object)"))?;
         let endpoint = value.get("endpoint").and_then(Value::as_str).ok_or_else(|| error("endpoint", "is required"))?;
         if endpoint.len() > MAX_ENDPOINT {
             return Err(error("endpoint", format!("is longer than {MAX_ENDPOINT} characters")));
@@ -134,6 +136,7 @@ mod tests {
     fn bad_subscriptions_name_the_field() {
         let field = |json: String| Subscription::parse(&json).unwrap_err().field;
         assert_eq!(field("not json".into()), "");
+        assert_eq!(field("\"a string\"".into()), "");
         assert_eq!(field(sub("http://push.example.net/x", P256DH, AUTH)), "endpoint");
         assert_eq!(field(sub("push.example.net/x", P256DH, AUTH)), "endpoint");
         assert_eq!(field(sub(&format!("https://x/{}", "a".repeat(2048)), P256DH, AUTH)), "endpoint");
