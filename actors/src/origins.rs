@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex};
 pub const MAX_ORIGINS: usize = 64;
 
 /// The pools of one channel.
+// One per channel, built once and never moved while in use: the variants'
+// size difference costs nothing, a box would cost a pointer chase per request.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Pools {
     /// The provider's one endpoint.
     One(Pool),

@@ -110,7 +110,7 @@ fn hex_encode(bytes: &[u8]) -> String {
 }
 
 fn hex_decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i.saturating_add(2))?, 16).ok()).collect()
@@ -251,7 +251,7 @@ fn check_vapid(state: &SimState, parts: &http::request::Parts) -> Result<(), &'s
 /// `TTL` (required), `Urgency`, `Topic` and `Content-Encoding: aes128gcm`.
 fn check_headers(h: &http::HeaderMap) -> Result<(), &'static str> {
     let text = |name: &str| h.get(name).map(|v| v.to_str().unwrap_or("\u{0}"));
-    if !text("ttl").is_some_and(|t| t.parse::<u64>().is_ok()) {
+    if text("ttl").is_none_or(|t| t.parse::<u64>().is_err()) {
         return Err("BadTtl");
     }
     if text("urgency").is_some_and(|u| !matches!(u, "very-low" | "low" | "normal" | "high")) {
