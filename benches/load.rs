@@ -39,6 +39,11 @@
 //!    machine's CPU PostgreSQL took during each. On a 2-core machine the
 //!    second engine competes with the first for the same cores: the figure
 //!    shows the cost of coordinating through the database, not scaling.
+//! 9. **Web Push fan-out**: a topic broadcast to N/10 browser subscriptions
+//!    (at least 1 000) of the Web Push simulator, through a Herald of its own:
+//!    notifications/s as the simulator counts them, beside the APNs fan-out
+//!    (each message encrypted and VAPID-signed by Herald, verified and
+//!    decrypted by the simulator).
 //!
 //! **Repeats**: items 1 to 5 run `--repeats` rounds (5; 3 with `--quick`), and
 //! within a round Herald alternates with its baselines (fan-out, bare client,
@@ -203,7 +208,7 @@ impl Options {
         let mut concurrency = CONCURRENCY.to_vec();
         let mut node = true;
         let mut perf = false;
-        let mut only: Vec<u8> = (1..=6).collect();
+        let mut only: Vec<u8> = (1..=6).chain([9]).collect();
         let mut ceiling_connections = None;
         let mut ceiling_streams = None;
         let mut proxy_connections = None;
@@ -237,8 +242,8 @@ impl Options {
                     only = it
                         .next()
                         .map(|v| v.split(',').filter_map(|i| i.trim().parse::<u8>().ok()).collect())
-                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=8).contains(i)))
-                        .expect("--only takes items 1 to 8, e.g. 1,2,6")
+                        .filter(|v: &Vec<u8>| !v.is_empty() && v.iter().all(|i| (1..=9).contains(i)))
+                        .expect("--only takes items 1 to 9, e.g. 1,2,6")
                 }
                 "--repeats" => repeats = Some(count(it.next(), "--repeats")),
                 "--concurrency" => {
@@ -291,7 +296,7 @@ impl Options {
 }
 
 const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--concurrency 1,16,64,256] [--no-node] \
-[--only 1,2,...,7] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled]";
+[--only 1,2,...,9] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -489,6 +494,7 @@ fn sim_child(args: &[String]) {
         writeln!(out, "fcm {}", sims.fcm_url()).expect("stdout");
         writeln!(out, "hms {}", sims.hms_url()).expect("stdout");
         writeln!(out, "hms_token {}", sims.hms_token_url()).expect("stdout");
+        writeln!(out, "webpush {}", sims.webpush_url()).expect("stdout");
         writeln!(out, "control {}", sims.control_url().expect("control API")).expect("stdout");
         writeln!(out, "ready").expect("stdout");
         out.flush().expect("stdout");
@@ -556,6 +562,7 @@ impl Sims {
             apns_url: self.url("apns").to_string(),
             fcm_url: self.url("fcm").to_string(),
             hms_url: self.url("hms").to_string(),
+            webpush_url: self.url("webpush").to_string(),
         };
         herald_sim::generate_credentials(dir, &urls).expect("simulator credentials")
     }
@@ -2088,6 +2095,8 @@ struct Results {
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
     phase5_complete: bool,
+    /// Item 9.
+    webpush: WebPushRun,
     /// Other processes' share of the machine's CPU per phase, the most of its rounds (see [`Foreign`]).
     foreign: Vec<(&'static str, f64)>,
     /// Herald's provider round trips during the fan-outs and during phase 5.
@@ -2257,6 +2266,9 @@ async fn run(opts: Options) {
                 b.node_apn(round).await;
             }
         }
+    }
+    if wants(&[9]) {
+        b.webpush_fanout().await;
     }
     if !wants(&[3]) || !b.opts.node {
         b.res.node.unavailable = Some("not run".into());
@@ -2978,6 +2990,11 @@ fn results_json(res: &Results) -> Value {
     m.insert("spreads".into(), Value::Object(spreads));
     m.insert("noisy".into(), json!(noisy));
     m.insert("targets".into(), json!(targets));
+    webpush_json(res, &mut |k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            m.insert(k.into(), json!(v));
+        }
+    });
     Value::Object(m)
 }
 
@@ -3237,6 +3254,9 @@ fn table(res: &Results, opts: &Options) -> String {
     if !res.phase5_complete {
         rows.push(("  (phase 5 broadcasts did not all complete in time)".into(), String::new(), String::new()));
     }
+    if res.webpush.tokens > 0 {
+        rows.extend(webpush_rows(res));
+    }
     for (engines, rate, share) in &res.nodes {
         rows.push((
             format!("fan-out with {engines} engine(s) on one PostgreSQL (its CPU share)"),
@@ -3364,4 +3384,168 @@ fn api_grid(res: &Results, opts: &Options) -> String {
     }
     out.push_str("(! = some requests failed; see the progress lines; ~ = spread over 20%)\n");
     out
+}
+
+// ---------------------------------------------------------------------------
+// Item 9: Web Push fan-out
+// ---------------------------------------------------------------------------
+
+/// The tenant of the Web Push fan-out, on a Herald and data directory of its own.
+const TENANT_WEB: &str = "benchweb";
+
+/// What the Web Push fan-out measured (item 9).
+#[derive(Debug, Default)]
+struct WebPushRun {
+    /// Subscriptions the broadcast went to.
+    tokens: u64,
+    /// Notifications/s as the Web Push simulator counts them (first to last accepted).
+    rate: Option<f64>,
+    accepted: u64,
+    herald_ms: Option<u64>,
+    connections: u64,
+    herald_cpu: f64,
+    sim_cpu: f64,
+}
+
+impl Bench {
+    /// Item 9: a topic broadcast to N/10 browser subscriptions of the Web Push
+    /// simulator (at least 1 000), through a Herald of its own: each message
+    /// encrypted (RFC 8291) and VAPID-signed by Herald, verified and decrypted
+    /// by the simulator, so both sides' crypto is in the figure.
+    async fn webpush_fanout(&mut self) {
+        let n = (self.opts.tokens / 10).max(1_000);
+        let data = self.work.join("data-webpush");
+        say!("item 9: broadcast to {n} Web Push subscriptions through Herald");
+        let allow = [("HERALD_ALLOW_PRIVATE_PROVIDER_ENDPOINTS", "true")];
+        let h = Herald::start_with(&data, &self.sims, &allow);
+        let body = json!({"tenantId": TENANT_WEB, "adminUsername": "admin", "adminPassword": PASSWORD});
+        ok(
+            "create tenant",
+            api(&self.http, &h, reqwest::Method::POST, "/v1/tenants", Some(OPERATOR), Some(body)).await,
+        );
+        let admin = admin_token(&self.http, &h, TENANT_WEB).await;
+        let app = json!({"categories": ["chat", "payment", "tms"], "webPushSubject": "mailto:bench@herald.test"});
+        let path = format!("/v1/tenants/{TENANT_WEB}/apps/{APP}");
+        ok("create app", api(&self.http, &h, reqwest::Method::POST, &path, Some(&admin), Some(app)).await);
+        drop(h);
+        let subscriptions: Vec<String> = (0..n)
+            .map(|i| {
+                let sub =
+                    herald_sim::webpush_subscription(&self.sims.cert_dir, self.sims.url("webpush"), &format!("b{i}"))
+                        .expect("a simulator subscription");
+                herald_actors::providers::subscription::Subscription::parse(&sub.to_string())
+                    .expect("a valid subscription")
+                    .canonical()
+            })
+            .collect();
+        seed_webpush(&data, &subscriptions);
+        let h = Herald::start_with(&data, &self.sims, &allow);
+        let admin = admin_token(&self.http, &h, TENANT_WEB).await;
+        self.sims.reset().await;
+        let (h_cpu0, s_cpu0) = (h.cpu(), self.sims.cpu());
+        let foreign = Foreign::start(&[h.pid(), self.sims.proc.pid()]);
+        let id = start_broadcast(&self.http, &h, TENANT_WEB, &admin).await;
+        let deadline = Instant::now() + Duration::from_secs(60 + n / 200);
+        let report = loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let r = report(&self.http, &h, TENANT_WEB, &admin, &id).await;
+            if r["state"] == "COMPLETED" || Instant::now() > deadline {
+                break r;
+            }
+        };
+        let stats = self.sims.stats().await.webpush;
+        self.res.foreign.push(("web push fan-out", foreign.share()));
+        let (c, d) = (report["createdAt"].as_u64(), report["completedAt"].as_u64());
+        let run = WebPushRun {
+            tokens: n,
+            rate: sim_rate(&stats),
+            accepted: stats.accepted,
+            herald_ms: c.zip(d).map(|(c, d)| d.saturating_sub(c)),
+            connections: stats.connections,
+            herald_cpu: h.cpu() - h_cpu0,
+            sim_cpu: self.sims.cpu() - s_cpu0,
+        };
+        if report["counts"]["sent"].as_u64() != Some(n) {
+            say!("web push fan-out incomplete or with failures: {}", report["counts"]);
+        }
+        say!(
+            "web push fan-out: {:.0}/s, {} connections, herald CPU {:.1} s, simulator CPU {:.1} s",
+            run.rate.unwrap_or(0.0),
+            run.connections,
+            run.herald_cpu,
+            run.sim_cpu
+        );
+        self.res.webpush = run;
+    }
+}
+
+/// Seeds one client of app [`APP`] of [`TENANT_WEB`] per subscription, each
+/// its `WEB` push token, straight into a stopped Herald's storage.
+fn seed_webpush(data: &Path, subscriptions: &[String]) {
+    let store =
+        Store::open(&StoreOptions { store_url: store_url(), ..StoreOptions::new(data) }).expect("open the store");
+    let now = herald_storage::now_ms();
+    for sub in subscriptions {
+        let id = ulid::Ulid::generate().to_string();
+        let client = Client {
+            id: id.clone(),
+            app_name: APP.into(),
+            platform: "web".into(),
+            lock_state: "NONE".into(),
+            secret_hash: vec![0xa5; 32],
+            created_ms: now,
+            ..Client::default()
+        };
+        store.clients().create(TENANT_WEB, &client).expect("seed a client");
+        let token = PushToken {
+            app_name: APP.into(),
+            provider: PushProvider::Web,
+            token: sub.clone(),
+            is_valid: true,
+            updated_ms: now,
+        };
+        store.push_tokens().set(TENANT_WEB, &id, &token).expect("seed a push token");
+    }
+    store.flush_now().expect("flush the seeded store");
+}
+
+/// The table's rows of item 9, beside the APNs fan-out's.
+fn webpush_rows(res: &Results) -> Vec<(String, String, String)> {
+    let w = &res.webpush;
+    let per =
+        |cpu: f64| if w.accepted > 0 { format!("{:.1} µs", cpu * 1e6 / w.accepted as f64) } else { "n/a".into() };
+    vec![
+        (
+            format!("fan-out, Web Push (simulator counts, {} subscriptions)", w.tokens),
+            fmt_opt(w.rate, 0, "/s"),
+            String::new(),
+        ),
+        (
+            "  end to end (POST → COMPLETED, Herald's report)".into(),
+            fmt_opt(w.herald_ms.map(|v| v as f64), 0, " ms"),
+            String::new(),
+        ),
+        (
+            "  CPU per notification: herald / simulator".into(),
+            format!("{} / {}", per(w.herald_cpu), per(w.sim_cpu)),
+            String::new(),
+        ),
+        (
+            "Web Push fan-out / APNs fan-out".into(),
+            fmt_opt(ratio(w.rate, res.median("fanout_per_s")), 2, "x"),
+            String::new(),
+        ),
+    ]
+}
+
+/// The JSON keys of item 9.
+fn webpush_json(res: &Results, put: &mut dyn FnMut(&str, Option<f64>)) {
+    let w = &res.webpush;
+    put("webpush_tokens", (w.tokens > 0).then_some(w.tokens as f64));
+    put("webpush_fanout_per_s", w.rate);
+    put("webpush_fanout_vs_apns", ratio(w.rate, res.median("fanout_per_s")));
+    put("webpush_fanout_herald_completion_ms", w.herald_ms.map(|v| v as f64));
+    put("webpush_fanout_sim_connections", (w.tokens > 0).then_some(w.connections as f64));
+    put("webpush_fanout_herald_cpu_s", (w.tokens > 0).then_some(w.herald_cpu));
+    put("webpush_fanout_sim_cpu_s", (w.tokens > 0).then_some(w.sim_cpu));
 }

@@ -32,8 +32,10 @@ pub async fn start_simulators(config: &mut Config) -> Result<herald_sim::Simulat
         hms_token: sims.hms_token_url(),
     };
     config.push.extra_ca_pem = sims.ca_pem().into_bytes();
-    // Demo webhooks go to receivers on this machine.
+    // Demo webhooks go to receivers on this machine, and so do the browser
+    // subscriptions of the web clients (the Web Push simulator's endpoints).
     config.webhooks.allow_private = true;
+    config.push.allow_private_endpoints = true;
     Ok(sims)
 }
 
@@ -73,8 +75,9 @@ async fn expect(
 }
 
 /// Creates tenant `demo` (once): an app per provider, users alice and bob with a
-/// client on each provider. On a later start over the same data directory, the
-/// apps' credentials are rewritten for this start's simulators.
+/// client on each provider (a browser on `demo-web`). On a later start over the
+/// same data directory, the apps' credentials are rewritten for this start's
+/// simulators, and the browsers subscribe again (the Web Push simulator's port changed).
 pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result<(), String> {
     let body = json!({ "tenantId": TENANT, "adminUsername": ADMIN, "adminPassword": PASSWORD });
     let (status, _) = call(engine, Method::POST, "/v1/tenants", Some(&engine.operator_token), Some(body)).await?;
@@ -101,13 +104,14 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
         ),
         ("demo-fcm", pick(&["fcmServiceAccountJSON"]), "FCM"),
         ("demo-hms", pick(&["hpkClientId", "hpkClientSecret"]), "HPK"),
+        ("demo-web", pick(&["webPushSubject"]), "WEB"),
     ];
     let write = if first_start { Method::POST } else { Method::PUT };
     for (app, body, _) in &apps {
         expect(engine, write.clone(), &format!("/v1/tenants/{TENANT}/apps/{app}"), Some(&token), body.clone()).await?;
     }
     if !first_start {
-        return Ok(());
+        return resubscribe(engine, sims, &token).await;
     }
     for (n, user) in ["alice", "bob"].iter().enumerate() {
         for (i, (app, _, provider)) in apps.iter().enumerate() {
@@ -130,6 +134,7 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
             .await?;
             let push_token = match *provider {
                 "APNS" => format!("{:064x}", n.saturating_mul(10).saturating_add(i).saturating_add(1)),
+                "WEB" => sims.webpush_subscription(&format!("demo-{user}")).to_string(),
                 other => format!("{}-demo-token-{user}", other.to_lowercase()),
             };
             expect(
@@ -140,6 +145,25 @@ pub async fn seed(engine: &Arc<Engine>, sims: &herald_sim::Simulators) -> Result
                 json!({ "appName": app, "pushToken": format!("{provider}:{push_token}") }),
             )
             .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Points the browsers' subscriptions (`WEB` tokens) of alice and bob at this
+/// start's Web Push simulator.
+async fn resubscribe(engine: &Arc<Engine>, sims: &herald_sim::Simulators, token: &str) -> Result<(), String> {
+    for user in ["alice", "bob"] {
+        let path = format!("/v1/tenants/{TENANT}/users/{user}/clients");
+        let (_, links) = call(engine, Method::GET, &path, Some(token), None).await?;
+        for id in links.as_array().into_iter().flatten().filter_map(|l| l["astClientId"].as_str()) {
+            let path = format!("/v1/tenants/{TENANT}/clients/{id}/pushtoken");
+            let (_, current) = call(engine, Method::GET, &path, Some(token), None).await?;
+            if current["pushProvider"] == "WEB" {
+                let sub = sims.webpush_subscription(&format!("demo-{user}")).to_string();
+                let body = json!({ "appName": current["appName"], "pushToken": format!("WEB:{sub}") });
+                expect(engine, Method::PUT, &path, Some(token), body).await?;
+            }
         }
     }
     Ok(())
@@ -163,7 +187,7 @@ async fn call_form_token(engine: &Arc<Engine>) -> Result<(StatusCode, Value), St
 pub fn instructions(base: &str, sims: &herald_sim::Simulators) -> String {
     let stats = sims.control_url().map(|u| format!("{u}/stats")).unwrap_or_default();
     format!(
-        "\nDemo ready: tenant `{TENANT}` (admin `{ADMIN}` / `{PASSWORD}`), apps demo-apns, demo-fcm, demo-hms,\n\
+        "\nDemo ready: tenant `{TENANT}` (admin `{ADMIN}` / `{PASSWORD}`), apps demo-apns, demo-fcm, demo-hms, demo-web,\n\
          users alice and bob with a client on each provider. Send alice a push:\n\n\
          TOKEN=$(curl -s {base}/auth/realms/{TENANT}/protocol/openid-connect/token -d grant_type=password -d username={ADMIN} -d password={PASSWORD} | sed 's/.*\"access_token\":\"\\([^\"]*\\)\".*/\\1/')\n\
          curl -s -X POST {base}/v1/tenants/{TENANT}/push_notification/send -H \"authorization: Bearer $TOKEN\" -H 'content-type: application/json' \\\n  \

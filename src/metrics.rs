@@ -54,8 +54,7 @@ pub fn detached() -> PrometheusHandle {
 /// the engine, which knows the tenants: `telemetry::export_at_zero`.)
 fn at_zero() {
     use metrics::{counter, histogram};
-    const PROVIDERS: [&str; 3] = ["apns", "fcm", "hms"];
-    for provider in PROVIDERS {
+    for provider in herald_actors::telemetry::PROVIDERS {
         counter!("herald_provider_retries_total", "provider" => provider).absolute(0);
         for outcome in ["ok", "error"] {
             counter!("herald_provider_auth_refreshes_total", "provider" => provider, "outcome" => outcome).absolute(0);

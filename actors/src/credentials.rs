@@ -128,6 +128,14 @@ pub struct ApnsCredentials {
     pub sandbox: bool,
 }
 
+/// An app's Web Push setup: its VAPID key pair and subject.
+pub struct WebPushCredentials {
+    /// The VAPID private key, PKCS#8 DER (unsealed).
+    pub private_key: Vec<u8>,
+    /// The VAPID JWT's `sub`: a `mailto:` or `https:` contact.
+    pub subject: String,
+}
+
 /// What an app can send through.
 pub struct AppCredentials {
     /// Notification categories the app accepts; a send of another category is refused
@@ -141,7 +149,12 @@ pub struct AppCredentials {
     pub hms: Option<(String, String)>,
     /// Only a legacy FCM server key: Google no longer accepts those.
     pub legacy_fcm_only: bool,
+    /// The VAPID credentials; `None` when the app has no Web Push.
+    pub web_push: Option<WebPushCredentials>,
 }
+
+/// The field the VAPID private key is sealed under (its sealing context).
+pub const WEB_PUSH_KEY: &str = "webPushVapidPrivateKey";
 
 fn open_text(
     store: &Store,
@@ -206,12 +219,22 @@ impl AppCredentials {
             (Some(id), Some(secret)) => Some((id.clone(), secret)),
             _ => None,
         };
+        let web_push = match store.apps().web_push(tenant, name).map_err(|e| e.to_string())? {
+            Some(w) => Some(WebPushCredentials {
+                private_key: store
+                    .unseal(&w.private_key, &App::secret_context(tenant, name, WEB_PUSH_KEY))
+                    .map_err(|e| format!("{WEB_PUSH_KEY}: {e}"))?,
+                subject: w.subject,
+            }),
+            None => None,
+        };
         Ok(AppCredentials {
             categories: app.categories.clone(),
             legacy_fcm_only: app.android_api_key.is_some() && fcm.is_none(),
             apns,
             fcm,
             hms,
+            web_push,
         })
     }
 }

@@ -4,11 +4,13 @@
 //! answer does to the stored token.
 
 use crate::credentials::AppCredentials;
-use crate::pool::{Lane, Pool};
+use crate::origins::Pools;
+use crate::pool::Lane;
 use crate::providers::apns::Apns;
 use crate::providers::auth_http::AuthHttp;
 use crate::providers::fcm::Fcm;
 use crate::providers::hms::Hms;
+use crate::providers::webpush::WebPush;
 use crate::providers::{Authorizer, Backend, BuildEnv, FormatError, Notification, Outcome, Provider};
 use crate::settings::PushSettings;
 use crate::transport::{tls_config, TransportError};
@@ -26,6 +28,7 @@ pub fn backend_of(p: PushProvider) -> Option<Backend> {
         PushProvider::Apn | PushProvider::Apns => Some(Backend::Apns),
         PushProvider::Fcm | PushProvider::Fcmf => Some(Backend::Fcm),
         PushProvider::Hpk => Some(Backend::Hms),
+        PushProvider::Web => Some(Backend::WebPush),
         PushProvider::Gcm => None,
     }
 }
@@ -36,16 +39,17 @@ pub fn batch_limit(p: PushProvider) -> usize {
         Some(Backend::Apns) => Apns::MAX_TOKENS,
         Some(Backend::Fcm) => Fcm::MAX_TOKENS,
         Some(Backend::Hms) => Hms::MAX_TOKENS,
+        Some(Backend::WebPush) => WebPush::MAX_TOKENS,
         None => 1,
     }
 }
 
 /// One provider of one app: the provider, what authorizes its requests, and
-/// its connection pool.
+/// its connection pools.
 pub(crate) struct Channel<P: Provider> {
     provider: P,
     auth: P::Auth,
-    pool: Pool,
+    pools: Pools,
 }
 
 /// An app's channel of one provider, or why there is none (412 or 501, per client).
@@ -61,6 +65,7 @@ pub struct AppChannels {
     apns: Slot<Apns>,
     fcm: Slot<Fcm>,
     hms: Slot<Hms>,
+    webpush: Slot<WebPush>,
 }
 
 /// One notification going to clients of one app.
@@ -85,6 +90,7 @@ pub struct Prepared {
     apns: Payload<Apns>,
     fcm: Payload<Fcm>,
     hms: Payload<Hms>,
+    webpush: Payload<WebPush>,
 }
 
 type Payload<P> = OnceLock<Result<<P as Provider>::Payload, FormatError>>;
@@ -223,6 +229,7 @@ impl Deliverer {
             apns: channel(&creds, &env),
             fcm,
             hms: channel(&creds, &env),
+            webpush: channel(&creds, &env),
             categories: creds.categories,
         }
     }
@@ -242,7 +249,7 @@ impl Deliverer {
     /// for each token; one outcome per client, in order.
     pub async fn deliver_all(&self, job: &Job<'_>, clients: &[(&str, &TokenRef)], lane: Lane) -> Vec<ClientOutcome> {
         let mut outcomes: Vec<Option<ClientOutcome>> = vec![None; clients.len()];
-        for backend in [Backend::Apns, Backend::Fcm, Backend::Hms] {
+        for backend in [Backend::Apns, Backend::Fcm, Backend::Hms, Backend::WebPush] {
             let of: Vec<usize> =
                 (0..clients.len()).filter(|i| backend_of(clients[*i].1.provider) == Some(backend)).collect();
             if of.is_empty() {
@@ -264,6 +271,7 @@ impl Deliverer {
             Backend::Apns => self.send(&ch.apns, &p.apns, job, tokens, lane).await,
             Backend::Fcm => self.send(&ch.fcm, &p.fcm, job, tokens, lane).await,
             Backend::Hms => self.send(&ch.hms, &p.hms, job, tokens, lane).await,
+            Backend::WebPush => self.send(&ch.webpush, &p.webpush, job, tokens, lane).await,
         }
     }
 
@@ -349,8 +357,8 @@ fn channel<P: Provider>(creds: &AppCredentials, env: &BuildEnv<'_>) -> Slot<P> {
     let unusable = |message: String| FormatError { status: 412, message };
     let built = P::build(creds, env)
         .ok_or_else(|| unusable(format!("app {} has no {} credentials", env.app, P::BACKEND.name())))?;
-    let (provider, auth, target) = built.map_err(unusable)?;
-    Ok(Channel { provider, auth, pool: Pool::new(P::BACKEND.as_str(), target, env.settings.limits.clone()) })
+    let (provider, auth, route) = built.map_err(unusable)?;
+    Ok(Channel { provider, auth, pools: Pools::new(P::BACKEND.as_str(), route, env.settings.limits.clone()) })
 }
 
 impl<P: Provider> Channel<P> {
@@ -439,9 +447,10 @@ impl<P: Provider> Channel<P> {
             Ok(r) => r,
             Err(e) => return (all(Outcome::Failed { status: e.status, reason: e.message }), bearer),
         };
-        let mut answers = match self.pool.post(lane, &request).await {
+        let mut answers = match self.pools.post(lane, &request).await {
             Ok(reply) => P::read(reply.status, &reply.headers, &reply.body, tokens),
             Err(TransportError::Config(e)) => all(Outcome::Failed { status: 500, reason: e }),
+            Err(e @ TransportError::Forbidden(_)) => all(Outcome::Failed { status: 403, reason: e.to_string() }),
             // Lost connections and GOAWAY: at once, on another connection.
             Err(e) => all(Outcome::Retry { status: 503, reason: e.to_string(), after: Some(Duration::ZERO) }),
         };

@@ -33,6 +33,7 @@ pub mod delivery;
 pub mod fanout;
 pub mod filter;
 pub mod guard;
+pub mod origins;
 pub mod pool;
 pub mod providers;
 pub mod push;

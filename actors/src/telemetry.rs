@@ -49,7 +49,7 @@ impl std::fmt::Display for TenantLabel {
 }
 
 /// Providers in the order of [`TenantSeries::notifications`].
-pub const PROVIDERS: [&str; 3] = ["apns", "fcm", "hms"];
+pub const PROVIDERS: [&str; 4] = ["apns", "fcm", "hms", "webpush"];
 /// Notification outcomes in the order of [`TenantSeries::notifications`].
 pub const OUTCOMES: [&str; 3] = ["sent", "invalid", "failed"];
 /// Webhook attempt outcomes in the order of [`TenantSeries::webhook_attempts`].
@@ -60,7 +60,7 @@ pub struct TenantSeries {
     /// The `tenant` label (None when the label is off), for series built ad hoc.
     pub label: Option<Label>,
     /// `herald_notifications_total`, by provider then outcome.
-    pub notifications: [[Counter; 3]; 3],
+    pub notifications: [[Counter; 3]; 4],
     /// `herald_fanout_jobs_started_total`: broadcast runs started, a resumed one again.
     pub fanout_jobs_started: Counter,
     /// `herald_fanout_jobs_completed_total`: broadcasts completed.

@@ -20,6 +20,30 @@ pub struct Target {
     /// TLS of the connection: web PKI and extra CAs, plus the client identity of APNs
     /// certificate auth.
     pub tls: Arc<rustls::ClientConfig>,
+    /// Connect only if the host resolves to public addresses (see
+    /// [`crate::guard`]): an origin a tenant's client named (a Web Push
+    /// subscription), not one the operator configured.
+    pub public_only: bool,
+}
+
+/// Where a provider's pools connect.
+pub enum Route {
+    /// One target: the provider's configured endpoint (APNs, FCM, HMS).
+    Fixed(Target),
+    /// The origin each request names ([`crate::providers::WireRequest::authority`]),
+    /// a pool per origin (Web Push: each subscription names its push service).
+    PerOrigin {
+        /// TLS of every connection.
+        tls: Arc<rustls::ClientConfig>,
+        /// See [`Target::public_only`].
+        public_only: bool,
+    },
+}
+
+impl From<Target> for Route {
+    fn from(target: Target) -> Route {
+        Route::Fixed(target)
+    }
 }
 
 impl Target {
@@ -30,7 +54,25 @@ impl Target {
             return Err(TransportError::Config(format!("provider URL {base} must be https")));
         }
         let authority = uri.authority().cloned().ok_or_else(|| TransportError::Config(format!("no host in {base}")))?;
-        Ok(Target { authority, tls })
+        Ok(Target { authority, tls, public_only: false })
+    }
+
+    /// The TCP addresses to connect to: the host's addresses, and with
+    /// [`Target::public_only`] only if none of its addresses is private or
+    /// loopback (checked on what is connected to, so a name cannot be
+    /// re-pointed between check and connect).
+    async fn resolve(&self) -> Result<Vec<std::net::SocketAddr>, TransportError> {
+        let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(self.addr())
+            .await
+            .map_err(|e| TransportError::Connect(format!("resolving {}: {e}", self.authority.host())))?
+            .collect();
+        if self.public_only && addrs.iter().any(|a| crate::guard::is_forbidden_ip(a.ip())) {
+            return Err(TransportError::Forbidden(format!(
+                "{} resolves to a private or loopback address",
+                self.authority.host()
+            )));
+        }
+        Ok(addrs)
     }
 
     fn addr(&self) -> String {
@@ -74,6 +116,10 @@ pub enum TransportError {
     /// No connection within 10 s, or no answer within the pool's `request_timeout`.
     #[error("timed out")]
     Timeout,
+    /// The endpoint guard refused the target (a private address a tenant named):
+    /// never connected to, never retried.
+    #[error("refused: {0}")]
+    Forbidden(String),
 }
 
 /// One live HTTP/2 connection.
@@ -90,7 +136,9 @@ pub struct Connection {
 impl Connection {
     pub(crate) async fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
         let connect = async {
-            let tcp = TcpStream::connect(target.addr()).await.map_err(|e| TransportError::Connect(e.to_string()))?;
+            let tcp = TcpStream::connect(&target.resolve().await?[..])
+                .await
+                .map_err(|e| TransportError::Connect(e.to_string()))?;
             let _ = tcp.set_nodelay(true);
             let name = rustls::pki_types::ServerName::try_from(target.authority.host().to_string())
                 .map_err(|e| TransportError::Config(e.to_string()))?;

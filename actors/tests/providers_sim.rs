@@ -47,6 +47,7 @@ fn fixture() -> &'static Fixture {
             apns_url: "https://127.0.0.1:1".into(),
             fcm_url: "https://127.0.0.1:2".into(),
             hms_url: "https://127.0.0.1:3".into(),
+            webpush_url: "https://127.0.0.1:4".into(),
         };
         let creds = generate_credentials(&dir.path().join("creds"), &urls).unwrap();
         Fixture { _dir: dir, cert_dir, creds }

@@ -53,7 +53,7 @@ impl Apps<'_> {
             .apps()
             .get(tenant, name)?
             .ok_or_else(|| ApiError::not_found(format!("app {name} not found")))?;
-        Ok(AppView::of(tenant, &app))
+        Ok(AppView::of(tenant, &app, self.0.store.apps().web_push(tenant, name)?.as_ref()))
     }
 
     /// A page (of 1 to 100) of the apps, by name; only those whose name
@@ -76,7 +76,7 @@ impl Apps<'_> {
             }
             None => apps.list(tenant, paging.offset(), paging.size)?.0,
         };
-        Ok(page.iter().map(|a| AppView::of(tenant, a)).collect())
+        page.iter().map(|a| Ok(AppView::of(tenant, a, apps.web_push(tenant, &a.name)?.as_ref()))).collect()
     }
 
     /// Deletes an app with its versions (their registrations and votes).

@@ -204,7 +204,8 @@ impl Clients<'_> {
             validate::ulid("astClientId", id)?;
             p.may_act_on_client(id)?;
         }
-        let token = if body.push_token.is_empty() { None } else { Some(body.resolve()?) };
+        let policy = self.0.config.push.endpoint_policy();
+        let token = if body.push_token.is_empty() { None } else { Some(body.resolve(&policy)?) };
         let written = ops::clients::set_push_token(self.0, tenant, id, &body.app_name, token).await?;
         written.map(|r| self.token_view(tenant, id, r)).transpose()
     }

@@ -6,7 +6,9 @@ use herald_actors::credentials::{self, IdentityError};
 use herald_actors::guard::EndpointPolicy;
 use herald_actors::providers::apns;
 use herald_actors::providers::fcm::ServiceAccount;
+use herald_actors::providers::vapid;
 use herald_storage::apps::App;
+use herald_storage::web_push::WebPushKeys;
 use herald_storage::Secret;
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +64,16 @@ pub struct AppBody {
     /// Huawei Push Kit client secret (at most 256 characters); given together with
     /// `hpkClientId`. `***` keeps the stored value.
     pub hpk_client_secret: Option<String>,
+    /// The contact sent with every Web Push request (the VAPID JWT's `sub`): a
+    /// `mailto:` address or an `https:` URL, at most 256 characters. Gives the
+    /// app Web Push; absent, the app has none (its VAPID key is dropped).
+    pub web_push_subject: Option<String>,
+    /// Base64 of the VAPID private key, a PKCS#8 P-256 PEM (at most 10240
+    /// characters); requires `webPushSubject`. Write only. Omitted, the stored
+    /// key stays, or Herald generates one when there is none. `***` keeps the stored key.
+    pub web_push_vapid_private_key: Option<String>,
+    /// Read only (what a read shows); sent back, it must be the app's VAPID public key.
+    pub web_push_vapid_public_key: Option<String>,
 }
 
 /// Decodes base64 (standard or URL-safe) with an optional `data:...;base64,` prefix.
@@ -101,6 +113,8 @@ impl AppBody {
             ("iosBundleId", &self.ios_bundle_id, 128),
             ("hpkClientId", &self.hpk_client_id, 64),
             ("hpkClientSecret", &self.hpk_client_secret, 256),
+            ("webPushVapidPrivateKey", &self.web_push_vapid_private_key, 10240),
+            ("webPushVapidPublicKey", &self.web_push_vapid_public_key, 128),
         ] {
             validate::max_length(field, value, max)?;
         }
@@ -112,7 +126,25 @@ impl AppBody {
         if let Some(sa) = self.fcm_service_account_json.as_deref().filter(|v| *v != MASK) {
             service_account(sa)?;
         }
+        self.validate_web_push()?;
         self.validate_apns()
+    }
+
+    /// The subject is a contact; a VAPID key needs one, and parses as the send path reads it.
+    fn validate_web_push(&self) -> ApiResult<()> {
+        const KEY: &str = "webPushVapidPrivateKey";
+        let Some(subject) = &self.web_push_subject else {
+            return match (&self.web_push_vapid_private_key, &self.web_push_vapid_public_key) {
+                (Some(_), _) => Err(ApiError::field("webPushSubject", format!("is required with {KEY}"))),
+                (None, Some(_)) => Err(ApiError::field("webPushSubject", "is required with webPushVapidPublicKey")),
+                (None, None) => Ok(()),
+            };
+        };
+        vapid::check_subject(subject).map_err(|e| ApiError::field("webPushSubject", e))?;
+        if let Some(key) = self.web_push_vapid_private_key.as_deref().filter(|v| *v != MASK) {
+            vapid::material(Some(&decode_base64_field(KEY, key)?)).map_err(|e| ApiError::field(KEY, e))?;
+        }
+        Ok(())
     }
 
     /// The provider endpoint the body names, a service account's `token_uri`,
@@ -260,11 +292,19 @@ pub struct PushConfigView {
     pub hpk_client_id: Option<String>,
     /// `***` when a Huawei Push Kit client secret is stored.
     pub hpk_client_secret: Option<String>,
+    /// The contact of the app's Web Push requests, when it has Web Push.
+    pub web_push_subject: Option<String>,
+    /// `***` when the app has Web Push: its VAPID private key is never shown.
+    pub web_push_vapid_private_key: Option<String>,
+    /// The VAPID public key, base64url (the uncompressed point): the
+    /// `applicationServerKey` browsers subscribe with.
+    pub web_push_vapid_public_key: Option<String>,
 }
 
 impl AppView {
-    /// The read form of a stored app of `tenant`, its secrets masked.
-    pub fn of(tenant: &str, app: &App) -> AppView {
+    /// The read form of a stored app of `tenant` and its Web Push keys, its secrets masked.
+    pub fn of(tenant: &str, app: &App, web_push: Option<&WebPushKeys>) -> AppView {
+        use base64::Engine as _;
         let mask = |s: &Option<herald_storage::Secret>| s.as_ref().map(|_| MASK.to_string());
         AppView {
             tenant_id: tenant.to_string(),
@@ -281,9 +321,73 @@ impl AppView {
                 ios_is_development: app.ios_is_development,
                 hpk_client_id: app.hpk_client_id.clone(),
                 hpk_client_secret: mask(&app.hpk_client_secret),
+                web_push_subject: web_push.map(|w| w.subject.clone()),
+                web_push_vapid_private_key: web_push.map(|_| MASK.to_string()),
+                web_push_vapid_public_key: web_push
+                    .map(|w| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&w.public_key)),
             },
         }
     }
+}
+
+/// A body's VAPID key, sealed before the transaction: the key it gives, or
+/// one generated in case the app has none yet.
+#[derive(Clone, Debug)]
+pub struct SealedVapid {
+    /// The PKCS#8 DER, sealed.
+    pub sealed: Secret,
+    /// Its public point.
+    pub public_key: Vec<u8>,
+    /// Whether the body gave it (else it is used only when none is stored).
+    pub given: bool,
+}
+
+impl SealedVapid {
+    /// The key of a body with a subject, sealed with `seal`; `None` without
+    /// a subject or when the body sends `***`.
+    pub fn of(body: &AppBody, seal: impl Fn(&[u8]) -> ApiResult<Secret>) -> ApiResult<Option<SealedVapid>> {
+        const KEY: &str = "webPushVapidPrivateKey";
+        if body.web_push_subject.is_none() {
+            return Ok(None);
+        }
+        let given = match body.web_push_vapid_private_key.as_deref() {
+            Some(MASK) => return Ok(None),
+            Some(key) => Some(decode_base64_field(KEY, key)?),
+            None => None,
+        };
+        let material = vapid::material(given.as_deref()).map_err(|e| ApiError::field(KEY, e))?;
+        Ok(Some(SealedVapid { sealed: seal(&material.der)?, public_key: material.public, given: given.is_some() }))
+    }
+}
+
+/// The Web Push record a validated body makes over `old`: none without a
+/// subject; else the key given, the stored one, or the generated one.
+/// `***` with none stored names the field (400); a public key sent back must
+/// be the resulting one.
+pub fn web_push_record(
+    b: &AppBody,
+    sealed: Option<&SealedVapid>,
+    old: Option<&WebPushKeys>,
+) -> ApiResult<Option<WebPushKeys>> {
+    use base64::Engine as _;
+    let Some(subject) = &b.web_push_subject else { return Ok(None) };
+    let (private_key, public_key) = match (sealed, old) {
+        (Some(s), _) if s.given => (s.sealed.clone(), s.public_key.clone()),
+        (_, Some(old)) => (old.private_key.clone(), old.public_key.clone()),
+        (Some(s), None) => (s.sealed.clone(), s.public_key.clone()),
+        (None, None) => {
+            return Err(ApiError::field("webPushVapidPrivateKey", "*** stands for a stored value, and none is stored"))
+        }
+    };
+    if let Some(shown) = &b.web_push_vapid_public_key {
+        if *shown != base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&public_key) {
+            return Err(ApiError::field(
+                "webPushVapidPublicKey",
+                "is read only and is not the app's key (give webPushVapidPrivateKey to change it)",
+            ));
+        }
+    }
+    Ok(Some(WebPushKeys { subject: subject.clone(), private_key, public_key }))
 }
 
 /// One secret field of a body, ready to be stored: absent, the stored value

@@ -1,6 +1,8 @@
 //! A client's push token (spec 000 "PushToken"), its legacy prefixes and checks.
 
 use crate::error::{ApiError, ApiResult};
+use herald_actors::guard::EndpointPolicy;
+use herald_actors::providers::subscription::Subscription;
 use herald_storage::push_tokens::PushProvider;
 use serde::{Deserialize, Serialize};
 
@@ -23,9 +25,12 @@ fn stored_provider_schema() -> utoipa::openapi::Object {
 pub struct PutPushToken {
     /// The app the client is an installation of; any other name is refused (400).
     pub app_name: String,
-    /// Empty removes the stored token (the deprecated variant of spec 000).
+    /// Empty removes the stored token (the deprecated variant of spec 000). For
+    /// `WEB`, the browser's subscription JSON (`JSON.stringify(subscription)`):
+    /// an https `endpoint` at a public address, `keys.p256dh` (65 bytes) and
+    /// `keys.auth` (16 bytes) in base64url.
     pub push_token: String,
-    /// Required unless the token carries a legacy prefix (`APNS:`, `FCM:`, ...).
+    /// Required unless the token carries a legacy prefix (`APNS:`, `FCM:`, `WEB:`, ...).
     #[schema(schema_with = provider_schema)]
     pub push_provider: Option<String>,
 }
@@ -48,24 +53,28 @@ pub struct PushTokenView {
 }
 
 /// Legacy prefixes, longest first so `FCMF:` wins over `FCM:` and `APNS:` over `APN:`.
-const PREFIXES: [(&str, PushProvider); 6] = [
+const PREFIXES: [(&str, PushProvider); 7] = [
     ("FCMF:", PushProvider::Fcmf),
     ("APNS:", PushProvider::Apns),
     ("FCM:", PushProvider::Fcm),
     ("GCM:", PushProvider::Gcm),
     ("APN:", PushProvider::Apn),
     ("HPK:", PushProvider::Hpk),
+    ("WEB:", PushProvider::Web),
 ];
 
 impl PutPushToken {
     /// The provider and the bare token: a legacy prefix is stripped and names the
-    /// provider; an explicit `pushProvider` must agree with it.
-    pub fn resolve(&self) -> ApiResult<(PushProvider, String)> {
+    /// provider; an explicit `pushProvider` must agree with it. A Web Push
+    /// subscription is checked and stored in its canonical form, its endpoint
+    /// one `policy` allows (https at a public address, unless private
+    /// endpoints are allowed); a name is checked again, on the addresses it
+    /// resolves to, whenever a send connects to it.
+    pub fn resolve(&self, policy: &EndpointPolicy) -> ApiResult<(PushProvider, String)> {
         let explicit = match &self.push_provider {
-            Some(p) => Some(
-                PushProvider::parse(p)
-                    .ok_or_else(|| ApiError::field("pushProvider", "must be one of APN, APNS, FCM, FCMF, GCM, HPK"))?,
-            ),
+            Some(p) => Some(PushProvider::parse(p).ok_or_else(|| {
+                ApiError::field("pushProvider", format!("must be one of {}", provider_names().join(", ")))
+            })?),
             None => None,
         };
         let prefixed = PREFIXES.iter().find(|(p, _)| self.push_token.starts_with(p));
@@ -80,8 +89,19 @@ impl PutPushToken {
             }
         };
         check_token(provider, &token)?;
+        if provider == PushProvider::Web {
+            return Ok((provider, subscription(&token, policy)?));
+        }
         Ok((provider, token))
     }
+}
+
+/// A `WEB` token: the subscription in canonical form, its endpoint allowed by `policy`.
+fn subscription(token: &str, policy: &EndpointPolicy) -> ApiResult<String> {
+    let field = |f: &str| if f.is_empty() { "pushToken".to_owned() } else { format!("pushToken.{f}") };
+    let sub = Subscription::parse(token).map_err(|e| ApiError::field(&field(e.field), e.message))?;
+    policy.check(&sub.endpoint.to_string()).map_err(|e| ApiError::field(&field("endpoint"), e))?;
+    Ok(sub.canonical())
 }
 
 /// The shape each provider's tokens have.
@@ -103,6 +123,7 @@ fn check_token(provider: PushProvider, token: &str) -> ApiResult<()> {
                 return Err(ApiError::field(F, "an APNs device token is 64 or more hexadecimal characters"));
             }
         }
+        PushProvider::Web => {}
         _ => {
             if !token.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(ApiError::field(F, "must be printable ASCII without spaces"));
@@ -116,8 +137,40 @@ fn check_token(provider: PushProvider, token: &str) -> ApiResult<()> {
 mod tests {
     use super::*;
 
-    fn put(token: &str, provider: Option<&str>) -> PutPushToken {
-        PutPushToken { app_name: "a".into(), push_token: token.into(), push_provider: provider.map(str::to_string) }
+    fn put(token: &str, provider: Option<&str>) -> Resolving {
+        Resolving(PutPushToken {
+            app_name: "a".into(),
+            push_token: token.into(),
+            push_provider: provider.map(str::to_string),
+        })
+    }
+
+    struct Resolving(PutPushToken);
+
+    impl Resolving {
+        fn resolve(&self) -> ApiResult<(PushProvider, String)> {
+            self.0.resolve(&EndpointPolicy::default())
+        }
+    }
+
+    #[test]
+    fn web_subscriptions_are_checked_and_canonical() {
+        let keys = r#""keys":{"p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4","auth":"BTBZMqHH6r4Tts7J_aSIgg"}"#;
+        let sub = |endpoint: &str| format!(r#"{{"endpoint":"{endpoint}","expirationTime":null,{keys}}}"#);
+        let (p, t) = put(&format!("WEB:{}", sub("https://push.example.net/x")), None).resolve().unwrap();
+        assert_eq!(p, PushProvider::Web);
+        let canonical = r#"{"endpoint":"https://push.example.net/x","keys":{"auth":"BTBZMqHH6r4Tts7J_aSIgg","p256dh":"BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"}}"#;
+        assert_eq!(t, canonical);
+        let field = |token: String| put(&token, Some("WEB")).resolve().unwrap_err().message;
+        assert!(field(sub("http://push.example.net/x")).starts_with("pushToken.endpoint: must be an https URL"));
+        assert!(field(sub("https://10.0.0.1/x")).starts_with("pushToken.endpoint: refused"), "a private address");
+        assert!(field(sub("https://127.0.0.1:8443/x")).starts_with("pushToken.endpoint: refused"));
+        assert!(field("{}".into()).starts_with("pushToken.endpoint"));
+        assert!(field("x".into()).starts_with("pushToken: "));
+        assert!(field(sub("https://x/y").replace("BTBZMqHH6r4Tts7J_aSIgg", "BTBZ")).starts_with("pushToken.keys.auth"));
+        let allowed = EndpointPolicy::new([], true);
+        let token = PutPushToken { push_token: sub("https://127.0.0.1:8443/x"), ..put("", Some("WEB")).0 };
+        assert!(token.resolve(&allowed).is_ok(), "private endpoints allowed");
     }
 
     #[test]

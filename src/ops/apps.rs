@@ -7,7 +7,8 @@
 use super::commit;
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
-use crate::models::app::{record, AppBody, AppView, SealedSecrets};
+use crate::models::app::{record, web_push_record, AppBody, AppView, SealedSecrets, SealedVapid};
+use herald_actors::credentials::WEB_PUSH_KEY;
 use herald_storage::apps::App;
 use herald_storage::now_ms;
 
@@ -19,10 +20,13 @@ fn not_found(name: &str) -> ApiError {
 }
 
 /// The body's new secret values, sealed before the transaction.
-fn seal(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<SealedSecrets> {
-    SealedSecrets::of(body, |field, value| {
+fn seal(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<(SealedSecrets, Option<SealedVapid>)> {
+    let secrets = SealedSecrets::of(body, |field, value| {
         Ok(engine.store.seal(value.as_bytes(), &App::secret_context(tenant, name, field))?)
-    })
+    })?;
+    let vapid =
+        SealedVapid::of(body, |der| Ok(engine.store.seal(der, &App::secret_context(tenant, name, WEB_PUSH_KEY))?))?;
+    Ok((secrets, vapid))
 }
 
 /// Runs an app write and moves the apps generation on after it.
@@ -38,18 +42,20 @@ fn app_write<T>(engine: &Engine, write: impl FnOnce() -> ApiResult<T>) -> ApiRes
 pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
     body.check_endpoints(&engine.config.push.endpoint_policy())?;
-    let sealed = seal(engine, tenant, name, body)?;
+    let (sealed, vapid) = seal(engine, tenant, name, body)?;
     let app = record(name, body, &sealed, None, now_ms())?;
+    let web_push = web_push_record(body, vapid.as_ref(), None)?;
     app_write(engine, || {
         engine.store.transact(|tx| {
             tx.insert_app(tenant, &app).map_err(|e| match e {
                 herald_storage::Error::Conflict(_) => ApiError::conflict(format!("app {name} already exists")),
                 other => other.into(),
-            })
+            })?;
+            Ok(tx.put_web_push(tenant, name, web_push.as_ref())?)
         })
     })?;
     commit(engine, tenant, Vec::new()).await?;
-    Ok(AppView::of(tenant, &app))
+    Ok(AppView::of(tenant, &app, web_push.as_ref()))
 }
 
 /// Updates an app on its record as stored at the write ([`record`]: a masked
@@ -58,18 +64,20 @@ pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -
 pub async fn update(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
     body.check_endpoints(&engine.config.push.endpoint_policy())?;
-    let sealed = seal(engine, tenant, name, body)?;
+    let (sealed, vapid) = seal(engine, tenant, name, body)?;
     let now = now_ms();
-    let app = app_write(engine, || {
+    let (app, web_push) = app_write(engine, || {
         engine.store.transact(|tx| {
             let old = tx.app(tenant, name)?.ok_or_else(|| not_found(name))?;
             let app = record(name, body, &sealed, Some(&old), now)?;
+            let web_push = web_push_record(body, vapid.as_ref(), tx.web_push(tenant, name)?.as_ref())?;
             tx.put_app(tenant, &app)?;
-            Ok(app)
+            tx.put_web_push(tenant, name, web_push.as_ref())?;
+            Ok((app, web_push))
         })
     })?;
     commit(engine, tenant, Vec::new()).await?;
-    Ok(AppView::of(tenant, &app))
+    Ok(AppView::of(tenant, &app, web_push.as_ref()))
 }
 
 /// Deletes an app with its versions (their architectures and votes) in one

@@ -48,6 +48,12 @@ impl App {
 /// Reads and seeding of apps; writes go through [`Tx`].
 pub struct Apps<'a>(&'a Store);
 
+impl Apps<'_> {
+    pub(crate) fn store(&self) -> &Store {
+        self.0
+    }
+}
+
 impl Store {
     /// The app store of this store.
     pub fn apps(&self) -> Apps<'_> {
@@ -109,8 +115,9 @@ impl Tx<'_> {
         self.put(&self.t.apps, &key(&[tenant, &app.name]), app)
     }
 
-    /// Removes an app (not its versions); whether it was there.
+    /// Removes an app (not its versions) with its Web Push credentials; whether it was there.
     pub fn delete_app(&self, tenant: &str, name: &str) -> Result<bool> {
+        self.put_web_push(tenant, name, None)?;
         self.remove(&self.t.apps, &key(&[tenant, name]))
     }
 }

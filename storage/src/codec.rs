@@ -70,6 +70,7 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         + one::<versions::Version>(bytes)
         + one::<versions::Policy>(bytes)
         + one::<versions::Vote>(bytes)
+        + one::<web_push::WebPushKeys>(bytes)
         + one::<webhooks::Webhook>(bytes)
         + one::<webhooks::OutboxEntry>(bytes)
         + one::<webhooks::Attempt>(bytes)

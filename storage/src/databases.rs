@@ -170,6 +170,8 @@ trees! {
         schedule_links,
         /// Per tenant: the quotas the operator set and the day's broadcast count (see `limits`).
         limits,
+        /// Apps' Web Push credentials (see `web_push`).
+        app_web_push,
     }
     deliveries: {
         jobs,

@@ -66,6 +66,7 @@ pub mod tenants;
 pub mod user_directory;
 pub mod users;
 pub mod versions;
+pub mod web_push;
 pub mod webhooks;
 
 pub use codec::round_trip_every_record;

@@ -21,11 +21,13 @@ pub enum PushProvider {
     Gcm,
     /// Huawei Push Kit.
     Hpk,
+    /// Web Push: the token is the browser's subscription JSON.
+    Web,
 }
 
 impl PushProvider {
     /// Every provider value, for parsing and listings.
-    pub const ALL: [PushProvider; 6] = [Self::Apn, Self::Apns, Self::Fcm, Self::Fcmf, Self::Gcm, Self::Hpk];
+    pub const ALL: [PushProvider; 7] = [Self::Apn, Self::Apns, Self::Fcm, Self::Fcmf, Self::Gcm, Self::Hpk, Self::Web];
 
     /// The spec 000 spelling (`APN`, `APNS`, `FCM`, ...).
     pub fn as_str(self) -> &'static str {
@@ -36,6 +38,7 @@ impl PushProvider {
             Self::Fcmf => "FCMF",
             Self::Gcm => "GCM",
             Self::Hpk => "HPK",
+            Self::Web => "WEB",
         }
     }
 

@@ -50,10 +50,10 @@ async fn demo_run_sends(dir: &std::path::Path) {
         .unwrap();
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     let answer: Value = r.json().await.unwrap();
-    assert_eq!(answer.as_array().unwrap().len(), 3, "alice has a client on each provider: {answer}");
+    assert_eq!(answer.as_array().unwrap().len(), 4, "alice has a client on each provider: {answer}");
     assert!(answer.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{answer}");
     let s: Value = http.get(&stats).send().await.unwrap().json().await.unwrap();
-    for p in ["apns", "fcm", "hms"] {
+    for p in ["apns", "fcm", "hms", "webpush"] {
         assert_eq!(s[p]["accepted"], 1, "{p}: {s}");
     }
     crate::common::signal(&child, crate::common::Signal::TERM);

@@ -149,7 +149,12 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     let base = h.base.clone();
     let token = h.admin_token(&http).await;
     sims.reset();
-    sims.set_faults(Faults { apns: faults(seed), fcm: faults(seed + 100), hms: faults(seed + 200) });
+    sims.set_faults(Faults {
+        apns: faults(seed),
+        fcm: faults(seed + 100),
+        hms: faults(seed + 200),
+        ..Default::default()
+    });
     let started = Instant::now();
 
     // RSS sampler.

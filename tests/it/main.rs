@@ -53,3 +53,4 @@ mod transport;
 mod validation;
 mod versions;
 mod webhooks;
+mod webpush;

@@ -54,7 +54,7 @@ async fn throttling_and_unavailability_are_retried_until_success() {
         status: vec![StatusFault { status, count: Some(2), retry_after: Some(0), ..Default::default() }],
         ..Default::default()
     };
-    w.sims.set_faults(Faults { apns: fault(429), fcm: fault(503), hms: fault(429) });
+    w.sims.set_faults(Faults { apns: fault(429), fcm: fault(503), hms: fault(429), ..Default::default() });
     let (st, r) = w.send(to_user("hank", "retry me")).await;
     assert_eq!(st, StatusCode::ACCEPTED);
     assert!(r.as_array().unwrap().iter().all(|e| e["isSuccessful"] == true), "{r}");
@@ -264,7 +264,7 @@ async fn hostile_answers_cannot_hurt_the_engine() {
             (ok, failed)
         })
     };
-    let each = |f: &dyn Fn() -> ProviderFaults| Faults { apns: f(), fcm: f(), hms: f() };
+    let each = |f: &dyn Fn() -> ProviderFaults| Faults { apns: f(), fcm: f(), hms: f(), webpush: f() };
     let once = |status, retry_after, body| {
         move || ProviderFaults {
             status: vec![StatusFault { count: Some(1), ..rule(status, retry_after, body) }],

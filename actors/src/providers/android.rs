@@ -115,5 +115,5 @@ pub(super) fn request(
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the token: {e}") })?;
     let mut body = writer.into_inner();
     body.put_slice(suffix);
-    Ok(WireRequest { path: p, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
+    Ok(WireRequest { authority: None, path: p, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
 }

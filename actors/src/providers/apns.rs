@@ -72,7 +72,7 @@ impl ApnsPayload {
                 headers.push((http::header::AUTHORIZATION, value));
             }
         }
-        WireRequest { path, headers, body: self.body.clone() }
+        WireRequest { authority: None, path, headers, body: self.body.clone() }
     }
 }
 
@@ -360,13 +360,14 @@ fn count_refresh() {
 /// (`-----BEGIN PRIVATE KEY-----`) or DER. The one reader of that key, at send
 /// time ([`ApnsJwt::new`]) and when an app is saved.
 pub fn signing_key(key: &[u8]) -> Result<EcdsaKeyPair, String> {
-    let der = pkcs8_der(key)?;
+    let der = pkcs8_der(key, "the APNs key", ".p8 file")?;
     EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &SystemRandom::new())
         .map_err(|e| format!("the APNs key is not a PKCS#8 P-256 key (.p8): {e}"))
 }
 
-/// The DER of a PKCS#8 key given as PEM (`PRIVATE KEY`) or as DER.
-fn pkcs8_der(key: &[u8]) -> Result<Vec<u8>, String> {
+/// The DER of a PKCS#8 key given as PEM (`PRIVATE KEY`) or as DER; `what`
+/// and `file` name it in the error.
+pub(crate) fn pkcs8_der(key: &[u8], what: &str, file: &str) -> Result<Vec<u8>, String> {
     let trimmed = key.trim_ascii_start();
     if !trimmed.starts_with(b"-----BEGIN") {
         return Ok(key.to_vec());
@@ -374,7 +375,7 @@ fn pkcs8_der(key: &[u8]) -> Result<Vec<u8>, String> {
     use rustls::pki_types::pem::PemObject;
     rustls::pki_types::PrivatePkcs8KeyDer::from_pem_slice(trimmed)
         .map(|k| k.secret_pkcs8_der().to_vec())
-        .map_err(|e| format!("the APNs key is not a PEM \"PRIVATE KEY\" (PKCS#8 .p8 file): {e:?}"))
+        .map_err(|e| format!("{what} is not a PEM \"PRIVATE KEY\" (PKCS#8 {file}): {e:?}"))
 }
 
 /// Survival across restarts: the token in force can be saved and taken up again.
@@ -493,7 +494,7 @@ fn built(a: &ApnsCredentials, env: &BuildEnv<'_>) -> Result<Built<Apns>, String>
         }
     };
     let target = Target::from_url(base, tls).map_err(|e| e.to_string())?;
-    Ok((Apns { topic: a.topic.clone() }, ProviderTokenAuth(jwt), target))
+    Ok((Apns { topic: a.topic.clone() }, ProviderTokenAuth(jwt), target.into()))
 }
 
 #[cfg(test)]

@@ -302,7 +302,7 @@ impl Provider for Fcm {
         let sa = creds.fcm.clone()?;
         let target = Target::from_url(&env.settings.endpoints.fcm, env.tls.clone()).map_err(|e| e.to_string());
         let fcm = Fcm { project_id: sa.project_id.clone() };
-        Some(Assertion::new(sa).and_then(|a| Ok((fcm, OAuth::new(a, env.auth_http.clone()), target?))))
+        Some(Assertion::new(sa).and_then(|a| Ok((fcm, OAuth::new(a, env.auth_http.clone()), target?.into()))))
     }
 
     fn prepare(&self, n: &Notification) -> Result<FcmPayload, FormatError> {

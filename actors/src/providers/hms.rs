@@ -288,7 +288,7 @@ impl Provider for Hms {
         let e = &env.settings.endpoints;
         let auth = OAuth::new(ClientCredentials::new(id, secret, &e.hms_token), env.auth_http.clone());
         let target = Target::from_url(&e.hms, env.tls.clone()).map_err(|e| e.to_string());
-        Some(target.map(|target| (Hms { app_id: id.clone() }, auth, target)))
+        Some(target.map(|target| (Hms { app_id: id.clone() }, auth, target.into())))
     }
 
     fn prepare(&self, n: &Notification) -> Result<HmsPayload, FormatError> {

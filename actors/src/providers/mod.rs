@@ -1,7 +1,7 @@
 //! Provider-neutral notifications and the per-provider wire formats.
 //!
 //! A send builds one [`Notification`]; each provider is one [`Provider`]
-//! implementation ([`apns`], [`fcm`], [`hms`]): it turns the notification into
+//! implementation ([`apns`], [`fcm`], [`hms`], [`webpush`]): it turns the notification into
 //! its payload once per app, authorizes requests, builds the request for one
 //! or many tokens, and reads the answer into one [`Outcome`] per token. The one
 //! channel and attempt loop all providers share (pool, retries, `Retry-After`,
@@ -16,8 +16,12 @@ use std::time::Duration;
 mod android;
 pub mod apns;
 pub mod auth_http;
+pub mod ece;
 pub mod fcm;
 pub mod hms;
+pub mod subscription;
+pub mod vapid;
+pub mod webpush;
 
 /// Which backend a token is delivered through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,6 +32,8 @@ pub enum Backend {
     Fcm,
     /// Huawei Push Kit: devices without Google services (stored `HPK`).
     Hms,
+    /// Web Push (RFC 8030): browsers' push services, a subscription per token (stored `WEB`).
+    WebPush,
 }
 
 impl Backend {
@@ -37,6 +43,7 @@ impl Backend {
             Backend::Apns => "apns",
             Backend::Fcm => "fcm",
             Backend::Hms => "hms",
+            Backend::WebPush => "webpush",
         }
     }
 
@@ -46,6 +53,7 @@ impl Backend {
             Backend::Apns => "APNs",
             Backend::Fcm => "FCM",
             Backend::Hms => "HMS",
+            Backend::WebPush => "Web Push",
         }
     }
 }
@@ -90,7 +98,7 @@ impl AuthError {
 }
 
 /// What [`Provider::build`] makes of an app's credentials.
-pub type Built<P> = (P, <P as Provider>::Auth, crate::transport::Target);
+pub type Built<P> = (P, <P as Provider>::Auth, crate::transport::Route);
 
 /// The credentials of a provider's requests.
 pub trait Authorizer: Send + Sync {
@@ -197,6 +205,9 @@ pub struct Notification {
 /// A request ready for the wire: method POST, path (with query), headers, body.
 #[derive(Clone, Debug)]
 pub struct WireRequest {
+    /// Where the request goes when the provider's requests go to many origins
+    /// (Web Push: each subscription names its push service); `None`: the pool's target.
+    pub authority: Option<http::uri::Authority>,
     /// Path and query (`/3/device/<token>`); the authority is the pool's target.
     pub path: String,
     /// The provider's headers, `authorization` included when there is a bearer.

@@ -142,7 +142,7 @@ async fn route(state: &SimState, req: Request<Incoming>) -> Response<Body> {
         (Method::GET, "/accepted") => {
             let provider = match provider_param(&req) {
                 Ok(Some(p)) => p,
-                Ok(None) => return text_response(StatusCode::BAD_REQUEST, "provider=apns|fcm|hms is required"),
+                Ok(None) => return text_response(StatusCode::BAD_REQUEST, "provider=apns|fcm|hms|webpush is required"),
                 Err(e) => return text_response(StatusCode::BAD_REQUEST, e),
             };
             let tokens = state.counters(provider).accepted_tokens();

@@ -39,6 +39,8 @@ pub struct SimUrls {
     pub fcm_url: String,
     /// Base URL of the HMS simulator.
     pub hms_url: String,
+    /// Base URL of the Web Push simulator: the subscriptions' endpoints.
+    pub webpush_url: String,
 }
 
 impl SimUrls {
@@ -90,6 +92,14 @@ pub struct Credentials {
     pub hms_client_id: String,
     /// HMS client secret.
     pub hms_client_secret: String,
+    /// `webpush_subscriptions.json`: ten browser subscriptions of the Web Push simulator,
+    /// the first one dead (its endpoint's path starts with `dead`: 410).
+    pub webpush_subscriptions_path: PathBuf,
+    /// The contents of `webpush_subscriptions.json`.
+    pub webpush_subscriptions: Vec<serde_json::Value>,
+    /// `webpush_subscription_keys.json`: what the browsers keep of them (the private key
+    /// and auth secret, base64url), for tests that decrypt on their own.
+    pub webpush_keys_path: PathBuf,
     /// `app.json`: the body of Herald's "save app" request.
     pub app_json_path: PathBuf,
     /// The contents of `app.json`.
@@ -225,6 +235,24 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
     let hms_json = json!({ "clientId": hms_client_id, "clientSecret": hms_client_secret });
     write_atomic(&dir.join("hms.json"), &serde_json::to_vec_pretty(&hms_json)?, true)?;
 
+    // Web Push: browser subscriptions of the simulator (their keys derive from their ids).
+    let wp_keys = crate::webpush::SubscriptionKeys::load_or_create(&sims.cert_dir)?;
+    let (mut webpush_subscriptions, mut webpush_secrets) = (Vec::new(), Vec::new());
+    for i in 0..10 {
+        let id = if i == 0 { format!("dead{}", random_hex(16)) } else { random_hex(20) };
+        let (json, secrets) = crate::webpush::subscription_json(&wp_keys, &sims.webpush_url, &id);
+        webpush_secrets.push(json!({
+            "endpoint": json["endpoint"],
+            "privateKey": base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&secrets.private_key),
+            "auth": json["keys"]["auth"],
+        }));
+        webpush_subscriptions.push(json);
+    }
+    let webpush_subscriptions_path = dir.join("webpush_subscriptions.json");
+    write_atomic(&webpush_subscriptions_path, &serde_json::to_vec_pretty(&webpush_subscriptions)?, false)?;
+    let webpush_keys_path = dir.join("webpush_subscription_keys.json");
+    write_atomic(&webpush_keys_path, &serde_json::to_vec_pretty(&webpush_secrets)?, true)?;
+
     // Herald's "save app" body.
     let app_json = json!({
         "categories": ["chat", "payment", "tms"],
@@ -236,6 +264,7 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
         "fcmServiceAccountJSON": STANDARD.encode(fcm_service_account_json.as_bytes()),
         "hpkClientId": hms_client_id,
         "hpkClientSecret": hms_client_secret,
+        "webPushSubject": "mailto:push@herald.test",
     });
     let app_json_path = dir.join("app.json");
     write_atomic(&app_json_path, &serde_json::to_vec_pretty(&app_json)?, true)?;
@@ -287,6 +316,9 @@ pub fn generate_credentials(dir: &Path, sims: &SimUrls) -> Result<Credentials, S
         fcm_token_uri: token_uri,
         hms_client_id,
         hms_client_secret,
+        webpush_subscriptions_path,
+        webpush_subscriptions,
+        webpush_keys_path,
         app_json_path,
         app_json,
     })

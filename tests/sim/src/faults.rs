@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::util::Body;
 use crate::Provider;
 
-/// The faults of all three simulators.
+/// The faults of all four simulators.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Faults {
@@ -30,6 +30,9 @@ pub struct Faults {
     /// Faults of the HMS simulator.
     #[serde(default, skip_serializing_if = "ProviderFaults::is_empty")]
     pub hms: ProviderFaults,
+    /// Faults of the Web Push simulator (`tokens` and `dead_tokens` are subscription ids).
+    #[serde(default, skip_serializing_if = "ProviderFaults::is_empty")]
+    pub webpush: ProviderFaults,
 }
 
 impl Faults {
@@ -39,12 +42,13 @@ impl Faults {
             Provider::Apns => &self.apns,
             Provider::Fcm => &self.fcm,
             Provider::Hms => &self.hms,
+            Provider::Webpush => &self.webpush,
         }
     }
 
     /// Whether no fault at all is set.
     pub fn is_empty(&self) -> bool {
-        self.apns.is_empty() && self.fcm.is_empty() && self.hms.is_empty()
+        self.apns.is_empty() && self.fcm.is_empty() && self.hms.is_empty() && self.webpush.is_empty()
     }
 }
 
@@ -338,7 +342,7 @@ impl ActiveFaults {
 #[derive(Default)]
 pub(crate) struct FaultState {
     /// Per provider: is any fault set? Checked before taking the lock.
-    active: [AtomicBool; 3],
+    active: [AtomicBool; 4],
     current: RwLock<Current>,
     /// Access tokens granted so far, all providers (see [`FaultState::grant`]).
     grants: AtomicU64,
@@ -347,12 +351,12 @@ pub(crate) struct FaultState {
 #[derive(Default)]
 struct Current {
     spec: Faults,
-    compiled: [Option<Arc<ActiveFaults>>; 3],
+    compiled: [Option<Arc<ActiveFaults>>; 4],
     /// Access tokens granted before this grant number count as expired, per
     /// provider: the grants made when `expire_access_tokens` was last switched on
     /// (a count, not a clock, so a token granted in the same millisecond is
     /// told apart).
-    expired_before: [u64; 3],
+    expired_before: [u64; 4],
 }
 
 impl FaultState {

@@ -1,6 +1,7 @@
-//! # herald-sim: APNs, FCM and HMS simulators
+//! # herald-sim: APNs, FCM, HMS and Web Push simulators
 //!
-//! Herald's tests, demo mode and load benchmark must never reach Apple, Google or Huawei.
+//! Herald's tests, demo mode and load benchmark must never reach Apple, Google, Huawei or a
+//! browser's push service.
 //! They talk to these simulators instead, which behave like the real services where Herald
 //! can tell: HTTP/2 over TLS, the same authentication (APNs ES256 provider tokens or client
 //! certificates, Google service-account OAuth, Huawei client credentials), the same header
@@ -25,6 +26,11 @@
 //! Any device token starting with `dead` is unknown to every simulator (APNs 410
 //! `Unregistered`, FCM 404 `UNREGISTERED`, HMS illegal token). APNs device tokens must be
 //! 64 hex characters, so `dead` + 60 hex digits is a well-formed unregistered APNs token.
+//! A Web Push subscription whose id (the endpoint's path) starts with `dead` answers 410.
+//!
+//! Web Push subscriptions are minted by [`Simulators::webpush_subscription`] (or
+//! [`webpush_subscription`] from the cert dir): their keys derive from the id, so the
+//! simulator decrypts every message sent to them (see `webpush`).
 //!
 //! ## Faults (`POST /faults`, [`Simulators::set_faults`])
 //!
@@ -91,7 +97,7 @@
 //! ## Layout
 //!
 //! - `server`, `tls`: the TLS listeners (HTTP/2 or HTTP/1.1) and the simulators' own CA
-//! - `provider`: the three simulated services; `apns`, `fcm`, `hms`: each one's endpoints
+//! - `provider`: the four simulated services; `apns`, `fcm`, `hms`, `webpush`: each one's endpoints
 //! - `jwt`, `credentials`: verifying what Herald signs; generating credentials the simulators accept
 //! - `control`: the plain-HTTP control API for tests, scripts and the load benchmark
 //! - `faults`, `body`: injected faults and hostile answers
@@ -118,6 +124,7 @@ mod state;
 mod stats;
 mod tls;
 mod util;
+mod webpush;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -139,6 +146,7 @@ pub use provider::Provider;
 pub use record::{RecordedRequest, RECORDED_REQUESTS};
 pub use stats::{ProviderStats, Stats};
 pub use tls::install_crypto_provider;
+pub use webpush::subscription as webpush_subscription;
 
 use state::SimState;
 use tls::Ca;
@@ -155,6 +163,8 @@ pub struct SimConfig {
     pub fcm: SocketAddr,
     /// The HMS simulator's address.
     pub hms: SocketAddr,
+    /// The Web Push simulator's address.
+    pub webpush: SocketAddr,
     /// The control API's address (plain HTTP), if wanted.
     pub control: Option<SocketAddr>,
     /// The directory of the CA and the registered credentials; created if absent.
@@ -171,6 +181,7 @@ impl SimConfig {
             apns: any,
             fcm: any,
             hms: any,
+            webpush: any,
             control: Some(any),
             cert_dir: cert_dir.into(),
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
@@ -184,6 +195,7 @@ pub struct Simulators {
     apns: SocketAddr,
     fcm: SocketAddr,
     hms: SocketAddr,
+    webpush: SocketAddr,
     control: Option<SocketAddr>,
     cert_dir: PathBuf,
     shutdown: watch::Sender<bool>,
@@ -222,6 +234,7 @@ impl Simulators {
         let apns_l = bind(cfg.apns).await?;
         let fcm_l = bind(cfg.fcm).await?;
         let hms_l = bind(cfg.hms).await?;
+        let webpush_l = bind(cfg.webpush).await?;
         let control_l = match cfg.control {
             Some(addr) => Some(bind(addr).await?),
             None => None,
@@ -229,22 +242,26 @@ impl Simulators {
         let apns = local_addr(&apns_l, cfg.apns)?;
         let fcm = local_addr(&fcm_l, cfg.fcm)?;
         let hms = local_addr(&hms_l, cfg.hms)?;
+        let webpush = local_addr(&webpush_l, cfg.webpush)?;
         let control = match (&control_l, cfg.control) {
             (Some(l), Some(asked)) => Some(local_addr(l, asked)?),
             _ => None,
         };
 
-        let state = Arc::new(SimState::new(registry, ca.cert_pem.clone(), cfg.max_concurrent_streams.max(1)));
+        let webpush_keys = webpush::SubscriptionKeys::load_or_create(&cfg.cert_dir)?;
+        let state =
+            Arc::new(SimState::new(registry, ca.cert_pem.clone(), cfg.max_concurrent_streams.max(1), webpush_keys));
         let (shutdown, rx) = watch::channel(false);
         let mut tasks = vec![
             server::spawn_listener(apns_l, Provider::Apns, apns_tls, state.clone(), rx.clone()),
             server::spawn_listener(fcm_l, Provider::Fcm, other_tls.clone(), state.clone(), rx.clone()),
-            server::spawn_listener(hms_l, Provider::Hms, other_tls, state.clone(), rx.clone()),
+            server::spawn_listener(hms_l, Provider::Hms, other_tls.clone(), state.clone(), rx.clone()),
+            server::spawn_listener(webpush_l, Provider::Webpush, other_tls, state.clone(), rx.clone()),
         ];
         if let Some(l) = control_l {
             tasks.push(control::spawn(l, state.clone(), rx));
         }
-        Ok(Simulators { state, apns, fcm, hms, control, cert_dir: cfg.cert_dir, shutdown, tasks })
+        Ok(Simulators { state, apns, fcm, hms, webpush, control, cert_dir: cfg.cert_dir, shutdown, tasks })
     }
 
     /// The APNs simulator's address.
@@ -260,6 +277,23 @@ impl Simulators {
     /// The HMS simulator's address.
     pub fn hms_addr(&self) -> SocketAddr {
         self.hms
+    }
+
+    /// The Web Push simulator's address.
+    pub fn webpush_addr(&self) -> SocketAddr {
+        self.webpush
+    }
+
+    /// The Web Push simulator's base URL: subscription endpoints are `{webpush_url}/{id}`.
+    pub fn webpush_url(&self) -> String {
+        url("https", self.webpush)
+    }
+
+    /// Subscription `id` of the Web Push simulator, as a browser's
+    /// `pushManager.subscribe()` gives it (`{"endpoint", "expirationTime", "keys"}`).
+    /// An id starting with `dead` answers 410.
+    pub fn webpush_subscription(&self, id: &str) -> serde_json::Value {
+        webpush::subscription_json(&self.state.webpush_keys, &self.webpush_url(), id).0
     }
 
     /// The control API's address.
@@ -309,6 +343,7 @@ impl Simulators {
             apns_url: self.apns_url(),
             fcm_url: self.fcm_url(),
             hms_url: self.hms_url(),
+            webpush_url: self.webpush_url(),
         }
     }
 

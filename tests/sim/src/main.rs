@@ -23,6 +23,9 @@ struct Cli {
     /// HMS simulator address (HTTPS).
     #[arg(long, env = "HERALD_SIM_HMS", default_value = "127.0.0.1:8445")]
     hms: SocketAddr,
+    /// Web Push simulator address (HTTPS, HTTP/2): subscription endpoints are https://ADDR/{id}.
+    #[arg(long, env = "HERALD_SIM_WEBPUSH", default_value = "127.0.0.1:8447")]
+    webpush: SocketAddr,
     /// Control API address (plain HTTP): /stats, /faults, /requests, /accepted, /reset.
     #[arg(long, env = "HERALD_SIM_CONTROL", default_value = "127.0.0.1:8446")]
     control: SocketAddr,
@@ -45,6 +48,10 @@ struct Cli {
     /// With --gen-credentials: the HMS simulator's URL (default from --hms).
     #[arg(long)]
     hms_url: Option<String>,
+    /// With --gen-credentials: the Web Push simulator's URL, the subscriptions' endpoints
+    /// (default from --webpush).
+    #[arg(long)]
+    webpush_url: Option<String>,
 }
 
 fn https(addr: SocketAddr) -> String {
@@ -71,6 +78,7 @@ fn main() -> ExitCode {
             apns_url: cli.apns_url.clone().unwrap_or_else(|| https(cli.apns)),
             fcm_url: cli.fcm_url.clone().unwrap_or_else(|| https(cli.fcm)),
             hms_url: cli.hms_url.clone().unwrap_or_else(|| https(cli.hms)),
+            webpush_url: cli.webpush_url.clone().unwrap_or_else(|| https(cli.webpush)),
         };
         return match generate_credentials(dir, &urls) {
             Ok(c) => {
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
                 println!("  apns     key id {} team id {} bundle {}", c.apns_key_id, c.apns_team_id, c.bundle_id);
                 println!("  fcm      project {} ({})", c.fcm_project_id, c.fcm_client_email);
                 println!("  hms      client id {}", c.hms_client_id);
+                println!("  webpush  {}", c.webpush_subscriptions_path.display());
                 println!("  app.json {}", c.app_json_path.display());
                 println!("registered in {}", urls.cert_dir.join("creds").join(&c.name).display());
                 ExitCode::SUCCESS
@@ -104,6 +113,7 @@ async fn run(cli: Cli) -> ExitCode {
         apns: cli.apns,
         fcm: cli.fcm,
         hms: cli.hms,
+        webpush: cli.webpush,
         control: Some(cli.control),
         cert_dir: cli.cert_dir,
         max_concurrent_streams: cli.max_concurrent_streams,
@@ -118,6 +128,7 @@ async fn run(cli: Cli) -> ExitCode {
     println!("apns    {}", sims.apns_url());
     println!("fcm     {} (token {})", sims.fcm_url(), sims.fcm_token_url());
     println!("hms     {} (token {})", sims.hms_url(), sims.hms_token_url());
+    println!("webpush {}", sims.webpush_url());
     if let Some(control) = sims.control_url() {
         println!("control {control}");
     }

@@ -1,4 +1,4 @@
-//! The three simulated push services.
+//! The four simulated push services.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,18 +15,21 @@ pub enum Provider {
     Fcm,
     /// Huawei Push Kit.
     Hms,
+    /// A Web Push service (RFC 8030), as browsers' push services are.
+    Webpush,
 }
 
 impl Provider {
     /// All providers, in stats order.
-    pub const ALL: [Provider; 3] = [Provider::Apns, Provider::Fcm, Provider::Hms];
+    pub const ALL: [Provider; 4] = [Provider::Apns, Provider::Fcm, Provider::Hms, Provider::Webpush];
 
-    /// `"apns"`, `"fcm"` or `"hms"`.
+    /// `"apns"`, `"fcm"`, `"hms"` or `"webpush"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::Apns => "apns",
             Provider::Fcm => "fcm",
             Provider::Hms => "hms",
+            Provider::Webpush => "webpush",
         }
     }
 
@@ -35,6 +38,7 @@ impl Provider {
             Provider::Apns => 0,
             Provider::Fcm => 1,
             Provider::Hms => 2,
+            Provider::Webpush => 3,
         }
     }
 }
@@ -53,7 +57,8 @@ impl FromStr for Provider {
             "apns" => Ok(Provider::Apns),
             "fcm" => Ok(Provider::Fcm),
             "hms" => Ok(Provider::Hms),
-            other => Err(format!("unknown provider {other:?} (apns, fcm or hms)")),
+            "webpush" => Ok(Provider::Webpush),
+            other => Err(format!("unknown provider {other:?} (apns, fcm, hms or webpush)")),
         }
     }
 }

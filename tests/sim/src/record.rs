@@ -34,12 +34,16 @@ pub struct RecordedRequest {
     /// also show `:authority`.
     pub headers: BTreeMap<String, String>,
     /// The body: parsed JSON, a form as an object of strings, else the text; `null` if empty.
+    /// Web Push bodies (encrypted, binary) are base64url, without padding.
     pub body: serde_json::Value,
     /// The HTTP status answered (0 if the connection was dropped instead).
     pub status: u16,
     /// The error reason answered (APNs reason, FCM errorCode, HMS code), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Web Push: the decrypted message of an accepted request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plaintext: Option<String>,
 }
 
 /// A request as stored in the ring.
@@ -52,6 +56,7 @@ pub(crate) struct RawRequest {
     pub(crate) body: Bytes,
     pub(crate) status: u16,
     pub(crate) reason: Option<Cow<'static, str>>,
+    pub(crate) plaintext: Option<String>,
 }
 
 impl RawRequest {
@@ -83,9 +88,16 @@ impl RawRequest {
                 .unwrap_or_else(|| self.uri.path().to_owned()),
             version: format!("{:?}", self.version),
             headers,
-            body: body_json(&self.body, is_form),
+            body: match provider {
+                Provider::Webpush if !self.body.is_empty() => {
+                    use base64::Engine as _;
+                    serde_json::Value::String(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&self.body))
+                }
+                _ => body_json(&self.body, is_form),
+            },
             status: self.status,
             reason: self.reason.as_ref().map(|r| r.to_string()),
+            plaintext: self.plaintext.clone(),
         }
     }
 }

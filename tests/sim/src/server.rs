@@ -26,7 +26,7 @@ use crate::faults::ActiveFaults;
 use crate::record::RawRequest;
 use crate::state::SimState;
 use crate::util::{now_ms, Body};
-use crate::{apns, fcm, hms, Provider};
+use crate::{apns, fcm, hms, webpush, Provider};
 
 /// Bodies larger than this are not read: every provider's limit is far below.
 const MAX_BODY: usize = 256 * 1024;
@@ -241,8 +241,9 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
 
     let (parts, body) = req.into_parts();
     let body = Limited::new(body, MAX_BODY).collect().await.map(|c| c.to_bytes()).ok();
-    let reply = dispatch(state, ctx, &parts, body.as_ref(), faults.as_deref());
+    let mut reply = dispatch(state, ctx, &parts, body.as_ref(), faults.as_deref());
     let status = reply.response.status().as_u16();
+    let plaintext = reply.response.extensions_mut().remove::<webpush::Plaintext>().map(|p| p.0);
     counters.status(status);
     state.log(provider).push(RawRequest {
         received_ms,
@@ -253,6 +254,7 @@ async fn handle_request(state: &SimState, ctx: &ConnCtx, req: Request<Incoming>)
         body: body.unwrap_or_default(),
         status,
         reason: reply.reason,
+        plaintext,
     });
     AnswerBody::answer(reply.response)
 }
@@ -268,6 +270,7 @@ fn dispatch(
         Provider::Apns => apns::handle(state, ctx, parts, body, faults),
         Provider::Fcm => fcm::handle(state, parts, body, faults),
         Provider::Hms => hms::handle(state, parts, body, faults),
+        Provider::Webpush => webpush::handle(state, parts, body, faults),
     }
 }
 
@@ -283,6 +286,7 @@ async fn reset_connection(state: &SimState, ctx: &ConnCtx, req: Request<Incoming
         body: Bytes::new(),
         status: 0,
         reason: Some(Cow::Borrowed("ConnectionReset")),
+        plaintext: None,
     });
     let closed = ctx.closed.notified();
     tokio::pin!(closed);

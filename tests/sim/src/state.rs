@@ -35,8 +35,8 @@ pub(crate) enum TokenProblem {
 }
 
 pub(crate) struct SimState {
-    counters: [Counters; 3],
-    logs: [RequestLog; 3],
+    counters: [Counters; 4],
+    logs: [RequestLog; 4],
     pub(crate) faults: FaultState,
     pub(crate) registry: Registry,
     access_tokens: DashMap<String, AccessToken>,
@@ -45,10 +45,17 @@ pub(crate) struct SimState {
     pub(crate) apns_last_iat: Mutex<HashMap<String, u64>>,
     pub(crate) max_concurrent_streams: u32,
     pub(crate) ca_pem: String,
+    /// What the Web Push simulator derives its subscriptions' keys from.
+    pub(crate) webpush_keys: crate::webpush::SubscriptionKeys,
 }
 
 impl SimState {
-    pub(crate) fn new(registry: Registry, ca_pem: String, max_concurrent_streams: u32) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        ca_pem: String,
+        max_concurrent_streams: u32,
+        webpush_keys: crate::webpush::SubscriptionKeys,
+    ) -> Self {
         SimState {
             counters: Default::default(),
             logs: Default::default(),
@@ -58,6 +65,7 @@ impl SimState {
             apns_last_iat: Mutex::new(HashMap::new()),
             max_concurrent_streams,
             ca_pem,
+            webpush_keys,
         }
     }
 
@@ -74,6 +82,7 @@ impl SimState {
             apns: self.counters(Provider::Apns).snapshot(),
             fcm: self.counters(Provider::Fcm).snapshot(),
             hms: self.counters(Provider::Hms).snapshot(),
+            webpush: self.counters(Provider::Webpush).snapshot(),
         }
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::util::now_ms;
 
-/// What the three simulators received (`GET /stats`).
+/// What the four simulators received (`GET /stats`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// The APNs simulator.
@@ -21,6 +21,9 @@ pub struct Stats {
     pub fcm: ProviderStats,
     /// The HMS simulator.
     pub hms: ProviderStats,
+    /// The Web Push simulator (a notification per subscription; `accepted` once decrypted).
+    #[serde(default)]
+    pub webpush: ProviderStats,
 }
 
 /// What one simulator received since start or the last reset.
