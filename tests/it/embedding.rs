@@ -97,10 +97,10 @@ async fn builder_service_typed_api_and_draining_shutdown() {
     // Typed send: answered like the HTTP send, delivered to the simulators.
     let demo_admin = herald::Caller::admin("demo");
     let answers = engine.push().send(&demo_admin, "demo", event_to("alice")).await.unwrap();
-    assert_eq!(answers.len(), 3);
+    assert_eq!(answers.len(), 4, "alice has an iOS, an Android, a Huawei and a web client");
     assert!(answers.iter().all(|a| a.is_successful), "{answers:?}");
     let stats = sims.stats();
-    assert_eq!(stats.apns.accepted + stats.fcm.accepted + stats.hms.accepted, 3);
+    assert_eq!(stats.apns.accepted + stats.fcm.accepted + stats.hms.accepted + stats.webpush.accepted, 4);
     let err = engine.push().send(&herald::Caller::admin("acme"), "acme", event_to("alice")).await.unwrap_err();
     assert_eq!(err.status, 400, "recipient.tenantId must match: {err}");
 
