@@ -1,17 +1,17 @@
 //! The scheduler: fires scheduled sends at their time (see
 //! `herald_storage::schedules`). Among engines sharing a database, the one
 //! holding the `scheduler` lease fires; it looks for due schedules every
-//! [`TICK`], so a send leaves within about that of its time, and at start a
+//! `TICK`, so a send leaves within about that of its time, and at start a
 //! schedule that came due while no engine ran fires at once.
 //!
 //! Each due schedule is marked `Sending`, with the id its notification will
 //! have, durably and under the lease, before anything is sent: a schedule
 //! is never fired twice by engines that disagree about the lease. Its send
-//! runs as a task of its own (up to [`MAX_IN_FLIGHT`] at a time), and its
+//! runs as a task of its own (up to `MAX_IN_FLIGHT` at a time), and its
 //! outcome (`Sent`, or `Failed` with the reason) is stored under the lease
 //! when the send answers: `Failed` only when the send was refused for what
 //! it is (its user gone); one the engine could not make then (stopping,
-//! storage unavailable) stays `Sending` and is tried again after [`RETRY`].
+//! storage unavailable) stays `Sending` and is tried again after `RETRY`.
 //! A schedule found `Sending` and not running here
 //! was left by an engine that died: if its notification's report exists it
 //! was sent, otherwise it is sent again as the same notification.

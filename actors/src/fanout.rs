@@ -20,7 +20,7 @@
 //! the actor stops and `herald_lease_fenced_total{work="broadcast"}` counts it.
 //!
 //! A cancelled broadcast (see `herald_storage::broadcasts`) is seen by every
-//! partition running it, on whichever engine, at most [`CANCEL_CHECK`] after
+//! partition running it, on whichever engine, at most `CANCEL_CHECK` after
 //! the cancel: it sends nothing more, waits for the sends in flight, counts
 //! their outcomes (those of partly done batches too) and ends as done; a
 //! request still waiting for a bulk permit is dropped unsent, so what drains
