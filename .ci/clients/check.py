@@ -708,7 +708,7 @@ def generated_client_calls(s: State, work: pathlib.Path):
         r = op.sync_detailed(TENANT, client=o.need("admin"))
         assert r.status_code == 200, f"HTTP {r.status_code} {r.content[:300]!r}"
         names = sorted(app.app_name for app in r.parsed)
-        assert names == ["demo-apns", "demo-fcm", "demo-hms"], f"apps {names}"
+        assert names == ["demo-apns", "demo-fcm", "demo-hms", "demo-web"], f"apps {names}"
         categories = {str(getattr(c, "value", c)) for app in r.parsed for c in app.push_notification_config.categories}
         assert categories == {"chat", "payment", "tms"}, f"categories {categories}"
 
@@ -724,7 +724,7 @@ def generated_client_calls(s: State, work: pathlib.Path):
         op = find_operation(o.need("package"), "get_v1_tenants_tenant_id_users_user_id_clients")
         r = op.sync_detailed(TENANT, "alice", client=o.need("admin"))
         assert r.status_code == 200, f"HTTP {r.status_code} {r.content[:300]!r}"
-        assert len(r.parsed) == 3 and all(link.user_id == "alice" for link in r.parsed), f"parsed: {r.parsed}"
+        assert len(r.parsed) == 4 and all(link.user_id == "alice" for link in r.parsed), f"parsed: {r.parsed}"
         o["alice_client"] = r.parsed[0].ast_client_id
 
     with step("openapi.users_of_client"):
