@@ -67,8 +67,8 @@
 //! `--repeats N` (rounds of every load point, default 5), `--concurrency
 //! 64,256` (the send API's concurrencies, for experiments), `--no-node` (skip
 //! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
-//! `perf` call graphs of Herald during the fan-out and the C=64 send-API run
-//! into `target/bench/perf-*.data`), `--ceiling-connections N` and
+//! `perf` call graphs of Herald during the fan-out, the C=64 send-API run
+//! and the send-batch run into `target/bench/perf-*.data`), `--ceiling-connections N` and
 //! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
 //! for experiments), `--proxy-connections N` (the same for the forwarding
 //! proxy: Herald's pool size by default), `--keep` (keep the work directory under `target/bench`),
@@ -2702,14 +2702,27 @@ impl Bench {
                             stop: None,
                             expect_status: 202,
                         };
+                        let perf = Perf::start(
+                            perf_on && round == 1,
+                            herald.pid(),
+                            &self.out_dir.join("perf-send-batch.data"),
+                        );
+                        let (cpu0, sim0) = (herald.cpu(), self.sims.cpu());
                         let r = run_load(&batch_target, &load).await;
+                        let (cpu, sim_cpu) = (herald.cpu() - cpu0, self.sims.cpu() - sim0);
+                        perf.stop();
+                        let sent = r.ok as f64 * BATCH as f64;
                         let rate = (r.ok > 0).then(|| r.rps() * BATCH as f64);
                         self.res.add("batch_per_s", rate);
+                        let per = |secs: f64| (sent > 0.0).then(|| secs * 1e6 / sent);
+                        self.res.add("batch_cpu_us_per_notification", per(cpu));
+                        self.res.add("batch_sim_cpu_us_per_notification", per(sim_cpu));
                         say!(
-                            "  herald  h1 batches of {BATCH}, C=4 ({round}/{repeats}): {:.0} notifications/s, p50 {:.1} ms, {} errors",
+                            "  herald  h1 batches of {BATCH}, C=4 ({round}/{repeats}): {:.0} notifications/s, p50 {:.1} ms, {} errors, herald CPU {:.1} µs/notification",
                             rate.unwrap_or(0.0),
                             r.pct_ms(0.5).unwrap_or(f64::NAN),
-                            r.errors
+                            r.errors,
+                            per(cpu).unwrap_or(f64::NAN)
                         );
                     }
                 }
@@ -3197,6 +3210,15 @@ fn table(res: &Results, opts: &Options) -> String {
             String::new(),
         ),
         row(format!("send-batch, batches of {BATCH} at C=4: notifications/s"), "batch_per_s", 0, "/s"),
+        (
+            "  CPU per notification: herald / simulator".into(),
+            format!(
+                "{} / {}",
+                fmt_opt(res.median("batch_cpu_us_per_notification"), 1, " µs"),
+                fmt_opt(res.median("batch_sim_cpu_us_per_notification"), 1, " µs"),
+            ),
+            String::new(),
+        ),
         row("  send-batch / single sends (C=64, HTTP/1.1)".into(), "batch_vs_single", 2, "x"),
         row("  send-batch / fan-out".into(), "batch_vs_fanout", 2, "x"),
         row(format!("send API p99 at half load ({half}, C=64)"), "send_api_p99_ms_half_load", 2, " ms"),

@@ -37,6 +37,8 @@ pub struct Engine {
     me: std::sync::Weak<Engine>,
     /// The tenants' quotas; they also pace broadcasts.
     pub quotas: Arc<crate::quotas::Quotas>,
+    /// The per-request series' handles.
+    pub(crate) request_series: crate::metrics::RequestSeries,
 }
 
 impl Engine {
@@ -88,6 +90,7 @@ impl Engine {
             pki,
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
             quotas: Arc::new(crate::quotas::Quotas::new(store.clone(), cluster.clone())),
+            request_series: crate::metrics::RequestSeries::default(),
             cluster,
             config,
             store,

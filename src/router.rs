@@ -153,15 +153,8 @@ where
     };
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
-    let mut labels = vec![
-        metrics::Label::new("route", route_label),
-        metrics::Label::new("method", method.to_string()),
-        metrics::Label::new("status", status.to_string()),
-    ];
-    labels.extend(tenant.filter(|_| status < 400).and_then(|t| tenant_label(&engine, &t)));
-    metrics::counter!("herald_http_requests_total", labels).increment(1);
-    metrics::histogram!("herald_http_request_duration_seconds", "route" => route_label, "method" => method.to_string(), "status" => status.to_string())
-        .record(elapsed.as_secs_f64());
+    let tenant = tenant.filter(|_| status < 400).and_then(|t| tenant_label(&engine, &t));
+    engine.request_series.record(route_label, &method, status, tenant, elapsed);
     tracing::info!(%method, %path, route = route_label, status, micros = elapsed.as_micros() as u64, traceparent = traceparent.as_deref(), "request");
     response
 }

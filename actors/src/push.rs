@@ -52,15 +52,33 @@ impl Push {
     }
 
     /// Sends through the tenant's actor; waits at most `deadline` for providers.
-    /// An actor that stopped (idle) after it was looked up never received the
-    /// send: it goes to the actor started in its place.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
-        let mut req = req;
+        let tenant = req.tenant.clone();
+        self.send_many(&tenant, vec![req], deadline)
+            .await?
+            .pop()
+            .unwrap_or_else(|| Err(SendError::Internal("the tenant actor answered no send".into())))
+    }
+
+    /// Sends requests of `tenant` together (a batch): one message to its
+    /// actor, run concurrently in one task, one answer per request in order;
+    /// waits at most `deadline` for providers. An actor that stopped (idle)
+    /// after it was looked up never received them: they go to the actor
+    /// started in its place.
+    pub async fn send_many(
+        &self,
+        tenant: &str,
+        reqs: Vec<SendRequest>,
+        deadline: Duration,
+    ) -> Result<Vec<Result<SendAnswer, SendError>>, SendError> {
+        let mut reqs = reqs;
         let until = tokio::time::Instant::now().checked_add(deadline);
         for _ in 0..3 {
-            let (tenant, _) = self.tenant(&req.tenant).await?;
-            match tenant.call(|reply| TenantMsg::Send(Box::new(req), until, reply), Some(deadline)).await {
-                Ok(ractor::rpc::CallResult::Success(answer)) => return answer,
+            let (actor, _) = self.tenant(tenant).await?;
+            // Each request stops at `until` on its own; the grace lets them answer first.
+            let wait = deadline.saturating_add(Duration::from_secs(1));
+            match actor.call(|reply| TenantMsg::Send(reqs, until, reply), Some(wait)).await {
+                Ok(ractor::rpc::CallResult::Success(answers)) => return Ok(answers),
                 Ok(ractor::rpc::CallResult::Timeout) => {
                     return Err(SendError::Internal("the providers did not answer within the deadline".into()))
                 }
@@ -68,8 +86,8 @@ impl Push {
                     return Err(SendError::Internal("the tenant actor stopped during the send".into()))
                 }
                 Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _, _))) => {
-                    self.registry.remove_if(&undelivered.tenant, |_, a| a.0.get_id() == tenant.get_id());
-                    req = *undelivered;
+                    self.registry.remove_if(tenant, |_, a| a.0.get_id() == actor.get_id());
+                    reqs = undelivered;
                 }
                 Err(e) => return Err(SendError::Internal(format!("tenant actor unavailable: {e}"))),
             }

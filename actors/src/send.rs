@@ -134,32 +134,33 @@ async fn interactive(
 ) -> Result<Vec<ClientResult>, SendError> {
     let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
+    // The clients, each with its record when already read.
     let (clients, kind, who) = match &req.recipient {
         Recipient::Client { user, client } => {
-            if store.clients().get(tenant, client)?.is_none() {
+            let Some(record) = store.clients().get(tenant, client)? else {
                 return Err(SendError::NotFound(format!("client {client} not found")));
-            }
+            };
             if !store.links().user_ids_of_client(tenant, client)?.iter().any(|u| u == user) {
                 return Err(SendError::NotFound(format!("client {client} is not linked to user {user}")));
             }
-            (vec![client.clone()], "client", format!("{user}/{client}"))
+            (vec![(client.clone(), Some(record))], "client", format!("{user}/{client}"))
         }
         Recipient::User { user } => {
             let links = store.links().of_user(tenant, user)?;
             if links.is_empty() && store.users().get_by_name(tenant, &user.to_lowercase())?.is_none() {
                 return Err(SendError::NotFound(format!("user {user} not found")));
             }
-            (links.into_iter().map(|l| l.client_id).collect(), "user", user.clone())
+            (links.into_iter().map(|l| (l.client_id, None)).collect(), "user", user.clone())
         }
         Recipient::Topic { .. } => return Err(SendError::Internal("a topic is not interactive".into())),
     };
     let prepared: HashMap<String, Arc<Prepared>> = HashMap::new();
     let prepared = std::sync::Mutex::new(prepared);
-    let sends = clients.iter().map(|client_id| {
+    let sends = clients.into_iter().map(|(client_id, record)| {
         let prepared = &prepared;
         async move {
-            let outcome = one_client(channels, tenant, &req.notification, client_id, prepared, deadline).await;
-            ClientResult { client_id: client_id.clone(), outcome }
+            let outcome = one_client(channels, tenant, &req.notification, &client_id, record, prepared, deadline).await;
+            ClientResult { client_id, outcome }
         }
     });
     let results = futures::future::join_all(sends).await;
@@ -190,12 +191,13 @@ async fn one_client(
     tenant: &str,
     n: &Notification,
     client_id: &str,
+    record: Option<herald_storage::clients::Client>,
     prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
     deadline: Option<tokio::time::Instant>,
 ) -> ClientOutcome {
     let d = channels.deliverer();
     let store = d.store();
-    let client = match store.clients().get(tenant, client_id) {
+    let client = match record.map_or_else(|| store.clients().get(tenant, client_id), |c| Ok(Some(c))) {
         Ok(Some(c)) => c,
         Ok(None) => return failed("", 404, format!("client {client_id} not found")),
         Err(e) => return failed("", 500, e.to_string()),

@@ -27,8 +27,9 @@ pub struct Tenant;
 
 /// What a `Tenant` actor is sent: by the engine (sends), by `Root`, by itself (timers).
 pub enum TenantMsg {
-    /// A send, and when its caller stops waiting.
-    Send(Box<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Result<SendAnswer, SendError>>),
+    /// Sends (one, or a batch's), and when their caller stops waiting: one
+    /// answer per request, in order.
+    Send(Vec<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Vec<Result<SendAnswer, SendError>>>),
     /// Run a partition this engine claimed: its lease, job, number and state.
     Part(Box<(Lease, Job, u32, Part)>),
     /// Run a partition again from its checkpoint (scheduled after a failure).
@@ -130,21 +131,27 @@ impl Actor for Tenant {
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TenantMsg::Send(req, deadline, reply) => {
-                // Sends wait on providers: run them beside the mailbox, not in it.
+            TenantMsg::Send(reqs, deadline, reply) => {
+                // Sends wait on providers: run them beside the mailbox, not in
+                // it; a batch's in one task.
                 let channels = state.channels.clone();
                 state.activity.touch();
                 let sends = state.sends.clone();
-                sends.fetch_add(1, Ordering::AcqRel);
+                let n = reqs.len();
+                sends.fetch_add(n, Ordering::AcqRel);
                 tokio::spawn(async move {
-                    let answer = send::execute(&channels, *req, deadline).await;
-                    sends.fetch_sub(1, Ordering::AcqRel);
-                    if let Ok(SendAnswer::Broadcast { job, apps }) = &answer {
-                        let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
-                        crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
-                        channels.deliverer().claims().wake();
+                    let answers =
+                        futures::future::join_all(reqs.into_iter().map(|r| send::execute(&channels, r, deadline)))
+                            .await;
+                    sends.fetch_sub(n, Ordering::AcqRel);
+                    for answer in &answers {
+                        if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
+                            let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
+                            crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
+                            channels.deliverer().claims().wake();
+                        }
                     }
-                    let _ = reply.send(answer);
+                    let _ = reply.send(answers);
                 });
             }
             TenantMsg::Part(claimed) => {

@@ -34,46 +34,109 @@ pub async fn send_as(
     event: PushNotificationEvent,
     options: SendOptions,
 ) -> ApiResult<Vec<NotificationResponse>> {
-    let tenant = tenant.to_string();
-    let (recipient, notification) = event.into_parts(&tenant, id.clone())?;
-    let kind = match &recipient {
-        Recipient::Client { .. } => "client",
-        Recipient::User { .. } => "user",
-        Recipient::Topic { .. } => "topic",
-    };
-    match &recipient {
-        Recipient::Topic { .. } => engine.quotas.broadcast(&tenant)?,
-        _ if options.max_per_second.is_some() => {
-            return Err(ApiError::field("maxPerSecond", "applies to topic recipients only"));
-        }
-        _ => engine.quotas.interactive(&tenant)?,
-    }
-    let req = SendRequest {
-        tenant: tenant.clone(),
-        recipient: recipient.clone(),
-        notification,
-        max_per_second: options.max_per_second,
-    };
+    let req = request(engine, tenant, id, event, options)?;
+    let (recipient, id, kind) = (req.recipient.clone(), req.notification.id.clone(), kind(&req.recipient));
     let started = std::time::Instant::now();
     let answer = engine.push.send(req, engine.config.send_deadline).await;
     metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
+    responses(tenant, &id, &recipient, answer)
+}
+
+/// Sends every event of a batch concurrently (one message to the tenant's
+/// actor), each exactly as [`send`] would (its own notification, report
+/// and events); one entry per event, in order.
+pub async fn send_batch(engine: &Engine, tenant: &str, events: Vec<serde_json::Value>) -> Vec<BatchEntry> {
+    let refused = |e: ApiError| BatchEntry::Refused(e.admin_body(SUBSYSTEM));
+    let mut entries: Vec<Option<BatchEntry>> = Vec::with_capacity(events.len());
+    // The events sent: their entry, recipient and notification id.
+    let mut sent = Vec::new();
+    let mut reqs = Vec::new();
+    for (i, event) in events.into_iter().enumerate() {
+        let id = ulid::Ulid::generate().to_string();
+        match crate::models::push::batch_event(i, event)
+            .and_then(|event| request(engine, tenant, id, event, SendOptions::default()))
+        {
+            Ok(req) => {
+                sent.push((i, req.recipient.clone(), req.notification.id.clone()));
+                reqs.push(req);
+                entries.push(None);
+            }
+            Err(e) => entries.push(Some(refused(e))),
+        }
+    }
+    if !reqs.is_empty() {
+        let started = std::time::Instant::now();
+        let answers = match engine.push.send_many(tenant, reqs, engine.config.send_deadline).await {
+            Ok(answers) => answers,
+            Err(e) => vec![Err(e); sent.len()],
+        };
+        // The events are answered together: each took what its caller waited.
+        let elapsed = started.elapsed().as_secs_f64();
+        for ((i, recipient, id), answer) in sent.into_iter().zip(answers) {
+            metrics::histogram!("herald_send_duration_seconds", "recipient" => kind(&recipient)).record(elapsed);
+            if let Some(entry) = entries.get_mut(i) {
+                *entry = Some(match responses(tenant, &id, &recipient, answer) {
+                    Ok(r) => BatchEntry::Sent(r),
+                    Err(e) => refused(e),
+                });
+            }
+        }
+    }
+    entries.into_iter().map(|e| e.unwrap_or_else(|| refused(ApiError::internal("the event got no answer")))).collect()
+}
+
+/// Validates one event and takes its quota: the request the push engine sends.
+fn request(
+    engine: &Engine,
+    tenant: &str,
+    id: String,
+    event: PushNotificationEvent,
+    options: SendOptions,
+) -> ApiResult<SendRequest> {
+    let (recipient, notification) = event.into_parts(tenant, id)?;
+    match &recipient {
+        Recipient::Topic { .. } => engine.quotas.broadcast(tenant)?,
+        _ if options.max_per_second.is_some() => {
+            return Err(ApiError::field("maxPerSecond", "applies to topic recipients only"));
+        }
+        _ => engine.quotas.interactive(tenant)?,
+    }
+    Ok(SendRequest { tenant: tenant.to_string(), recipient, notification, max_per_second: options.max_per_second })
+}
+
+/// The `recipient` label of the send duration histogram.
+fn kind(recipient: &Recipient) -> &'static str {
+    match recipient {
+        Recipient::Client { .. } => "client",
+        Recipient::User { .. } => "user",
+        Recipient::Topic { .. } => "topic",
+    }
+}
+
+/// What a send answers, from the push engine's answer.
+fn responses(
+    tenant: &str,
+    id: &str,
+    recipient: &Recipient,
+    answer: Result<SendAnswer, SendError>,
+) -> ApiResult<Vec<NotificationResponse>> {
     let answer = answer.map_err(|e| match e {
         SendError::NotFound(m) => ApiError::not_found(m),
         SendError::Internal(m) => ApiError::internal(m),
     })?;
-    let responses = match answer {
-        SendAnswer::Clients(results) => client_responses(&tenant, &id, &recipient, results),
+    Ok(match answer {
+        SendAnswer::Clients(results) => client_responses(tenant, id, recipient, results),
         SendAnswer::Broadcast { apps, .. } => apps
             .into_iter()
             .map(|a| NotificationResponse {
-                tenant_id: tenant.clone(),
+                tenant_id: tenant.to_string(),
                 user_id: None,
                 ast_client_id: None,
-                topic: match &recipient {
+                topic: match recipient {
                     Recipient::Topic { topic } => Some(topic.clone()),
                     _ => None,
                 },
-                notification_id: id.clone(),
+                notification_id: id.to_string(),
                 is_successful: a.refused.is_none(),
                 results: a
                     .refused
@@ -87,25 +150,7 @@ pub async fn send_as(
                 metadata: Some(ResponseMetadata { app_name: a.app, targeted: Some(a.targeted), provider: None }),
             })
             .collect(),
-    };
-    Ok(responses)
-}
-
-/// Sends every event of a batch concurrently, each exactly as [`send`]
-/// would (its own notification, report and events); one entry per event,
-/// in order.
-pub async fn send_batch(engine: &Engine, tenant: &str, events: Vec<serde_json::Value>) -> Vec<BatchEntry> {
-    let sends = events.into_iter().enumerate().map(|(i, event)| async move {
-        let sent = async {
-            let event = crate::models::push::batch_event(i, event)?;
-            send(engine, tenant, event, SendOptions::default()).await
-        };
-        match sent.await {
-            Ok(responses) => BatchEntry::Sent(responses),
-            Err(e) => BatchEntry::Refused(e.admin_body(SUBSYSTEM)),
-        }
-    });
-    futures::future::join_all(sends).await
+    })
 }
 
 /// Cancels the running broadcast `id` of `tenant`, durably (see
