@@ -644,7 +644,8 @@ impl Herald {
         let spawned = Instant::now();
         let mut proc = Proc::spawn(
             "herald",
-            Command::new(env!("CARGO_BIN_EXE_herald"))
+            // `HERALD_LOAD_BIN`: another build of herald, to compare two builds.
+            Command::new(std::env::var_os("HERALD_LOAD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_herald").into()))
                 .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
                 .arg(data)
                 .envs(store_url().map(|url| ("HERALD_STORE", url)))

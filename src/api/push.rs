@@ -4,7 +4,7 @@ use crate::engine::Engine;
 use crate::error::{subsystem, ApiError, ApiResult};
 use crate::http::{json, with_body, Cx, Response};
 use crate::models::idempotency::{IdempotencyKey, REPLAYED};
-use crate::models::push::{BatchEntry, PushNotificationEvent, SendBatch, SendOptions};
+use crate::models::push::{BatchEntry, PushNotificationEvent, RawSendBatch, SendOptions};
 use crate::ops::idempotency::{fingerprint, once, Answer};
 use crate::paging::Paging;
 use http::{HeaderValue, StatusCode};
@@ -30,25 +30,25 @@ pub(crate) async fn send(cx: Cx) -> ApiResult<Response> {
 /// included) is kept and replayed as for a single send.
 pub(crate) async fn send_batch(cx: Cx) -> ApiResult<Response> {
     let key = IdempotencyKey::from_headers(&cx.headers)?;
-    let mut batch: SendBatch = cx.json()?;
+    let batch: RawSendBatch = cx.json()?;
     batch.validate()?;
-    let print = key.as_ref().map(|_| fingerprint("send-batch", &batch)).transpose()?;
-    let events = batch.events.len();
+    let print = key.as_ref().map(|_| fingerprint("send-batch", &batch.to_values()?)).transpose()?;
+    let mut events = batch.decode();
+    let count = events.len();
     let mut over = None;
-    let admitted = (0..events)
-        .take_while(|_| cx.engine.limits.send.check(cx.tenant()).map_err(|e| over = Some(e)).is_ok())
-        .count();
+    let admitted =
+        (0..count).take_while(|_| cx.engine.limits.send.check(cx.tenant()).map_err(|e| over = Some(e)).is_ok()).count();
     if admitted == 0 {
         return Err(over.unwrap_or_else(|| ApiError::too_many_requests("rate limit of send exceeded", 1)));
     }
-    batch.events.truncate(admitted);
+    events.truncate(admitted);
     let refused: Vec<BatchEntry> = match over {
-        Some(e) => (admitted..events).map(|_| BatchEntry::Refused(e.admin_body(subsystem::PUSH))).collect(),
+        Some(e) => (admitted..count).map(|_| BatchEntry::Refused(e.admin_body(subsystem::PUSH))).collect(),
         None => Vec::new(),
     };
     let (caller, tenant) = (cx.caller.clone(), cx.tenant().to_string());
     let run = move |engine: Arc<Engine>| async move {
-        let mut answer = engine.push().send_batch(&caller, &tenant, batch).await?;
+        let mut answer = engine.push().send_decoded(&caller, &tenant, events).await?;
         answer.results.extend(refused);
         Ok::<_, ApiError>(answer)
     };

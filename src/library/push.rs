@@ -83,7 +83,18 @@ impl PushApi<'_> {
     pub async fn send_batch(&self, caller: &Caller, tenant: &str, batch: SendBatch) -> ApiResult<BatchAnswer> {
         caller.authorize(Some(tenant), access::SEND)?;
         batch.validate()?;
-        let results = self.0.in_flight.track_future(crate::ops::push::send_batch(self.0, tenant, batch.events)).await;
+        self.send_decoded(caller, tenant, batch.decode()).await
+    }
+
+    /// [`Self::send_batch`] of events already decoded (each or its error).
+    pub(crate) async fn send_decoded(
+        &self,
+        caller: &Caller,
+        tenant: &str,
+        events: Vec<ApiResult<crate::models::push::PushNotificationEvent>>,
+    ) -> ApiResult<BatchAnswer> {
+        caller.authorize(Some(tenant), access::SEND)?;
+        let results = self.0.in_flight.track_future(crate::ops::push::send_batch(self.0, tenant, events)).await;
         Ok(BatchAnswer { results })
     }
 

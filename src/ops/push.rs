@@ -45,7 +45,11 @@ pub async fn send_as(
 /// Sends every event of a batch concurrently (one message to the tenant's
 /// actor), each exactly as [`send`] would (its own notification, report
 /// and events); one entry per event, in order.
-pub async fn send_batch(engine: &Engine, tenant: &str, events: Vec<serde_json::Value>) -> Vec<BatchEntry> {
+pub async fn send_batch(
+    engine: &Engine,
+    tenant: &str,
+    events: Vec<ApiResult<PushNotificationEvent>>,
+) -> Vec<BatchEntry> {
     let refused = |e: ApiError| BatchEntry::Refused(e.admin_body(SUBSYSTEM));
     let mut entries: Vec<Option<BatchEntry>> = Vec::with_capacity(events.len());
     // The events sent: their entry, recipient and notification id.
@@ -53,9 +57,7 @@ pub async fn send_batch(engine: &Engine, tenant: &str, events: Vec<serde_json::V
     let mut reqs = Vec::new();
     for (i, event) in events.into_iter().enumerate() {
         let id = ulid::Ulid::generate().to_string();
-        match crate::models::push::batch_event(i, event)
-            .and_then(|event| request(engine, tenant, id, event, SendOptions::default()))
-        {
+        match event.and_then(|event| request(engine, tenant, id, event, SendOptions::default())) {
             Ok(req) => {
                 sent.push((i, req.recipient.clone(), req.notification.id.clone()));
                 reqs.push(req);
