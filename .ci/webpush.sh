@@ -11,21 +11,11 @@ TARGET=${CARGO_TARGET_DIR:-target}
 VENV=${HERALD_WEBPUSH_VENV:-$TARGET/ci-webpush-venv}
 REQUIREMENTS=.ci/webpush/requirements.txt
 
-WANT=$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)
-if [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$WANT" ]; then
-    rm -rf "$VENV"
-    python3 -m venv "$VENV"
-    if ! timeout 600 "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQUIREMENTS"; then
-        if ! timeout 20 "$VENV/bin/pip" download -q --no-deps -d "$(mktemp -d)" six >/dev/null 2>&1; then
-            echo "SKIP webpush interop: PyPI is unreachable (http_ece is not installed)"
-            rm -rf "$VENV"
-            exit 0
-        fi
-        echo "pip install -r $REQUIREMENTS failed" >&2
-        exit 1
-    fi
-    echo "$WANT" >"$VENV/.requirements.sha256"
-fi
+. .ci/venv.sh
+venv_ready "$VENV" "$REQUIREMENTS" || {
+    echo "SKIP webpush interop: PyPI is unreachable (http_ece is not installed)"
+    exit 0
+}
 
 cargo build -q -p herald --bin herald
 BIN=$TARGET/debug/herald

@@ -211,16 +211,7 @@ async fn one_key_through_two_engines_is_delivered_once() {
     }
     let world = ChildWorld::start().await;
     let url = herald_pgtemp::shared().unwrap().create_database().unwrap();
-    let env = |node: &str| {
-        let mut env = world.env.clone();
-        env.extend([
-            ("HERALD_STORE", url.clone()),
-            ("HERALD_NODE_ID", node.to_string()),
-            ("HERALD_MASTER_KEY_FILE", world.dir.path().join("master.key").display().to_string()),
-            ("HERALD_PUBLIC_URL", "https://127.0.0.1:9".to_string()),
-        ]);
-        env
-    };
+    let env = |node: &str| world.node_env(&url, node, &[]);
     let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
     let b = Herald::start(&world.dir.path().join("b"), &env("node-b"));
     let http = reqwest::Client::new();

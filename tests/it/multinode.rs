@@ -56,19 +56,10 @@ impl Nodes {
     }
 
     fn env(&self, id: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-        let mut env = self.world.env.clone();
-        env.extend([
-            ("HERALD_STORE", self.url.clone()),
-            ("HERALD_NODE_ID", id.to_string()),
-            ("HERALD_MASTER_KEY_FILE", self.world.dir.path().join("master.key").display().to_string()),
-            ("HERALD_LEASE_TTL", LEASE_TTL.to_string()),
-            ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string()),
-            // Behind one load balancer: tokens name one issuer, whichever
-            // node issued them (an address nothing here ever calls).
-            ("HERALD_PUBLIC_URL", "https://127.0.0.1:9".to_string()),
-        ]);
-        env.extend(extra.iter().cloned());
-        env
+        let mut all =
+            vec![("HERALD_LEASE_TTL", LEASE_TTL.to_string()), ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string())];
+        all.extend(extra.iter().cloned());
+        self.world.node_env(&self.url, id, &all)
     }
 
     fn node(&self, id: &str) -> &Herald {

@@ -212,17 +212,7 @@ async fn schedules_fire_once_across_engines_when_one_dies() {
     }
     let world = ChildWorld::start().await;
     let url = herald_pgtemp::shared().unwrap().create_database().unwrap();
-    let env = |node: &str| {
-        let mut env = world.env.clone();
-        env.extend([
-            ("HERALD_STORE", url.clone()),
-            ("HERALD_NODE_ID", node.to_string()),
-            ("HERALD_MASTER_KEY_FILE", world.dir.path().join("master.key").display().to_string()),
-            ("HERALD_PUBLIC_URL", "https://127.0.0.1:9".to_string()),
-            ("HERALD_LEASE_TTL", "2s".to_string()),
-        ]);
-        env
-    };
+    let env = |node: &str| world.node_env(&url, node, &[("HERALD_LEASE_TTL", "2s".to_string())]);
     // `a` starts first and takes the scheduler's lease.
     let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
     tokio::time::sleep(Duration::from_millis(500)).await;

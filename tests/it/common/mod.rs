@@ -493,6 +493,22 @@ impl ChildWorld {
         let env = sim_env(&sims, dir.path());
         ChildWorld { data: dir.path().join("data"), sims, creds, env, dir }
     }
+
+    /// The environment of engine `node` of a cluster on the PostgreSQL at
+    /// `store`: the simulators', one master key file and one public URL for
+    /// all (tokens name one issuer whichever node issued them, an address
+    /// nothing here ever calls), and `extra`.
+    pub fn node_env(&self, store: &str, node: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let mut env = self.env.clone();
+        env.extend([
+            ("HERALD_STORE", store.to_string()),
+            ("HERALD_NODE_ID", node.to_string()),
+            ("HERALD_MASTER_KEY_FILE", self.dir.path().join("master.key").display().to_string()),
+            ("HERALD_PUBLIC_URL", "https://127.0.0.1:9".to_string()),
+        ]);
+        env.extend(extra.iter().cloned());
+        env
+    }
 }
 
 /// Seeds `n` clients of app `demo` of tenant `acme`, each with the push token
