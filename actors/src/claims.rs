@@ -16,6 +16,7 @@ use herald_storage::deliveries::Job;
 use herald_storage::leases::Lease;
 use herald_storage::{now_ms, Store};
 use ractor::ActorRef;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -63,13 +64,43 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
         }
     }
     let most = d.settings().partitions_per_node.max(1);
-    while store.leases().held_here("part/") < most {
-        let Some(lease) = store.leases().claim("part/").map_err(|e| e.to_string())? else { break };
+    loop {
+        let held = store.leases().held_names("part/");
+        if held.len() >= most {
+            break;
+        }
+        let Some(lease) = claim_fairly(store, &held).map_err(|e| e.to_string())? else { break };
         if let Err(e) = run_part(d, root, lease).await {
             tracing::warn!(error = %e, "a claimed partition could not start; it is claimed again");
         }
     }
     Ok(())
+}
+
+/// Claims a free partition of a tenant running none here, else of those
+/// running the fewest (`held`: the partitions this engine runs), so that
+/// one tenant's large broadcast does not take every slot while another
+/// tenant's waits for it to end; among equals, in lease-name order.
+fn claim_fairly(store: &Store, held: &[String]) -> herald_storage::Result<Option<Lease>> {
+    let mut running: BTreeMap<String, usize> = BTreeMap::new();
+    for (tenant, _, _) in held.iter().filter_map(|n| parse_part_lease(n)) {
+        let n = running.entry(format!("part/{tenant}/")).or_default();
+        *n = n.saturating_add(1);
+    }
+    let mut levels: Vec<usize> = running.values().copied().collect();
+    levels.sort_unstable();
+    levels.dedup();
+    // Every running tenant avoided first; then those above each level in
+    // turn, up to the highest, which avoids none.
+    let avoided = |above: Option<usize>| -> Vec<String> {
+        running.iter().filter(|(_, n)| above.is_none_or(|l| **n > l)).map(|(t, _)| t.clone()).collect()
+    };
+    for above in std::iter::once(None).chain(levels.into_iter().map(Some)) {
+        if let Some(lease) = store.leases().claim_avoiding("part/", &avoided(above))? {
+            return Ok(Some(lease));
+        }
+    }
+    Ok(None)
 }
 
 /// Hands a claimed partition to its tenant's actor, or drops the lease of
@@ -208,6 +239,38 @@ mod tests {
             parts: 0,
             max_per_second: None,
         }
+    }
+
+    /// Two tenants' broadcasts of six partitions each, the first tenant's
+    /// first in lease-name order: four slots go two to each, and a slot
+    /// freed by the second goes back to it (it then runs the fewest).
+    #[test]
+    fn partitions_are_claimed_in_turn_by_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_tokens(dir.path(), &[]);
+        for tenant in ["a", "b"] {
+            let apps = (0..6).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
+            let job = Job { tenant: tenant.into(), ..job(apps, None) };
+            let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
+            store.deliveries().create_job(&job, &report).unwrap();
+            let lease =
+                store.leases().acquire(&herald_storage::broadcasts::job_lease(tenant, &job.id)).unwrap().unwrap();
+            let parts = split(&store, &job, 10).unwrap();
+            assert_eq!(parts.len(), 6);
+            store.broadcasts().split(&lease, &job, &parts).unwrap();
+        }
+        let tenant_of = |l: &Lease| parse_part_lease(&l.name).unwrap().0;
+        let mut held: Vec<Lease> = Vec::new();
+        for _ in 0..4 {
+            let names: Vec<String> = held.iter().map(|l| l.name.clone()).collect();
+            held.push(claim_fairly(&store, &names).unwrap().unwrap());
+        }
+        let tenants: Vec<String> = held.iter().map(tenant_of).collect();
+        assert_eq!(tenants, ["a", "b", "a", "b"]);
+        // One of b's ends: b runs the fewest, and gets the slot.
+        held.remove(1);
+        let names: Vec<String> = held.iter().map(|l| l.name.clone()).collect();
+        assert_eq!(tenant_of(&claim_fairly(&store, &names).unwrap().unwrap()), "b");
     }
 
     /// Ranges of `size` tokens, the last open-ended, one at least per app

@@ -112,10 +112,16 @@ impl Leases<'_> {
     /// Claims the first free lease whose name starts with `prefix` (in name
     /// order), passing over those another engine is claiming at this moment.
     pub fn claim(&self, prefix: &str) -> Result<Option<Lease>> {
+        self.claim_avoiding(prefix, &[])
+    }
+
+    /// [`Leases::claim`], passing over the names that start with any of
+    /// `avoid` too (to share partitions out among tenants).
+    pub fn claim_avoiding(&self, prefix: &str, avoid: &[String]) -> Result<Option<Lease>> {
         let (node, ttl) = (self.0.node_id(), self.ttl());
         let claimed = match &self.0.trees()?.engine {
-            Engine::Pg(pg) => pg.lease_claim(prefix, node, ttl)?,
-            Engine::Sled { .. } => self.0.inner.local_leases.claim(prefix, node, ttl),
+            Engine::Pg(pg) => pg.lease_claim(prefix, avoid, node, ttl)?,
+            Engine::Sled { .. } => self.0.inner.local_leases.claim(prefix, avoid, node, ttl),
         };
         Ok(claimed.map(|(name, epoch)| self.held(name, epoch)))
     }
@@ -136,7 +142,12 @@ impl Leases<'_> {
 
     /// How many leases under `prefix` this engine holds (partitions it runs).
     pub fn held_here(&self, prefix: &str) -> usize {
-        self.alive().iter().filter(|n| n.starts_with(prefix)).count()
+        self.held_names(prefix).len()
+    }
+
+    /// The names of the leases under `prefix` this engine holds.
+    pub fn held_names(&self, prefix: &str) -> Vec<String> {
+        self.alive().into_iter().filter(|n| n.starts_with(prefix)).collect()
     }
 
     /// Renews every lease this engine holds a [`Lease`] of; answers how many.
@@ -255,10 +266,11 @@ impl LocalLeases {
         Some(l.epoch)
     }
 
-    fn claim(&self, prefix: &str, node: &str, ttl: Duration) -> Option<(String, u64)> {
+    fn claim(&self, prefix: &str, avoid: &[String], node: &str, ttl: Duration) -> Option<(String, u64)> {
         let now = Instant::now();
         let mut map = self.map();
-        let name = map.iter().filter(|(n, l)| n.starts_with(prefix) && l.free(now)).map(|(n, _)| n).min()?.clone();
+        let claimable = |n: &str| n.starts_with(prefix) && !avoid.iter().any(|a| n.starts_with(a.as_str()));
+        let name = map.iter().filter(|(n, l)| claimable(n) && l.free(now)).map(|(n, _)| n).min()?.clone();
         let l = map.get_mut(&name)?;
         take(l, node, now, ttl);
         Some((name, l.epoch))

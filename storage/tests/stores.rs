@@ -360,6 +360,23 @@ fn a_lease_nobody_holds_any_more_expires() {
     assert!(s.leases().holds(&kept).unwrap());
 }
 
+/// A claim can pass over the leases under some prefixes (the partitions of
+/// tenants already running the most); `_` in a prefix is no wildcard.
+#[test]
+fn a_claim_passes_over_the_prefixes_it_avoids() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    for name in ["part/a_b/1", "part/axb/1", "part/c/1"] {
+        let lease = s.leases().acquire(name).unwrap().unwrap();
+        s.leases().release(&lease).unwrap();
+    }
+    let claimed = s.leases().claim_avoiding("part/", &["part/a_b/".to_string()]).unwrap().unwrap();
+    assert_eq!(claimed.name, "part/axb/1");
+    let avoid = ["part/c/".to_string(), "part/a_b/".to_string()];
+    assert!(s.leases().claim_avoiding("part/", &avoid).unwrap().is_none(), "the rest is avoided");
+    assert_eq!(s.leases().claim("part/").unwrap().unwrap().name, "part/a_b/1", "without avoiding, in name order");
+}
+
 /// On sled leases live in memory: a reopened store offers the partitions
 /// of unfinished broadcasts again.
 #[tokio::test]

@@ -14,11 +14,13 @@ const ACQUIRE: &str = "INSERT INTO herald_leases (name, holder, epoch, expires_a
      ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, epoch = herald_leases.epoch + 1, \
      expires_at = EXCLUDED.expires_at WHERE herald_leases.expires_at < now() RETURNING epoch";
 
-/// The first free lease under a prefix, skipping those another engine is
-/// claiming or writing under at this moment.
+/// The first free lease under a prefix and under none of the prefixes
+/// `$4` (`LIKE ANY` escapes with the default backslash), skipping those
+/// another engine is claiming or writing under at this moment.
 const CLAIM: &str = "UPDATE herald_leases SET holder = $2, epoch = epoch + 1, \
      expires_at = now() + $3::float8 * interval '1 millisecond' \
      WHERE name = (SELECT name FROM herald_leases WHERE name LIKE $1 ESCAPE '\\' AND expires_at < now() \
+     AND NOT (name LIKE ANY($4::text[])) \
      ORDER BY name LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING name, epoch";
 
 const HEARTBEAT: &str = "UPDATE herald_leases SET expires_at = now() + $3::float8 * interval '1 millisecond' \
@@ -46,11 +48,18 @@ impl Pg {
     }
 
     /// Claims the first free lease whose name starts with `prefix`.
-    pub(crate) fn lease_claim(&self, prefix: &str, holder: &str, ttl: Duration) -> Result<Option<(String, u64)>> {
+    pub(crate) fn lease_claim(
+        &self,
+        prefix: &str,
+        avoid: &[String],
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Option<(String, u64)>> {
         let (pool, pattern, holder, ttl) = (self.pool.clone(), like(prefix), holder.to_string(), millis(ttl));
+        let avoid: Vec<String> = avoid.iter().map(|a| like(a)).collect();
         self.run(async move {
             let c = pool.get().await.map_err(pool_error)?;
-            let row = c.query_opt(CLAIM, &[&pattern, &holder, &ttl]).await.map_err(fault)?;
+            let row = c.query_opt(CLAIM, &[&pattern, &holder, &ttl, &avoid]).await.map_err(fault)?;
             row.map(|r| Ok((r.try_get(0).map_err(fault)?, epoch(r.try_get(1).map_err(fault)?)))).transpose()
         })
     }
