@@ -2181,6 +2181,10 @@ struct Bench {
     creds_a: herald_sim::Credentials,
     creds_b: herald_sim::Credentials,
     creds_ceiling: herald_sim::Credentials,
+    /// The forwarding proxy's: a key of its own, so that the bare client's
+    /// tokens (signed each round) never make the simulator refuse the
+    /// proxy's as too frequent an update (`TooManyProviderTokenUpdates`).
+    creds_proxy: herald_sim::Credentials,
     creds_node: herald_sim::Credentials,
     /// Herald's APNs request for the benchmark's notification.
     payload: apns::ApnsPayload,
@@ -2211,6 +2215,7 @@ async fn run(opts: Options) {
         payload: herald_apns_payload(&creds_a.bundle_id),
         creds_b: sims.credentials(&work.join("creds-b")),
         creds_ceiling: sims.credentials(&work.join("creds-ceiling")),
+        creds_proxy: sims.credentials(&work.join("creds-proxy")),
         creds_node: sims.credentials(&work.join("creds-node")),
         creds_a,
         data: work.join("data"),
@@ -2551,7 +2556,7 @@ impl Bench {
     /// connections to the APNs simulator, answering `answer`, in a process
     /// of its own: this executable with `--proxy-child`.
     fn proxy(&self, answer: Bytes) -> ProxyChild {
-        let c = &self.creds_ceiling;
+        let c = &self.creds_proxy;
         let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
         let sim = self.sims.apns_addr();
         let mut headers = http::HeaderMap::new();
