@@ -3116,7 +3116,15 @@ fn table(res: &Results, opts: &Options) -> String {
         (None, Some(why)) => format!("unavailable ({why})"),
         _ => "n/a".into(),
     };
-    let half = res.half_load_rate.map_or("n/a".into(), |(r, of)| format!("{r:.0} req/s, half the {of}'s"));
+    // How busy that rate keeps Herald: near 1, p99 measures the queue a slow spell builds.
+    let busy = |r: f64| {
+        res.median("herald_h1_c64_rps")
+            .filter(|h| *h > 0.0)
+            .map(|h| format!(" = {:.2}x Herald's own C=64 rate", r / h))
+            .unwrap_or_default()
+    };
+    let half =
+        res.half_load_rate.map_or("n/a".into(), |(r, of)| format!("{r:.0} req/s, half the {of}'s{}", busy(r)));
     let mut rows: Vec<(String, String, String)> = vec![
         row(
             format!(
