@@ -3123,8 +3123,7 @@ fn table(res: &Results, opts: &Options) -> String {
             .map(|h| format!(" = {:.2}x Herald's own C=64 rate", r / h))
             .unwrap_or_default()
     };
-    let half =
-        res.half_load_rate.map_or("n/a".into(), |(r, of)| format!("{r:.0} req/s, half the {of}'s{}", busy(r)));
+    let half = res.half_load_rate.map_or("n/a".into(), |(r, of)| format!("{r:.0} req/s, half the {of}'s{}", busy(r)));
     let mut rows: Vec<(String, String, String)> = vec![
         row(
             format!(
