@@ -230,7 +230,7 @@ enum Until {
 }
 
 #[derive(Clone, Debug)]
-struct Local {
+pub(crate) struct Local {
     holder: Option<String>,
     epoch: u64,
     until: Until,
@@ -247,11 +247,22 @@ impl Local {
 }
 
 /// The leases of an engine on sled, in memory (one engine owns the data directory).
+///
+/// Lock order: this table, then sled's transaction lock. A fenced write
+/// holds the table across its sled transaction, so that no lease changes
+/// between its check and its write. sled's transaction lock is one lock
+/// for the whole process: a transaction waiting for the table while holding
+/// it would stop every sled write, so [`Store::transact`] takes the table
+/// before its transaction starts and checks fences against it ([`LocalTable`]).
 #[derive(Default)]
 pub(crate) struct LocalLeases(Mutex<HashMap<String, Local>>);
 
+/// The lease table, held (see [`LocalLeases`]).
+pub(crate) type LocalTable<'a> = std::sync::MutexGuard<'a, HashMap<String, Local>>;
+
 impl LocalLeases {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Local>> {
+    /// Takes the table (see the lock order above).
+    pub(crate) fn map(&self) -> LocalTable<'_> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -325,11 +336,7 @@ impl LocalLeases {
     ) -> Result<T> {
         let mut map = self.map();
         if let Some(f) = fence {
-            let held =
-                map.get(&f.name).is_some_and(|l| l.holder.as_deref() == Some(f.holder.as_str()) && l.epoch == f.epoch);
-            if !held {
-                return Err(Error::Fenced(f.name.clone()));
-            }
+            check(&map, f)?;
         }
         let done = write()?;
         for op in ops {
@@ -359,9 +366,17 @@ impl LocalLeases {
         Ok(done)
     }
 
-    /// Whether `fence` holds now (a transaction's check on sled).
-    pub(crate) fn check(&self, fence: &Fence) -> Result<()> {
-        self.fenced(Some(fence), &[], || Ok(()))
+}
+
+/// Refuses with [`Error::Fenced`] unless `fence` holds in `table`.
+pub(crate) fn check(table: &HashMap<String, Local>, fence: &Fence) -> Result<()> {
+    let held = table
+        .get(&fence.name)
+        .is_some_and(|l| l.holder.as_deref() == Some(fence.holder.as_str()) && l.epoch == fence.epoch);
+    if held {
+        Ok(())
+    } else {
+        Err(Error::Fenced(fence.name.clone()))
     }
 }
 

@@ -56,10 +56,12 @@ impl Store {
             Engine::Sled { records, .. } => records,
             Engine::Pg(pg) => return transact_pg(pg, f),
         };
+        // The lease table before sled's transaction lock (see `LocalLeases`).
+        let table = self.inner.local_leases.map();
         let done = records.as_slice().transaction(|view| {
             let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
-            let tx = Tx { t: &trees, leases: Leases::Local(&self.inner.local_leases), conflict: Cell::new(false) };
+            let tx = Tx { t: &trees, leases: Leases::Local(&table), conflict: Cell::new(false) };
             match f(&tx) {
                 Ok(value) => Ok(value),
                 Err(_) if tx.conflict.get() => Err(ConflictableTransactionError::Conflict),
@@ -115,7 +117,8 @@ where
 
 /// Where a transaction checks a lease.
 enum Leases<'a> {
-    Local(&'a crate::leases::LocalLeases),
+    /// The engine's lease table, held for the whole transaction.
+    Local(&'a crate::leases::LocalTable<'a>),
     Pg(&'a Txn),
 }
 
@@ -126,7 +129,7 @@ impl Tx<'_> {
     pub(crate) fn fence(&self, store: &Store, lease: &crate::leases::Lease) -> Result<()> {
         let fence = store.fence(lease);
         match self.leases {
-            Leases::Local(l) => l.check(&fence),
+            Leases::Local(table) => crate::leases::check(table, &fence),
             Leases::Pg(txn) => txn.fence(&fence),
         }
     }
