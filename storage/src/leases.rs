@@ -365,7 +365,6 @@ impl LocalLeases {
         }
         Ok(done)
     }
-
 }
 
 /// Refuses with [`Error::Fenced`] unless `fence` holds in `table`.

@@ -266,7 +266,7 @@ impl Drop for LoggedHerald {
 async fn no_secret_reaches_the_logs() {
     let dir = tempfile::tempdir().unwrap();
     let h = LoggedHerald::start(dir.path());
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let base = h.base.clone();
     let call = |method: Method, path: &str, token: &str, body: Value| {
         let req = http.request(method, format!("{base}{path}")).bearer_auth(token).json(&body);

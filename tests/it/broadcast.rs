@@ -100,7 +100,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let env = sim_env(&sims, dir.path());
     let data = dir.path().join("data");
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
 
     // Tenant and app through the API, then 20 000 clients straight into storage.
     let h = Herald::start(&data, &env);
@@ -387,7 +387,7 @@ async fn an_idle_tenant_actor_stops_and_the_next_send_starts_it_again() {
     let mut env = sim_env(&sims, dir.path());
     env.push(("HERALD_TENANT_IDLE_STOP_S", "2".into()));
     let data = dir.path().join("data");
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     acme_with_apns_clients(&data, &env, &creds, 5, 900).await;
     let h = Herald::start(&data, &env);
     let admin = h.login(&http, "acme").await;
@@ -453,7 +453,7 @@ async fn a_tenants_caches_live_no_longer_than_its_actor() {
 async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
     const N: u64 = 10_000;
     let ChildWorld { sims, creds, env, data, dir: _dir } = ChildWorld::start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let dead = |i: u64| i % 100 == 37;
     let seeded = acme_with_clients(&data, &env, &creds, N, |i| {
         (PushProvider::Hpk, if dead(i) { format!("dead-hms-{i}") } else { format!("hms-{i}") })

@@ -27,7 +27,7 @@ async fn a_100k_broadcast_cancelled_at_20_percent_stops_within_a_second_and_its_
     let w = ChildWorld::start().await;
     acme_with_apns_clients(&w.data, &w.env, &w.creds, N, 5_000_000).await;
     let h = Herald::start(&w.data, &w.env);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = h.admin_token(&http).await;
     let started = Instant::now();
     let sent = h.send(&http, &admin, &topic()).await;

@@ -127,7 +127,7 @@ async fn writer(
     ledger: Arc<Mutex<Ledger>>,
     stop: Arc<AtomicBool>,
 ) {
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
@@ -339,7 +339,7 @@ async fn acknowledged_work_survives_random_sigkills() {
     let mut env = common::sim_env(&sims, dir.path());
     env.push(("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".into()));
     env.push(("HERALD_WEBHOOK_RETRY_SCHEDULE", "0,1,1,1,1,1,1,1,1,1,1,1".into()));
-    let world = World { http: reqwest::Client::new(), env, data: dir.path().join("data") };
+    let world = World { http: crate::common::http_client(), env, data: dir.path().join("data") };
     let http = world.http.clone();
 
     // Tenant, app, webhook and bob's FCM client through the API; broadcast clients into storage.

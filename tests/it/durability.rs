@@ -15,7 +15,7 @@ async fn post(http: &Client, url: String, token: &str, body: Value) -> (StatusCo
 #[tokio::test]
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let http = Client::new();
+    let http = crate::common::http_client();
     let h = Herald::start(dir.path(), &[]);
     let token = h.create_tenant(&http, "acme").await;
     let (st, _) = post(&http, format!("{}/v1/tenants/acme/apps/shop", h.base), &token, fcm_app_body()).await;
@@ -90,7 +90,7 @@ async fn offline_tenant_creation_is_served() {
         .unwrap();
     assert!(!again.status.success(), "a second create of the same tenant fails");
     let h = Herald::start(dir.path(), &[]);
-    let http = Client::new();
+    let http = crate::common::http_client();
     h.admin_token(&http).await;
     let r = http.get(format!("{}/readyz", h.base)).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);

@@ -73,7 +73,7 @@ async fn builder_service_typed_api_and_draining_shutdown() {
 
     // The mounted HTTP API is the real one: tokens, routes, errors.
     let base = mount(&engine).await;
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let token: Value = http
         .post(format!("{base}/auth/realms/demo/protocol/openid-connect/token"))
         .form(&[("grant_type", "password"), ("username", "admin"), ("password", "demo-password")])

@@ -250,7 +250,7 @@ async fn the_operations_port_serves_probes_and_metrics_only() {
     }
     let r = reqwest::get(format!("{ops}/openapi.json")).await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND, "no API on the operations port");
-    let r = reqwest::Client::new().post(format!("{ops}/v1/tenants")).bearer_auth(OPERATOR).send().await.unwrap();
+    let r = crate::common::http_client().post(format!("{ops}/v1/tenants")).bearer_auth(OPERATOR).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let r = reqwest::get(s.url("/healthz")).await.unwrap();
     assert_eq!(r.status(), StatusCode::OK, "the main port keeps the probes too");
@@ -330,7 +330,7 @@ async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_recovers_without_re
     let Some(disk) = SmallDisk::mount(192) else { return };
     let data = disk.0.path().join("data");
     let h = Herald::start(&data, &[]);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = h.create_tenant(&http, "acme").await;
     let mut acknowledged = Vec::new();
     for i in 0..20 {
@@ -397,7 +397,7 @@ async fn a_database_that_met_a_full_disk_is_reopened_once_space_is_freed() {
     let data = disk.0.path().join("data");
     // No reserve: the database itself meets the full disk.
     let h = Herald::start(&data, &[("HERALD_DISK_RESERVE_MIB", "0".into())]);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = h.create_tenant(&http, "acme").await;
     assert_eq!(create_user(&http, &h, &admin, "first").await, StatusCode::OK);
     let filler = disk.fill();
@@ -431,7 +431,7 @@ async fn an_engine_started_on_a_full_disk_serves_reads_and_is_not_ready() {
     let Some(disk) = SmallDisk::mount(160) else { return };
     let data = disk.0.path().join("data");
     let h = Herald::start(&data, &[]);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     h.create_tenant(&http, "acme").await;
     h.kill9();
     let filler = disk.fill();
@@ -462,7 +462,7 @@ async fn a_broadcast_pauses_on_a_full_disk_and_completes_once_space_is_freed() {
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let env = sim_env(&sims, dir.path());
     let data = disk.0.path().join("data");
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     const TOKENS: u64 = 3000;
     acme_with_apns_clients(&data, &env, &creds, TOKENS, 7_000_000).await;
     // Slow answers, so the broadcast is still running when the disk fills.

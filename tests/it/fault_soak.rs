@@ -98,7 +98,7 @@ async fn faults_lose_nothing_and_invalidate_nothing() {
     // One admin token serves the whole soak: the long form outlives the default 300 s.
     env.push(("HERALD_ACCESS_TOKEN_TTL", (secs + 1200).to_string()));
     let data = dir.path().join("data");
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
 
     // Tenant, app, and 12 interactive users with one client per provider, through the API.
     let h = Herald::start(&data, &env);

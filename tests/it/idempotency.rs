@@ -183,7 +183,7 @@ async fn a_batch_with_a_key_is_sent_once() {
 async fn a_kept_answer_survives_kill_9() {
     let world = ChildWorld::start().await;
     let clients = acme_with_apns_clients(&world.data, &world.env, &world.creds, 1, 1).await;
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let h = Herald::start(&world.data, &world.env);
     let admin = h.admin_token(&http).await;
     let (client, _) = &clients[0];
@@ -214,7 +214,7 @@ async fn one_key_through_two_engines_is_delivered_once() {
     let env = |node: &str| world.node_env(&url, node, &[]);
     let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
     let b = Herald::start(&world.dir.path().join("b"), &env("node-b"));
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = a.create_tenant(&http, "acme").await;
     let r = http.post(format!("{}/v1/tenants/acme/apps/demo", a.base)).bearer_auth(&admin).json(&world.creds.app_json);
     assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);

@@ -448,7 +448,7 @@ async fn every_documented_series_moves_under_a_workload() {
 async fn the_tenant_label_is_bounded_by_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let mut herald = Herald::start(&dir.path().join("data"), &[("HERALD_METRICS_TENANT_LABEL", "top:1".into())]);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     for tenant in ["first", "second"] {
         let token = herald.create_tenant(&http, tenant).await;
         let r = http
@@ -515,7 +515,7 @@ async fn closed_label_series_are_exported_from_start() {
 async fn every_counter_and_histogram_is_exported_from_start() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let first = Herald::start(&data, &[]);
     first.create_tenant(&http, "acme").await;
     first.kill9();

@@ -46,7 +46,8 @@ impl Nodes {
         let cluster = herald_pgtemp::shared().expect("a PostgreSQL server for the tests");
         let url = cluster.create_database().expect("a database");
         let db = url.rsplit('/').next().unwrap().to_string();
-        let mut nodes = Nodes { world, url, db, nodes: Vec::new(), ids: Vec::new(), http: Client::new() };
+        let mut nodes =
+            Nodes { world, url, db, nodes: Vec::new(), ids: Vec::new(), http: crate::common::http_client() };
         for id in ["node-a", "node-b", "node-c"] {
             let env = nodes.env(id, extra);
             nodes.nodes.push(Herald::start(&nodes.world.dir.path().join(id), &env));

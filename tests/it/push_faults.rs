@@ -232,7 +232,7 @@ async fn hostile_answers_cannot_hurt_the_engine() {
     let (sims, env) = (&w.sims, &w.env);
     acme_with_apns_clients(&w.data, env, &w.creds, 2000, 70_000).await;
     let h = Herald::start(&w.data, env);
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = h.admin_token(&http).await;
     let olga = [
         child_client(&http, &h, &admin, "olga", &format!("APNS:{}", apns_token(1))).await,

@@ -96,7 +96,7 @@ async fn sigkills_mid_broadcast_resend_about_what_was_in_flight() {
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let env = sim_env(&sims, dir.path());
-    let w = World { http: reqwest::Client::new(), env, data: dir.path().join("data"), sims };
+    let w = World { http: crate::common::http_client(), env, data: dir.path().join("data"), sims };
 
     // Tenant and app through the API, then the clients straight into storage.
     let seeded = acme_with_apns_clients(&w.data, &w.env, &creds, TOKENS, 3_000_000).await;

@@ -164,7 +164,7 @@ async fn malformed_schedules_are_refused_and_unsendable_ones_fail() {
 async fn schedules_due_while_the_engine_is_killed_fire_once_after_restart() {
     let world = ChildWorld::start().await;
     let clients = acme_with_apns_clients(&world.data, &world.env, &world.creds, 3, 1).await;
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let h = Herald::start(&world.data, &world.env);
     let admin = h.admin_token(&http).await;
     let (client, _) = &clients[0];
@@ -217,7 +217,7 @@ async fn schedules_fire_once_across_engines_when_one_dies() {
     let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
     tokio::time::sleep(Duration::from_millis(500)).await;
     let b = Herald::start(&world.dir.path().join("b"), &env("node-b"));
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let admin = a.create_tenant(&http, "acme").await;
     let r = http.post(format!("{}/v1/tenants/acme/apps/demo", a.base)).bearer_auth(&admin).json(&world.creds.app_json);
     assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);

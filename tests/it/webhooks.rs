@@ -280,7 +280,7 @@ async fn outboxes_survive_sigkill() {
         .collect::<Vec<_>>()
         .join(",");
     let env = vec![("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string()), ("HERALD_WEBHOOK_RETRY_SCHEDULE", schedule)];
-    let http = reqwest::Client::new();
+    let http = crate::common::http_client();
     let h = Herald::start(dir.path(), &env);
     let token = h.create_tenant(&http, "acme").await;
     let r = http

@@ -14,6 +14,12 @@ use std::process::{Child, Command, Stdio};
 pub const OPERATOR: &str = "operator-secret-token";
 pub const PASSWORD: &str = "admin-password-1";
 
+/// The HTTP client of the tests: a request Herald never answers fails its
+/// test after two minutes, naming it, instead of hanging the suite.
+pub fn http_client() -> Client {
+    Client::builder().timeout(std::time::Duration::from_secs(120)).build().expect("an HTTP client")
+}
+
 pub struct TestServer {
     pub running: Option<Running>,
     pub base: String,
@@ -50,7 +56,7 @@ impl TestServer {
         tweak(&mut config);
         let running = herald::server::spawn(config).await.expect("server starts");
         let base = format!("http://{}", running.addr);
-        TestServer { running: Some(running), base, http: Client::new(), dir }
+        TestServer { running: Some(running), base, http: http_client(), dir }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -466,7 +472,7 @@ pub async fn acme_with_clients(
     n: u64,
     token_of: impl Fn(u64) -> (herald_storage::push_tokens::PushProvider, String),
 ) -> Vec<(String, String)> {
-    let http = Client::new();
+    let http = http_client();
     let h = Herald::start(data, env);
     let admin = h.create_tenant(&http, "acme").await;
     let r = http.post(format!("{}/v1/tenants/acme/apps/demo", h.base)).bearer_auth(&admin).json(&creds.app_json);
