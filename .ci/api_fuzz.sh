@@ -6,7 +6,9 @@
 #     or any answer that violates the document (status, content type, body schema).
 # Bounded: HERALD_FUZZ_EXAMPLES cases per operation and phase (default 20); the fuzzing phase repeats
 # until HERALD_FUZZ_SECONDS (default 180) are spent.
-# Skips (exit 0) only when PyPI is unreachable. HERALD_FUZZ_KEEP=<dir> keeps the server log and events.
+# Packages are pinned in .ci/api_fuzz/requirements.txt and installed into a venv under the target
+# directory (HERALD_CI_VENV). Skips (exit 0) only when PyPI is unreachable. HERALD_FUZZ_KEEP=<dir>
+# keeps the server log and events.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,47 +18,26 @@ EXAMPLES=${HERALD_FUZZ_EXAMPLES:-20}
 SECONDS_BUDGET=${HERALD_FUZZ_SECONDS:-180}
 SEED=${HERALD_FUZZ_SEED:-20261122}
 
-if [ ! -x "$VENV/bin/schemathesis" ] || [ ! -x "$VENV/bin/openapi-spec-validator" ]; then
-    python3 -m venv "$VENV"
-    if ! timeout 600 "$VENV/bin/pip" install -q --disable-pip-version-check \
-        "openapi-spec-validator>=0.7,<1" "schemathesis>=4.0,<5"; then
-        if ! timeout 20 "$VENV/bin/pip" download -q --no-deps -d "$(mktemp -d)" six >/dev/null 2>&1; then
-            echo "SKIP api_fuzz: PyPI is unreachable (openapi-spec-validator and schemathesis not installed)"
-            exit 0
-        fi
-        echo "pip install failed" >&2
-        exit 1
-    fi
-fi
+. .ci/venv.sh
+venv_ready "$VENV" .ci/api_fuzz/requirements.txt || {
+    echo "SKIP api_fuzz: PyPI is unreachable (openapi-spec-validator and schemathesis not installed)"
+    exit 0
+}
 
-cargo build -q -p herald --bin herald
-BIN=$TARGET/debug/herald
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-URL=http://127.0.0.1:$PORT
-export HERALD_OPERATOR_TOKEN=ci-operator-$RANDOM$RANDOM
-HERALD_LISTEN=127.0.0.1:$PORT HERALD_DATA_DIR=$WORK/data HERALD_PUBLIC_URL=$URL HERALD_ACCESS_TOKEN_TTL=7200 \
-    HERALD_LOG_FORMAT=json "$BIN" serve --demo >"$WORK/herald.log" 2>&1 &
-HERALD_PID=$!
-cleanup() {
-    kill "$HERALD_PID" 2>/dev/null || true
-    wait "$HERALD_PID" 2>/dev/null || true
+. .ci/demo.sh
+demo_start HERALD_ACCESS_TOKEN_TTL=7200 HERALD_LOG_FORMAT=json
+keep_and_stop() {
     if [ -n "${HERALD_FUZZ_KEEP:-}" ]; then
         mkdir -p "$HERALD_FUZZ_KEEP" && cp -r "$WORK"/herald.log "$WORK"/events.ndjson "$WORK"/openapi.json "$HERALD_FUZZ_KEEP"/ 2>/dev/null || true
     fi
-    rm -rf "$WORK"
+    demo_stop
 }
-trap cleanup EXIT
+trap keep_and_stop EXIT
 
-for _ in $(seq 1 300); do
-    # The demo tenant is seeded before the server listens.
-    curl -fsS "$URL/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-done
 ADMIN_TOKEN=$(curl -fsS "$URL/auth/realms/demo/protocol/openid-connect/token" \
     -d grant_type=password -d username=admin -d password=demo-password 2>/dev/null \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])' 2>/dev/null || true)
-[ -n "$ADMIN_TOKEN" ] || { echo "no demo admin token; server log:" >&2; tail -50 "$WORK/herald.log" >&2; exit 1; }
+[ -n "$ADMIN_TOKEN" ] || { echo "no demo admin token" >&2; demo_log_tail; exit 1; }
 # The fuzzer's own admin, named nowhere in its dictionaries: cases that disable,
 # demote or delete the dictionary's users (admin among them) would otherwise
 # revoke the fuzzer's token and leave the rest of the run at 401.

@@ -22,39 +22,11 @@ venv_ready "$VENV" "$REQUIREMENTS" || {
     exit 0
 }
 
-cargo build -q -p herald --bin herald
-BIN=$TARGET/debug/herald
-VERSION=$("$BIN" --version | awk '{print $2}')
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-URL=http://127.0.0.1:$PORT
+. .ci/demo.sh
 # The checks' webhook receiver listens on 127.0.0.1: private receivers are allowed (the demo allows
 # them too; said here so the check does not depend on it).
-HERALD_OPERATOR_TOKEN=ci-operator-$RANDOM$RANDOM HERALD_LISTEN=127.0.0.1:$PORT HERALD_DATA_DIR=$WORK/data \
-    HERALD_PUBLIC_URL=$URL HERALD_WEBHOOK_ALLOW_PRIVATE=true HERALD_LOG_FORMAT=json \
-    "$BIN" serve --demo >"$WORK/herald.log" 2>&1 &
-HERALD_PID=$!
-cleanup() {
-    kill "$HERALD_PID" 2>/dev/null || true
-    wait "$HERALD_PID" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-log_tail() {
-    echo "--- server log: warnings and errors (last 20) ---" >&2
-    grep -E '"level":"(WARN|ERROR)"' "$WORK/herald.log" | tail -20 >&2 || true
-    echo "--- server log: last 30 lines ---" >&2
-    tail -30 "$WORK/herald.log" >&2
-}
-
-ready=
-for _ in $(seq 1 300); do
-    # The demo tenant is seeded before the server listens.
-    if curl -fsS "$URL/readyz" >/dev/null 2>&1; then ready=1; break; fi
-    kill -0 "$HERALD_PID" 2>/dev/null || break
-    sleep 0.2
-done
-[ -n "$ready" ] || { echo "herald serve --demo did not become ready" >&2; log_tail; exit 1; }
+demo_start HERALD_WEBHOOK_ALLOW_PRIVATE=true HERALD_LOG_FORMAT=json
+VERSION=$("$BIN" --version | awk '{print $2}')
 
 status=0
 HERALD_URL=$URL HERALD_TENANT=demo HERALD_ADMIN=admin HERALD_ADMIN_PASSWORD=demo-password HERALD_VERSION=$VERSION \
@@ -63,6 +35,6 @@ if [ "$status" -eq 124 ]; then
     echo "FAIL clients: not finished within ${BUDGET}s" >&2
 fi
 if [ "$status" -ne 0 ]; then
-    log_tail
+    demo_log_tail
 fi
 exit $status

@@ -1,4 +1,4 @@
-# Sourced by the checks that run Python packages against Herald (.ci/clients.sh, .ci/webpush.sh).
+# Sourced by the checks that run Python packages against Herald (.ci/api_fuzz.sh, .ci/clients.sh, .ci/webpush.sh).
 # venv_ready VENV REQUIREMENTS: (re)creates VENV with the pinned REQUIREMENTS when the pins change;
 # returns 0 when ready, 2 when PyPI is unreachable (the caller skips), and exits 1 when pip fails.
 venv_ready() {

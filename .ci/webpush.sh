@@ -17,34 +17,13 @@ venv_ready "$VENV" "$REQUIREMENTS" || {
     exit 0
 }
 
-cargo build -q -p herald --bin herald
-BIN=$TARGET/debug/herald
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-URL=http://127.0.0.1:$PORT
-HERALD_OPERATOR_TOKEN=ci-operator-$RANDOM$RANDOM HERALD_LISTEN=127.0.0.1:$PORT HERALD_DATA_DIR=$WORK/data \
-    HERALD_PUBLIC_URL=$URL "$BIN" serve --demo >"$WORK/herald.out" 2>"$WORK/herald.log" &
-HERALD_PID=$!
-cleanup() {
-    kill "$HERALD_PID" 2>/dev/null || true
-    wait "$HERALD_PID" 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-ready=
-for _ in $(seq 1 300); do
-    if curl -fsS "$URL/readyz" >/dev/null 2>&1 && grep -q '/stats$' "$WORK/herald.out"; then ready=1; break; fi
-    kill -0 "$HERALD_PID" 2>/dev/null || break
-    sleep 0.2
-done
-[ -n "$ready" ] || { echo "herald serve --demo did not become ready" >&2; tail -30 "$WORK/herald.log" >&2; exit 1; }
-CONTROL=$(grep -o 'http://[0-9.:]*/stats$' "$WORK/herald.out" | head -1 | sed 's|/stats$||')
+. .ci/demo.sh
+demo_start
 CREDS=$WORK/data/demo/creds
 
 status=0
 HERALD_URL=$URL SIM_CONTROL=$CONTROL WEBPUSH_KEYS=$CREDS/webpush_subscription_keys.json \
     WEBPUSH_SUBSCRIPTIONS=$CREDS/webpush_subscriptions.json \
     timeout 120 "$VENV/bin/python" .ci/webpush/interop.py || status=$?
-[ "$status" -eq 0 ] || tail -30 "$WORK/herald.log" >&2
+[ "$status" -eq 0 ] || demo_log_tail
 exit $status
