@@ -7,6 +7,7 @@ use crate::common::*;
 use herald_sim::Provider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 const SEND: &str = "/v1/tenants/acme/push_notification/send";
 const BATCH: &str = "/v1/tenants/acme/push_notification/send-batch";
@@ -201,21 +202,23 @@ async fn a_kept_answer_survives_kill_9() {
     assert_eq!(world.sims.stats().apns.accepted, 1, "not sent again after the restart");
 }
 
-/// Two engines sharing one PostgreSQL: the same key sent to both at once
-/// is delivered once, and each answers the same notification. Runs in the
-/// sled suite when PostgreSQL is installed (like `multinode`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn one_key_through_two_engines_is_delivered_once() {
+/// Two engines sharing a fresh PostgreSQL database (`b` with `b_extra` in
+/// its environment), tenant `acme` with app `demo`, and one APNs client of
+/// user alice: the engines, the tenant admin's token and the client's id.
+/// `None` when PostgreSQL is not installed, or in the PostgreSQL suite (the
+/// engines start their own database).
+async fn two_engines_one_client(
+    world: &ChildWorld,
+    http: &reqwest::Client,
+    b_extra: &[(&'static str, String)],
+) -> Option<(Herald, Herald, String, String)> {
     if herald_storage::test_on_postgres() || !herald_pgtemp::installed() {
-        return;
+        return None;
     }
-    let world = ChildWorld::start().await;
     let url = herald_pgtemp::shared().unwrap().create_database().unwrap();
-    let env = |node: &str| world.node_env(&url, node, &[]);
-    let a = Herald::start(&world.dir.path().join("a"), &env("node-a"));
-    let b = Herald::start(&world.dir.path().join("b"), &env("node-b"));
-    let http = crate::common::http_client();
-    let admin = a.create_tenant(&http, "acme").await;
+    let a = Herald::start(&world.dir.path().join("a"), &world.node_env(&url, "node-a", &[]));
+    let b = Herald::start(&world.dir.path().join("b"), &world.node_env(&url, "node-b", b_extra));
+    let admin = a.create_tenant(http, "acme").await;
     let r = http.post(format!("{}/v1/tenants/acme/apps/demo", a.base)).bearer_auth(&admin).json(&world.creds.app_json);
     assert_eq!(r.send().await.unwrap().status(), StatusCode::CREATED);
     let r = http.post(format!("{}/v1/tenants/acme/clients", a.base)).bearer_auth(&admin);
@@ -227,6 +230,17 @@ async fn one_key_through_two_engines_is_delivered_once() {
     let token = http.put(format!("{}/v1/tenants/acme/clients/{client}/pushtoken", a.base)).bearer_auth(&admin);
     let token = token.json(&json!({"appName": "demo", "pushToken": format!("APNS:{}", apns_token(7))}));
     assert_eq!(token.send().await.unwrap().status(), StatusCode::OK);
+    Some((a, b, admin, client))
+}
+
+/// Two engines sharing one PostgreSQL: the same key sent to both at once
+/// is delivered once, and each answers the same notification. Runs in the
+/// sled suite when PostgreSQL is installed (like `multinode`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_key_through_two_engines_is_delivered_once() {
+    let world = ChildWorld::start().await;
+    let http = crate::common::http_client();
+    let Some((a, b, admin, client)) = two_engines_one_client(&world, &http, &[]).await else { return };
 
     let body = to_client("alice", &client, json!({"body": "one of two"}));
     let sends = (0..20).map(|i| {
@@ -238,4 +252,42 @@ async fn one_key_through_two_engines_is_delivered_once() {
     assert!(answers.iter().all(|(st, _, b)| *st == StatusCode::ACCEPTED && *b == answers[0].2), "{answers:?}");
     assert_eq!(answers.iter().filter(|(_, replayed, _)| !replayed).count(), 1);
     assert_eq!(world.sims.stats().apns.accepted, 1, "delivered once across the engines");
+}
+
+/// A retry that waits past its send deadline for the request holding its
+/// key gets 409 with `Retry-After`, and sends nothing; once the first has
+/// answered, the same retry is its replay. The first runs on an engine with
+/// the default 10 s deadline against a provider answering in 3 s, the retry
+/// on one whose deadline is 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retry_past_its_deadline_while_the_first_runs_gets_409_then_the_replay() {
+    let world = ChildWorld::start().await;
+    let http = crate::common::http_client();
+    let short = [("HERALD_SEND_DEADLINE_MS", "1000".to_string())];
+    let Some((a, b, admin, client)) = two_engines_one_client(&world, &http, &short).await else { return };
+    let faults = herald_sim::ProviderFaults { latency_ms: Some(3000), ..Default::default() };
+    world.sims.set_faults(herald_sim::Faults { apns: faults, ..Default::default() });
+
+    let body = to_client("alice", &client, json!({"body": "slow"}));
+    let first = {
+        let (http, base, admin, body) = (http.clone(), a.base.clone(), admin.clone(), body.clone());
+        tokio::spawn(async move { post(&http, &base, SEND, &admin, "slow-key", &body).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asked = Instant::now();
+    let r = http.post(format!("{}{SEND}", b.base)).bearer_auth(&admin).header("Idempotency-Key", "slow-key");
+    let r = r.json(&body).send().await.unwrap();
+    let waited = asked.elapsed();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    let refusal: Value = r.json().await.unwrap();
+    assert!(refusal["message"].as_str().unwrap().contains("Idempotency-Key"), "{refusal}");
+    assert!(waited >= Duration::from_millis(900), "answered after {waited:?}, before its deadline");
+    assert_eq!(world.sims.stats().apns.accepted, 0, "the first is still with the provider");
+
+    let (st, replayed, first) = first.await.unwrap();
+    assert_eq!((st, replayed), (StatusCode::ACCEPTED, false), "{first}");
+    let (st, replayed, again) = post(&http, &b.base, SEND, &admin, "slow-key", &body).await;
+    assert_eq!((st, replayed, &again), (StatusCode::ACCEPTED, true, &first));
+    assert_eq!(world.sims.stats().apns.accepted, 1, "sent once");
 }
