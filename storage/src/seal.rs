@@ -33,7 +33,10 @@ impl MasterKey {
         Ok(Self { key: LessSafeKey::new(unbound), rng: SystemRandom::new() })
     }
 
-    /// Loads the hex-encoded key from `path`, creating it (mode 0600) on first use.
+    /// Loads the hex-encoded key from `path`, creating it (mode 0600) on
+    /// first use. Engines starting together agree on one key: the file
+    /// appears whole or not at all (see [`publish_private`]), and whoever
+    /// loses the race to create it reads the winner's.
     pub fn load_or_create(path: &Path) -> Result<Self> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
@@ -46,8 +49,15 @@ impl MasterKey {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                write_private(path, hex::encode(bytes).as_bytes())?;
-                Self::from_bytes(&bytes)
+                match publish_private(path, hex::encode(bytes).as_bytes()) {
+                    Ok(()) => Self::from_bytes(&bytes),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let text = std::fs::read_to_string(path)?;
+                        let bytes = hex::decode(text.trim()).map_err(|_| Error::Seal("master key file is not hex"))?;
+                        Self::from_bytes(&bytes)
+                    }
+                    Err(e) => Err(e.into()),
+                }
             }
             Err(e) => Err(e.into()),
         }
@@ -85,18 +95,23 @@ impl MasterKey {
     }
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Creates `path` holding `bytes` (mode 0600), whole or not at all:
+/// written and synced under a name of its own, then linked into place,
+/// which fails with `AlreadyExists` when `path` exists (another engine
+/// created it first).
+fn publish_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut staged = tempfile::Builder::new().prefix(".master-key-").tempfile_in(dir)?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        use std::os::unix::fs::PermissionsExt;
+        staged.as_file().set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
-    let mut f = opts.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    staged.write_all(bytes)?;
+    staged.as_file().sync_all()?;
+    std::fs::hard_link(staged.path(), path)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -116,5 +131,31 @@ mod tests {
         assert_eq!(again.open(&s, "acme/app/key").unwrap(), b"top secret");
         let other = MasterKey::from_bytes(&[7u8; 32]).unwrap();
         assert!(other.open(&s, "acme/app/key").is_err());
+    }
+
+    /// Engines starting together on a fresh data directory all start, with
+    /// one key: what one seals, every other opens.
+    #[test]
+    fn keys_created_at_once_are_one_key() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("keys").join("master.key");
+            let barrier = std::sync::Barrier::new(8);
+            let keys: Vec<MasterKey> = std::thread::scope(|scope| {
+                let loads: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            MasterKey::load_or_create(&path)
+                        })
+                    })
+                    .collect();
+                loads.into_iter().map(|l| l.join().unwrap().unwrap()).collect()
+            });
+            let sealed = keys[0].seal(b"one key", "ctx").unwrap();
+            assert!(keys.iter().all(|k| k.open(&sealed, "ctx").is_ok()));
+            let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+            assert_eq!(left.len(), 1, "only the key file is left");
+        }
     }
 }
