@@ -51,11 +51,8 @@ impl MasterKey {
                 }
                 match publish_private(path, hex::encode(bytes).as_bytes()) {
                     Ok(()) => Self::from_bytes(&bytes),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let text = std::fs::read_to_string(path)?;
-                        let bytes = hex::decode(text.trim()).map_err(|_| Error::Seal("master key file is not hex"))?;
-                        Self::from_bytes(&bytes)
-                    }
+                    // Another engine created it meanwhile: whole, since it was linked.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Self::load_or_create(path),
                     Err(e) => Err(e.into()),
                 }
             }
