@@ -35,7 +35,7 @@ impl MasterKey {
 
     /// Loads the hex-encoded key from `path`, creating it (mode 0600) on
     /// first use. Engines starting together agree on one key: the file
-    /// appears whole or not at all (see [`publish_private`]), and whoever
+    /// appears whole or not at all (staged, then linked), and whoever
     /// loses the race to create it reads the winner's.
     pub fn load_or_create(path: &Path) -> Result<Self> {
         match std::fs::read_to_string(path) {
