@@ -257,15 +257,16 @@ async fn one_key_through_two_engines_is_delivered_once() {
 /// A retry that waits past its send deadline for the request holding its
 /// key gets 409 with `Retry-After`, and sends nothing; once the first has
 /// answered, the same retry is its replay. The first runs on an engine with
-/// the default 10 s deadline against a provider answering in 3 s, the retry
-/// on one whose deadline is 1 s.
+/// the default 10 s deadline against a provider answering in 4 s, the retry
+/// (a second later, so the first surely holds the key) on one whose
+/// deadline is 1 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_retry_past_its_deadline_while_the_first_runs_gets_409_then_the_replay() {
     let world = ChildWorld::start().await;
     let http = crate::common::http_client();
     let short = [("HERALD_SEND_DEADLINE_MS", "1000".to_string())];
     let Some((a, b, admin, client)) = two_engines_one_client(&world, &http, &short).await else { return };
-    let faults = herald_sim::ProviderFaults { latency_ms: Some(3000), ..Default::default() };
+    let faults = herald_sim::ProviderFaults { latency_ms: Some(4000), ..Default::default() };
     world.sims.set_faults(herald_sim::Faults { apns: faults, ..Default::default() });
 
     let body = to_client("alice", &client, json!({"body": "slow"}));
@@ -273,7 +274,7 @@ async fn a_retry_past_its_deadline_while_the_first_runs_gets_409_then_the_replay
         let (http, base, admin, body) = (http.clone(), a.base.clone(), admin.clone(), body.clone());
         tokio::spawn(async move { post(&http, &base, SEND, &admin, "slow-key", &body).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let asked = Instant::now();
     let r = http.post(format!("{}{SEND}", b.base)).bearer_auth(&admin).header("Idempotency-Key", "slow-key");
     let r = r.json(&body).send().await.unwrap();
