@@ -5,6 +5,7 @@
 
 use crate::credentials::AppCredentials;
 use crate::delivery::{AppChannels, Deliverer};
+use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use std::sync::Arc;
 
@@ -40,13 +41,56 @@ impl TenantChannels {
             self.apps.remove(app);
             return Ok(None);
         };
-        if let Some(mut c) = self.apps.get_mut(app).filter(|c| c.1.modified_ms == record.modified_ms) {
-            c.0 = generation;
-            return Ok(Some(c.1.clone()));
+        // One build per version of the app, under its entry: sends that
+        // start together (a broadcast's partitions) share it. Each build
+        // signs an APNs provider token of its own, and Apple refuses a
+        // second within 20 minutes as too frequent an update (a restart
+        // would then take up the refused one).
+        match self.apps.entry(app.to_string()) {
+            Entry::Occupied(mut c) if c.get().1.modified_ms == record.modified_ms => {
+                c.get_mut().0 = generation;
+                Ok(Some(c.get().1.clone()))
+            }
+            entry => {
+                let creds = AppCredentials::load(store, &self.tenant, &record)?;
+                let channels = Arc::new(self.deliverer.build(&self.tenant, app, record.modified_ms, creds));
+                entry.insert((generation, channels.clone()));
+                Ok(Some(channels))
+            }
         }
-        let creds = AppCredentials::load(store, &self.tenant, &record)?;
-        let channels = Arc::new(self.deliverer.build(&self.tenant, app, record.modified_ms, creds));
-        self.apps.insert(app.to_string(), (generation, channels.clone()));
-        Ok(Some(channels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhooks::EventBus;
+    use herald_storage::apps::App;
+
+    /// Sends that find an app's channels unbuilt at the same moment all get
+    /// the one built for them.
+    #[test]
+    fn sends_starting_together_share_one_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(dir.path())).unwrap();
+        store.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
+        let bus = Arc::new(EventBus::new(store.clone()));
+        let deliverer = Arc::new(Deliverer::new(store, crate::PushSettings::default(), bus).unwrap());
+        for _ in 0..20 {
+            let channels = TenantChannels::new("acme", deliverer.clone());
+            let barrier = std::sync::Barrier::new(8);
+            let built: Vec<Arc<AppChannels>> = std::thread::scope(|scope| {
+                let sends: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            channels.of_app("shop").unwrap().unwrap()
+                        })
+                    })
+                    .collect();
+                sends.into_iter().map(|s| s.join().unwrap()).collect()
+            });
+            assert!(built.iter().all(|c| Arc::ptr_eq(c, &built[0])), "one build for all");
+        }
     }
 }
