@@ -22,6 +22,12 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long an issuance waits for another holding its lease.
+const LEASE_WAIT: Duration = Duration::from_secs(10);
+
+/// How often it looks meanwhile.
+const LEASE_POLL: Duration = Duration::from_millis(50);
+
 /// Lifetime of a signer certificate (capped by the root's).
 const SIGNER_VALIDITY: Duration = Duration::from_secs(5 * 365 * 86_400);
 
@@ -111,7 +117,7 @@ impl Authority {
     pub(crate) fn spawn_signer(self: &Arc<Self>, tenant: &str, id: &str) {
         let (me, tenant, id) = (self.clone(), tenant.to_string(), id.to_string());
         tokio::spawn(async move {
-            let Some(lease) = me.lease(&format!("signer/{tenant}/{id}")) else { return };
+            let Some(lease) = me.lease(&format!("signer/{tenant}/{id}")).await else { return };
             if let Err(e) = crate::ops::signers::issue_signer(&me, &tenant, &id) {
                 tracing::error!(tenant, signer = id, error = %e, "signer issuance failed");
             }
@@ -124,7 +130,7 @@ impl Authority {
     pub(crate) fn spawn_client(self: &Arc<Self>, tenant: &str, cert_ref: &str) {
         let (me, tenant, cert_ref) = (self.clone(), tenant.to_string(), cert_ref.to_string());
         tokio::spawn(async move {
-            let Some(lease) = me.lease(&format!("certificate/{tenant}/{cert_ref}")) else { return };
+            let Some(lease) = me.lease(&format!("certificate/{tenant}/{cert_ref}")).await else { return };
             if let Err(e) = crate::ops::signers::issue_certificate(&me, &tenant, &cert_ref).await {
                 tracing::error!(tenant, cert_ref, error = %e, "certificate issuance failed");
             }
@@ -133,14 +139,22 @@ impl Authority {
     }
 
     /// The lease of one issuance: among engines sharing a database one
-    /// issues, the others leave it (`None`); one that dies mid-way leaves
-    /// it to [`Authority::recover`] on another once its lease expires.
-    fn lease(&self, name: &str) -> Option<herald_storage::leases::Lease> {
-        match self.store.leases().acquire(name) {
-            Ok(lease) => lease,
-            Err(e) => {
-                tracing::warn!(lease = name, error = %e, "could not take an issuance's lease; recovery retries it");
-                None
+    /// issues at a time. A lease held is waited for, up to
+    /// [`LEASE_WAIT`]: its holder is usually finishing the issuance before
+    /// (a reissue right after an issue), and this one then issues again if
+    /// the record still asks for it. Past that (`None`), or when its holder
+    /// dies mid-way, [`Authority::recover`] takes it up.
+    async fn lease(&self, name: &str) -> Option<herald_storage::leases::Lease> {
+        let deadline = tokio::time::Instant::now().checked_add(LEASE_WAIT)?;
+        loop {
+            match self.store.leases().acquire(name) {
+                Ok(Some(lease)) => return Some(lease),
+                Ok(None) if tokio::time::Instant::now() < deadline => tokio::time::sleep(LEASE_POLL).await,
+                Ok(None) => return None,
+                Err(e) => {
+                    tracing::warn!(lease = name, error = %e, "could not take an issuance's lease; recovery retries it");
+                    return None;
+                }
             }
         }
     }

@@ -862,3 +862,41 @@ async fn the_library_checks_the_caller_and_answers_typed_views() {
     assert_eq!(payload["tlsBundle"][0].as_str(), Some(good.as_str()));
     s.shutdown().await;
 }
+
+/// A reissue asked while the issuance before still holds its lease (its
+/// task finishing) is issued once the lease is free, not left to the
+/// recovery pass 30 s later. The test holds the lease for 300 ms.
+#[tokio::test]
+async fn a_reissue_while_the_last_issuance_holds_its_lease_is_issued() {
+    let (s, t) = server().await;
+    let (st, b) = s.call(Method::POST, "/v1/tenants/acme/signer", Some(&t), Some(json!({"name": "quick"}))).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{b}");
+    let issued = poll(&s, &t, "/v1/tenants/acme/signer", "/info/status", "ISSUED").await;
+    let id = issued["info"]["id"].as_str().unwrap().to_string();
+    let store = s.running.as_ref().unwrap().engine.store.clone();
+    let name = format!("signer/acme/{id}");
+    let held = loop {
+        if let Some(lease) = store.leases().acquire(&name).unwrap() {
+            break lease;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let (st, b) = s
+        .call(Method::POST, "/v1/tenants/acme/signer/reissue", Some(&t), Some(json!({"ignoreNotIssued": false})))
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{b}");
+    let (_, b) = s.call(Method::GET, "/v1/tenants/acme/signer", Some(&t), None).await;
+    assert_eq!(b["info"]["status"], "REQUESTED", "{b}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.leases().release(&held).unwrap();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(5);
+    loop {
+        let (_, b) = s.call(Method::GET, "/v1/tenants/acme/signer", Some(&t), None).await;
+        if b["info"]["status"] == "ISSUED" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not issued within 5 s of the lease's release: {b}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
