@@ -6,7 +6,7 @@ use crate::channels::TenantChannels;
 use crate::delivery::{Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
-use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, JobApp, Report, State};
+use herald_storage::deliveries::{BatchRecord, ClientOutcome, Job as BroadcastJob, JobApp, Report, SendRecord, State};
 use herald_storage::now_ms;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -123,15 +123,80 @@ pub async fn execute(
             d.store().durable().await?;
             Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
         }
-        _ => interactive(channels, &req, deadline).await.map(SendAnswer::Clients),
+        _ => {
+            let (results, record) = interactive(channels, &req, deadline).await?;
+            // The notification has reached the providers: that, not the report, is
+            // what the answer acknowledges. The report joins the next grouped flush
+            // instead of holding the answer for one (an fsync is most of a send's time).
+            d.store().deliveries().finish_send(&req.tenant, &record.report, &record.outcomes)?;
+            Ok(SendAnswer::Clients(results))
+        }
     }
 }
 
+/// [`execute`] for each request of a batch, concurrently; one answer per
+/// request, in order. When the notification ids are consecutive (see
+/// `herald_storage::deliveries::BatchRecord`), the one-client and one-user
+/// sends are recorded in one record, written once all are delivered;
+/// otherwise each in its own, as [`execute`] does.
+pub async fn execute_many(
+    channels: &TenantChannels,
+    reqs: Vec<SendRequest>,
+    deadline: Option<tokio::time::Instant>,
+) -> Vec<Result<SendAnswer, SendError>> {
+    if reqs.len() < 2 {
+        return futures::future::join_all(reqs.into_iter().map(|r| execute(channels, r, deadline))).await;
+    }
+    let delivered = futures::future::join_all(reqs.iter().map(|req| async move {
+        match &req.recipient {
+            Recipient::Topic { .. } => execute(channels, req.clone(), deadline).await.map(Delivered::Queued),
+            _ => interactive(channels, req, deadline).await.map(|(results, record)| Delivered::Sent(results, record)),
+        }
+    }))
+    .await;
+    // The answers, a client send's without its record; the records by notification id.
+    let mut answers = Vec::with_capacity(delivered.len());
+    let mut sent = Vec::new();
+    for (delivered, req) in delivered.into_iter().zip(&reqs) {
+        answers.push(delivered.map(|d| match d {
+            Delivered::Queued(answer) => answer,
+            Delivered::Sent(results, record) => {
+                sent.push((req.notification.id.clone(), record));
+                SendAnswer::Clients(results)
+            }
+        }));
+    }
+    let (store, tenant) = (channels.deliverer().store().deliveries(), reqs.first().map_or("", |r| r.tenant.as_str()));
+    let written = match BatchRecord::of(sent) {
+        Ok(batch) => store.finish_batch(tenant, &batch),
+        Err(sent) => sent.iter().try_for_each(|(_, r)| store.finish_send(tenant, &r.report, &r.outcomes)),
+    };
+    match written {
+        Ok(()) => answers,
+        Err(e) => answers
+            .into_iter()
+            .map(|a| match a? {
+                SendAnswer::Clients(_) => Err(SendError::Internal(e.to_string())),
+                queued => Ok(queued),
+            })
+            .collect(),
+    }
+}
+
+/// A request of a batch once delivered: a broadcast queued (its job
+/// written), or clients' outcomes with the record still to write.
+enum Delivered {
+    Queued(SendAnswer),
+    Sent(Vec<ClientResult>, SendRecord),
+}
+
+/// Delivers a one-client or one-user send: the clients' outcomes, and the
+/// record of the send, which the caller writes.
 async fn interactive(
     channels: &TenantChannels,
     req: &SendRequest,
     deadline: Option<tokio::time::Instant>,
-) -> Result<Vec<ClientResult>, SendError> {
+) -> Result<(Vec<ClientResult>, SendRecord), SendError> {
     let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
     // The clients, each with its record when already read.
@@ -179,11 +244,7 @@ async fn interactive(
     }
     let mut outcomes: Vec<_> = results.iter().map(|r| (r.client_id.clone(), r.outcome.clone())).collect();
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
-    // The notification has reached the providers: that, not the report, is
-    // what the answer acknowledges. The report joins the next grouped flush
-    // instead of holding the answer for one (an fsync is most of a send's time).
-    store.deliveries().finish_send(tenant, &report, &outcomes)?;
-    Ok(results)
+    Ok((results, SendRecord { report, outcomes }))
 }
 
 async fn one_client(

@@ -140,9 +140,7 @@ impl Actor for Tenant {
                 let n = reqs.len();
                 sends.fetch_add(n, Ordering::AcqRel);
                 tokio::spawn(async move {
-                    let answers =
-                        futures::future::join_all(reqs.into_iter().map(|r| send::execute(&channels, r, deadline)))
-                            .await;
+                    let answers = send::execute_many(&channels, reqs, deadline).await;
                     sends.fetch_sub(n, Ordering::AcqRel);
                     for answer in &answers {
                         if let Ok(SendAnswer::Broadcast { job, apps }) = answer {

@@ -44,7 +44,9 @@ pub async fn send_as(
 
 /// Sends every event of a batch concurrently (one message to the tenant's
 /// actor), each exactly as [`send`] would (its own notification, report
-/// and events); one entry per event, in order.
+/// and events); one entry per event, in order. The events' notification ids
+/// are consecutive ULIDs, so that their reports go in one record (see
+/// `herald_storage::deliveries::BatchRecord`).
 pub async fn send_batch(
     engine: &Engine,
     tenant: &str,
@@ -55,8 +57,11 @@ pub async fn send_batch(
     // The events sent: their entry, recipient and notification id.
     let mut sent = Vec::new();
     let mut reqs = Vec::new();
+    let mut next = ulid::Ulid::generate();
     for (i, event) in events.into_iter().enumerate() {
-        let id = ulid::Ulid::generate().to_string();
+        let id = next.to_string();
+        // Past the last random value of its millisecond, the next number is the next millisecond's first.
+        next = next.increment().unwrap_or_else(|carried| carried);
         match event.and_then(|event| request(engine, tenant, id, event, SendOptions::default())) {
             Ok(req) => {
                 sent.push((i, req.recipient.clone(), req.notification.id.clone()));

@@ -48,6 +48,7 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         + one::<deliveries::Report>(bytes)
         + one::<deliveries::Job>(bytes)
         + one::<deliveries::SendRecord>(bytes)
+        + one::<deliveries::BatchRecord>(bytes)
         + one::<idempotency::Record>(bytes)
         + one::<schedules::Schedule>(bytes)
         + one::<identity::Address>(bytes)

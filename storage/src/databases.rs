@@ -180,6 +180,9 @@ trees! {
         reports,
         /// One-client and one-user sends: report and outcomes in one record.
         sends,
+        /// The one-client and one-user sends of a send-batch request, in one
+        /// record keyed by its last notification id (see `deliveries`).
+        batches,
         outcomes,
         /// Broadcasts cancelled while running: each partition stops at its next checkpoint.
         cancels,

@@ -11,7 +11,7 @@
 //! their webhook is deleted: they are what an operator acts on.
 
 use crate::databases::Dbs;
-use crate::deliveries::{decode_broadcast_report, SendRecord};
+use crate::deliveries::{decode_broadcast_report, BatchHead, SendRecord};
 use crate::keys::{key, prefix};
 use crate::kv::{successor, Tree, Write};
 use crate::webhooks::Attempt;
@@ -47,6 +47,22 @@ impl Store {
                 |v| Ok(codec::decode::<SendRecord>(v)?.report.created_ms < cutoff_ms),
                 |keys| t.write_all(deletes(&t.sends, keys)),
             )?;
+            // A batch's record counts as the reports it holds.
+            let batched = std::cell::Cell::new(0u64);
+            each_old(
+                &t.batches,
+                &start,
+                &end,
+                |v| {
+                    let head = codec::decode::<BatchHead>(v)?;
+                    let old = head.created_ms < cutoff_ms;
+                    if old {
+                        batched.set(batched.get().saturating_add(u64::from(head.reports)));
+                    }
+                    Ok(old)
+                },
+                |keys| t.write_all(deletes(&t.batches, keys)),
+            )?;
             let broadcasts = each_old(
                 &t.reports,
                 &start,
@@ -64,7 +80,8 @@ impl Store {
                     t.write_all(deletes(&t.reports, keys))
                 },
             )?;
-            swept.reports = swept.reports.saturating_add(sends).saturating_add(broadcasts);
+            swept.reports =
+                swept.reports.saturating_add(sends).saturating_add(batched.get()).saturating_add(broadcasts);
         }
         Ok(swept)
     }
@@ -86,7 +103,11 @@ impl Store {
     /// Reports stored (one-client, one-user and broadcast sends), for the gauge.
     pub fn stored_reports(&self) -> Result<u64> {
         let t = self.trees()?;
-        Ok(t.sends.count_prefix([])?.saturating_add(t.reports.count_prefix([])?))
+        let mut batched = 0u64;
+        for kv in t.batches.iter() {
+            batched = batched.saturating_add(u64::from(codec::decode::<BatchHead>(&kv?.1)?.reports));
+        }
+        Ok(t.sends.count_prefix([])?.saturating_add(t.reports.count_prefix([])?).saturating_add(batched))
     }
 
     /// Webhook delivery attempts stored, for the gauge.

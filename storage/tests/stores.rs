@@ -250,6 +250,71 @@ fn a_send_is_one_record_read_back_as_report_and_paged_outcomes() {
     assert!(s.deliveries().outcomes("other", "n1", 0, 5).unwrap().is_empty());
 }
 
+/// The sends of a batch are one record keyed by the last of their
+/// consecutive ids: each id finds its own send, a gap (an event refused)
+/// or an id next to the batch finds nothing, another tenant sees nothing;
+/// retention counts and deletes the record's reports together.
+#[test]
+fn a_batch_is_one_record_that_finds_each_of_its_sends() {
+    use herald_storage::deliveries::{BatchRecord, ClientOutcome, Report, SendRecord, State};
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    tenant(&s, "acme");
+    tenant(&s, "other");
+    let first = ulid::Ulid::from_parts(1_000_000, 40);
+    let id = |i: u128| ulid::Ulid(first.0 + i).to_string();
+    let send = |i: u128| {
+        let outcome =
+            ClientOutcome { app: "shop".into(), provider: "apns".into(), state: State::Sent, code: 200, message: None };
+        let mut report = Report {
+            id: id(i),
+            kind: "client".into(),
+            recipient: format!("u{i}/c{i}"),
+            created_ms: 1_000_000,
+            ..Report::default()
+        };
+        report.record(&outcome);
+        (id(i), SendRecord { report, outcomes: vec![(format!("c{i}"), outcome)] })
+    };
+    // Events 0 to 4, event 2 refused before it was sent.
+    let record = BatchRecord::of([0, 1, 3, 4].map(send).to_vec()).unwrap();
+    assert_eq!((record.sends.len(), record.reports), (5, 4));
+    s.deliveries().finish_batch("acme", &record).unwrap();
+    // A single send right after the batch, and a young batch.
+    let (after, report_after) = send(5);
+    s.deliveries().finish_send("acme", &report_after.report, &report_after.outcomes).unwrap();
+    let young = ulid::Ulid::from_parts(3_000_000, 9);
+    let mut young_send = send(0);
+    young_send.0 = young.to_string();
+    young_send.1.report.created_ms = 3_000_000;
+    s.deliveries().finish_batch("acme", &BatchRecord::of(vec![young_send]).unwrap()).unwrap();
+
+    for i in [0, 1, 3, 4] {
+        let report = s.deliveries().report("acme", &id(i)).unwrap().unwrap();
+        assert_eq!(report.recipient, format!("u{i}/c{i}"));
+        assert_eq!(s.deliveries().outcomes("acme", &id(i), 0, 5).unwrap()[0].0, format!("c{i}"));
+        assert!(s.deliveries().report("other", &id(i)).unwrap().is_none(), "another tenant sees nothing");
+    }
+    assert!(s.deliveries().report("acme", &id(2)).unwrap().is_none(), "the refused event has no report");
+    assert!(s.deliveries().outcomes("acme", &id(2), 0, 5).unwrap().is_empty());
+    assert_eq!(s.deliveries().report("acme", &after).unwrap().unwrap().recipient, "u5/c5", "the single send after it");
+    assert!(s.deliveries().report("acme", &ulid::Ulid(first.0 - 1).to_string()).unwrap().is_none(), "the id before");
+    assert!(s.deliveries().report("acme", "not-a-ulid").unwrap().is_none());
+    assert_eq!(s.stored_reports().unwrap(), 6, "four in the batch, the single send, the young batch's one");
+
+    let swept = s.sweep_reports(2_000_000).unwrap();
+    assert_eq!(swept.reports, 5, "the old batch's four reports and the old single send");
+    assert!(s.deliveries().report("acme", &id(0)).unwrap().is_none());
+    assert!(s.deliveries().report("acme", &young.to_string()).unwrap().is_some(), "the young batch stays");
+    assert_eq!(s.stored_reports().unwrap(), 1);
+
+    // Ids that are not increasing ULIDs give the sends back, for records of their own.
+    let unordered = vec![send(3), send(1)];
+    assert_eq!(BatchRecord::of(unordered.clone()).unwrap_err(), unordered);
+    assert!(BatchRecord::of(vec![send(0), send(5000)]).is_err(), "too far apart for one record");
+    assert!(BatchRecord::of(vec![("n1".into(), send(0).1)]).is_err(), "not a ULID");
+}
+
 /// Runs a broadcast job through its life in storage: split into one
 /// partition of app `a`, one batch of `outcomes` committed under the
 /// partition's lease, and, when `finish`, the partition done and the job

@@ -274,11 +274,16 @@ async fn a_batch_answers_each_event_in_order_and_a_bad_one_alone_fails() {
     assert!(why.contains("events[3]") && why.contains("colour"), "names the event and the field: {why}");
     assert_eq!(r[4][0]["metadata"]["targeted"], 2, "{b}");
     let ids: Vec<&str> = [&r[0][0], &r[1][0], &r[4][0]].iter().map(|e| e["notificationId"].as_str().unwrap()).collect();
-    assert!(ids[0] != ids[1] && ids[1] != ids[2], "each event is its own notification: {ids:?}");
+    // Each event its own notification, numbered in turn: the batch's
+    // one-client and one-user sends are stored in one record, which each id finds.
+    let n = |id: &str| id.parse::<ulid::Ulid>().unwrap().0;
+    assert_eq!((n(ids[1]) - n(ids[0]), n(ids[2]) - n(ids[0])), (1, 4), "consecutive ids: {ids:?}");
     for id in &ids {
         let report = w.wait_report(id, 20).await;
         assert_eq!(report["state"], "COMPLETED", "{report}");
     }
+    assert_eq!(w.wait_report(ids[0], 1).await["clients"][0]["astClientId"], carol.as_str(), "event 0's own client");
+    assert_eq!(w.wait_report(ids[1], 1).await["recipient"], "dora", "event 1's own user");
     let s = w.sims.stats();
     assert_eq!((s.apns.accepted, s.fcm.accepted), (2, 2), "carol and dora each by their event and the broadcast");
 

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_schedules_idempotency.sql"),
     include_str!("migrations/0004_limits.sql"),
     include_str!("migrations/0005_webpush.sql"),
+    include_str!("migrations/0006_batches.sql"),
 ];
 
 /// The schema version this engine runs on.
