@@ -150,7 +150,9 @@ pub async fn execute_many(
     let delivered = futures::future::join_all(reqs.iter().map(|req| async move {
         match &req.recipient {
             Recipient::Topic { .. } => execute(channels, req.clone(), deadline).await.map(Delivered::Queued),
-            _ => interactive(channels, req, deadline).await.map(|(results, record)| Delivered::Sent(results, record)),
+            _ => interactive(channels, req, deadline)
+                .await
+                .map(|(results, record)| Delivered::Sent(results, Box::new(record))),
         }
     }))
     .await;
@@ -161,7 +163,7 @@ pub async fn execute_many(
         answers.push(delivered.map(|d| match d {
             Delivered::Queued(answer) => answer,
             Delivered::Sent(results, record) => {
-                sent.push((req.notification.id.clone(), record));
+                sent.push((req.notification.id.clone(), *record));
                 SendAnswer::Clients(results)
             }
         }));
@@ -187,7 +189,7 @@ pub async fn execute_many(
 /// written), or clients' outcomes with the record still to write.
 enum Delivered {
     Queued(SendAnswer),
-    Sent(Vec<ClientResult>, SendRecord),
+    Sent(Vec<ClientResult>, Box<SendRecord>),
 }
 
 /// Delivers a one-client or one-user send: the clients' outcomes, and the
