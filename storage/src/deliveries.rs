@@ -354,7 +354,8 @@ pub struct BatchRecord {
     pub first: String,
     /// The latest creation time of its reports: what retention compares.
     pub created_ms: u64,
-    /// How many positions hold a send.
+    /// How many positions hold a send: kept beside them so that retention
+    /// and the stored-reports gauge read it without decoding the sends.
     pub reports: u32,
     /// The sends by position.
     pub sends: Vec<Option<SendRecord>>,
@@ -373,24 +374,20 @@ impl BatchRecord {
     /// unless the ids are ULIDs, increasing, and less than [`BATCH_SPAN`]
     /// apart from the first to the last (then each send needs a record of its own).
     pub fn of(sends: Vec<(String, SendRecord)>) -> std::result::Result<BatchRecord, Vec<(String, SendRecord)>> {
-        let ids: Option<Vec<usize>> = (|| {
-            let first = sends.first()?.0.parse::<ulid::Ulid>().ok()?.0;
-            let mut next = 0;
-            sends
-                .iter()
-                .map(|(id, _)| {
-                    let at = usize::try_from(id.parse::<ulid::Ulid>().ok()?.0.checked_sub(first)?).ok()?;
-                    (at >= next && at < BATCH_SPAN).then(|| {
-                        next = at.saturating_add(1);
-                        at
-                    })
-                })
-                .collect()
-        })();
-        let (Some(ids), Some((first, _))) = (ids, sends.first()) else { return Err(sends) };
-        let mut record = BatchRecord { first: first.clone(), ..BatchRecord::default() };
-        for (at, (_, send)) in ids.into_iter().zip(sends) {
-            record.sends.resize(at, None);
+        let position = |first: u128, id: &str| -> Option<usize> {
+            usize::try_from(id.parse::<ulid::Ulid>().ok()?.0.checked_sub(first)?).ok().filter(|at| *at < BATCH_SPAN)
+        };
+        let Some(first) = sends.first().and_then(|(id, _)| id.parse::<ulid::Ulid>().ok()) else { return Err(sends) };
+        let mut at = Vec::with_capacity(sends.len());
+        for (id, _) in &sends {
+            match position(first.0, id) {
+                Some(p) if at.last().is_none_or(|last| p > *last) => at.push(p),
+                _ => return Err(sends),
+            }
+        }
+        let mut record = BatchRecord { first: first.to_string(), ..BatchRecord::default() };
+        for (p, (_, send)) in at.into_iter().zip(sends) {
+            record.sends.resize(p, None);
             record.created_ms = record.created_ms.max(send.report.created_ms);
             record.reports = record.reports.saturating_add(1);
             record.sends.push(Some(send));
