@@ -117,7 +117,7 @@ async fn run_part(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>, lease: Lease) ->
         return Err(format!("{}: nothing left to do", lease.name));
     };
     let answer = root.call(|reply| RootMsg::Tenant(tenant.clone(), reply), Some(Duration::from_secs(10))).await;
-    let Ok(ractor::rpc::CallResult::Success(Ok((actor, _)))) = answer else {
+    let Ok(ractor::rpc::CallResult::Success(Ok(crate::root::Running { actor, .. }))) = answer else {
         let _ = store.leases().release(&lease);
         return Err(format!("the actor of tenant {tenant} is unavailable"));
     };

@@ -2,7 +2,7 @@
 
 use crate::delivery::Deliverer;
 use crate::root::{Registry, Root, RootArgs, RootMsg, Running};
-use crate::send::{SendAnswer, SendError, SendRequest};
+use crate::send::{self, SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
 use crate::tenant::TenantMsg;
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
@@ -39,7 +39,7 @@ impl Push {
     }
 
     async fn tenant(&self, tenant: &str) -> Result<Running, SendError> {
-        if let Some(a) = self.registry.get(tenant).filter(|a| crate::root::alive(&a.0)) {
+        if let Some(a) = self.registry.get(tenant).filter(|a| crate::root::alive(&a.actor)) {
             return Ok(a.clone());
         }
         let answer =
@@ -57,49 +57,51 @@ impl Push {
         self.send_many(&tenant, vec![req], deadline)
             .await?
             .pop()
-            .unwrap_or_else(|| Err(SendError::Internal("the tenant actor answered no send".into())))
+            .unwrap_or_else(|| Err(SendError::Internal("the send task answered nothing".into())))
     }
 
-    /// Sends requests of `tenant` together (a batch): one message to its
-    /// actor, run concurrently in one task, one answer per request in order;
-    /// waits at most `deadline` for providers. An actor that stopped (idle)
-    /// after it was looked up never received them: they go to the actor
-    /// started in its place.
+    /// Sends requests of `tenant` together (a batch), concurrently, through
+    /// the channels of its actor (started if needed), without a message to
+    /// it; one answer per request, in order; waits at most `deadline` for
+    /// providers. The sends run in a task of their own, so a caller that
+    /// stops waiting cannot cut one off between the provider's answer and
+    /// its record; they count as the actor's activity, so it does not stop
+    /// idle under them.
     pub async fn send_many(
         &self,
         tenant: &str,
         reqs: Vec<SendRequest>,
         deadline: Duration,
     ) -> Result<Vec<Result<SendAnswer, SendError>>, SendError> {
-        let mut reqs = reqs;
+        let running = self.tenant(tenant).await?;
+        let sending = running.activity.sending(reqs.len());
         let until = tokio::time::Instant::now().checked_add(deadline);
-        for _ in 0..3 {
-            let (actor, _) = self.tenant(tenant).await?;
-            // Each request stops at `until` on its own; the grace lets them answer first.
-            let wait = deadline.saturating_add(Duration::from_secs(1));
-            match actor.call(|reply| TenantMsg::Send(reqs, until, reply), Some(wait)).await {
-                Ok(ractor::rpc::CallResult::Success(answers)) => return Ok(answers),
-                Ok(ractor::rpc::CallResult::Timeout) => {
-                    return Err(SendError::Internal("the providers did not answer within the deadline".into()))
+        let channels = running.channels;
+        let task = tokio::spawn(async move {
+            let answers = send::execute_many(&channels, reqs, until).await;
+            drop(sending);
+            for answer in &answers {
+                if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
+                    let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
+                    crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
+                    channels.deliverer().claims().wake();
                 }
-                Ok(ractor::rpc::CallResult::SenderError) => {
-                    return Err(SendError::Internal("the tenant actor stopped during the send".into()))
-                }
-                Err(ractor::MessagingErr::SendErr(TenantMsg::Send(undelivered, _, _))) => {
-                    self.registry.remove_if(tenant, |_, a| a.0.get_id() == actor.get_id());
-                    reqs = undelivered;
-                }
-                Err(e) => return Err(SendError::Internal(format!("tenant actor unavailable: {e}"))),
             }
+            answers
+        });
+        // Each request stops at `until` on its own; the grace lets them answer first.
+        match tokio::time::timeout(deadline.saturating_add(Duration::from_secs(1)), task).await {
+            Ok(Ok(answers)) => Ok(answers),
+            Ok(Err(e)) => Err(SendError::Internal(format!("the send failed: {e}"))),
+            Err(_) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
         }
-        Err(SendError::Internal("the tenant actor kept stopping".into()))
     }
 
     /// Counts a request of `tenant` as work: its actor (started if needed)
     /// and what it bounds (channels, the engine's caches of the tenant) stay
     /// while the tenant has requests. Call it only for an existing tenant.
     pub async fn touch(&self, tenant: &str) -> Result<(), SendError> {
-        self.tenant(tenant).await?.1.touch();
+        self.tenant(tenant).await?.activity.touch();
         Ok(())
     }
 
@@ -116,7 +118,7 @@ impl Push {
 
     /// Makes the tenant's actor fail, to exercise supervision.
     pub async fn crash_tenant(&self, tenant: &str) -> Result<(), SendError> {
-        let (a, _) = self.tenant(tenant).await?;
+        let a = self.tenant(tenant).await?.actor;
         a.cast(TenantMsg::Crash).map_err(|e| SendError::Internal(e.to_string()))
     }
 

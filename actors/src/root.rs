@@ -2,6 +2,7 @@
 //! fails after a backoff (see [`crate::supervision`]), without touching the
 //! others; a tenant that cannot be started is logged, never Root's failure.
 
+use crate::channels::TenantChannels;
 use crate::delivery::Deliverer;
 use crate::supervision::{Decision, RestartPolicy, Restarts};
 use crate::telemetry::LiveActor;
@@ -37,8 +38,22 @@ pub(crate) fn alive<M: ractor::Message>(a: &ActorRef<M>) -> bool {
     matches!(a.get_status(), ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading)
 }
 
-/// A running tenant actor and its activity clock.
-pub type Running = (ActorRef<TenantMsg>, Arc<Activity>);
+/// A running tenant actor and what its sends use without a message to it.
+#[derive(Clone)]
+pub struct Running {
+    /// The actor: its broadcasts, idle stop and supervision.
+    pub actor: ActorRef<TenantMsg>,
+    /// Its activity clock and sends in flight, which keep it from stopping idle.
+    pub activity: Arc<Activity>,
+    /// Its channels, which a send delivers through in a task of its own.
+    pub channels: Arc<TenantChannels>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("actor", &self.actor.get_id()).field("activity", &self.activity).finish()
+    }
+}
 
 /// The running tenant actors by tenant.
 pub type Registry = DashMap<String, Running>;
@@ -56,16 +71,22 @@ pub struct RootState {
 impl RootState {
     async fn start_tenant(&mut self, myself: &ActorRef<RootMsg>, tenant: &str) -> Result<Running, ActorProcessingErr> {
         // A tenant that stopped (idle) but whose end Root has not seen yet is replaced.
-        if let Some(a) = self.registry.get(tenant).filter(|a| alive(&a.0)) {
+        if let Some(a) = self.registry.get(tenant).filter(|a| alive(&a.actor)) {
             return Ok(a.clone());
         }
         let activity = Arc::new(Activity::new());
-        let args =
-            TenantArgs { tenant: tenant.to_string(), deliverer: self.deliverer.clone(), activity: activity.clone() };
+        let channels = Arc::new(TenantChannels::new(tenant, self.deliverer.clone()));
+        let args = TenantArgs {
+            tenant: tenant.to_string(),
+            deliverer: self.deliverer.clone(),
+            activity: activity.clone(),
+            channels: channels.clone(),
+        };
         let (actor, _) = Actor::spawn_linked(None, Tenant, args, myself.get_cell()).await?;
         self.names.insert(actor.get_id(), tenant.to_string());
-        self.registry.insert(tenant.to_string(), (actor.clone(), activity.clone()));
-        Ok((actor, activity))
+        let running = Running { actor, activity, channels };
+        self.registry.insert(tenant.to_string(), running.clone());
+        Ok(running)
     }
 }
 
@@ -120,7 +141,7 @@ impl Actor for Root {
             _ => return Ok(()),
         };
         let Some(tenant) = state.names.remove(&cell.get_id()) else { return Ok(()) };
-        state.registry.remove_if(&tenant, |_, a| a.0.get_id() == cell.get_id());
+        state.registry.remove_if(&tenant, |_, a| a.actor.get_id() == cell.get_id());
         let Some(err) = failure else { return Ok(()) };
         match state.restarts.on_failure(&tenant, std::time::Instant::now()) {
             Decision::RestartAfter(delay) => {

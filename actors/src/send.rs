@@ -207,7 +207,7 @@ async fn interactive(
             let Some(record) = store.clients().get(tenant, client)? else {
                 return Err(SendError::NotFound(format!("client {client} not found")));
             };
-            if !store.links().user_ids_of_client(tenant, client)?.iter().any(|u| u == user) {
+            if !store.links().exists(tenant, user, client)? {
                 return Err(SendError::NotFound(format!("client {client} is not linked to user {user}")));
             }
             (vec![(client.clone(), Some(record))], "client", format!("{user}/{client}"))

@@ -1,21 +1,22 @@
 //! The `Tenant` actor: the owner of one tenant's runtime (its provider
-//! channels and connection pools, its running broadcasts), the router of its
-//! sends and the supervisor of the broadcast partitions this engine claimed
-//! (see [`crate::claims`]). It stops when idle, freeing them, and is started
-//! again by the next send. A failing partition is restarted from its
+//! channels and connection pools, its running broadcasts) and the supervisor
+//! of the broadcast partitions this engine claimed (see [`crate::claims`]).
+//! Sends deliver through its channels in tasks of their own, without a
+//! message (see [`Push::send_many`](crate::Push::send_many)); they count as
+//! its activity. It stops when idle, freeing them, and is started again by
+//! the next send. A failing partition is restarted from its
 //! checkpoint after a backoff, and given up (its broadcast ends `FAILED`)
 //! after too many restarts (see [`crate::supervision`]).
 
 use crate::channels::TenantChannels;
 use crate::delivery::Deliverer;
 use crate::fanout::{FanOut, FanOutArgs};
-use crate::send::{self, SendAnswer, SendError, SendRequest};
 use crate::supervision::{Decision, RestartPolicy, Restarts};
 use crate::telemetry::LiveActor;
 use herald_storage::broadcasts::Part;
 use herald_storage::deliveries::Job;
 use herald_storage::leases::Lease;
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,11 +26,8 @@ use std::time::{Duration, Instant};
 /// stopped when idle.
 pub struct Tenant;
 
-/// What a `Tenant` actor is sent: by the engine (sends), by `Root`, by itself (timers).
+/// What a `Tenant` actor is sent: by the claimer, by itself (timers), by tests.
 pub enum TenantMsg {
-    /// Sends (one, or a batch's), and when their caller stops waiting: one
-    /// answer per request, in order.
-    Send(Vec<SendRequest>, Option<tokio::time::Instant>, RpcReplyPort<Vec<Result<SendAnswer, SendError>>>),
     /// Run a partition this engine claimed: its lease, job, number and state.
     Part(Box<(Lease, Job, u32, Part)>),
     /// Run a partition again from its checkpoint (scheduled after a failure).
@@ -48,20 +46,45 @@ pub struct TenantArgs {
     pub deliverer: Arc<Deliverer>,
     /// Shared with the engine's registry: requests count as activity without a message.
     pub activity: Arc<Activity>,
+    /// Built by `Root` with the actor, shared with the registry for sends.
+    pub channels: Arc<TenantChannels>,
 }
 
-/// When the tenant last had work: a send, a broadcast, or any request of
-/// its (see [`Push::touch`](crate::Push::touch)), without a message to the actor.
+/// When the tenant last had work (a send, a broadcast, or any request of
+/// its: see [`Push::touch`](crate::Push::touch)) and its sends in flight,
+/// without a message to the actor.
 #[derive(Debug)]
 pub struct Activity {
     started: Instant,
     /// Milliseconds after `started`.
     last_ms: AtomicU64,
+    /// One-client and one-user sends in progress.
+    sends: AtomicUsize,
+}
+
+/// `n` sends of a tenant in progress, until dropped.
+pub(crate) struct Sending {
+    activity: Arc<Activity>,
+    n: usize,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.activity.sends.fetch_sub(self.n, Ordering::AcqRel);
+        self.activity.touch();
+    }
 }
 
 impl Activity {
     pub(crate) fn new() -> Activity {
-        Activity { started: Instant::now(), last_ms: AtomicU64::new(0) }
+        Activity { started: Instant::now(), last_ms: AtomicU64::new(0), sends: AtomicUsize::new(0) }
+    }
+
+    /// Counts `n` sends in progress until the guard drops: the actor does not stop idle meanwhile.
+    pub(crate) fn sending(self: &Arc<Self>, n: usize) -> Sending {
+        self.sends.fetch_add(n, Ordering::AcqRel);
+        self.touch();
+        Sending { activity: self.clone(), n }
     }
 
     pub(crate) fn touch(&self) {
@@ -74,8 +97,7 @@ impl Activity {
     }
 }
 
-/// A tenant actor's runtime: its channels, its running fan-outs and their restarts,
-/// and the sends in flight.
+/// A tenant actor's runtime: its channels, its running fan-outs and their restarts.
 pub struct TenantState {
     tenant: String,
     deliverer: Arc<Deliverer>,
@@ -86,8 +108,6 @@ pub struct TenantState {
     fanouts: HashMap<ActorId, Lease>,
     /// Recent restarts of each partition (by lease name).
     restarts: Restarts<String>,
-    /// One-client and one-user sends in progress.
-    sends: Arc<AtomicUsize>,
     activity: Arc<Activity>,
     /// The periodic idle check, ended with the actor.
     idle_timer: Option<tokio::task::JoinHandle<()>>,
@@ -112,12 +132,11 @@ impl Actor for Tenant {
             myself.send_interval(every, || TenantMsg::IdleCheck)
         });
         Ok(TenantState {
-            channels: Arc::new(TenantChannels::new(&args.tenant, args.deliverer.clone())),
+            channels: args.channels,
             tenant: args.tenant,
             deliverer: args.deliverer,
             fanouts: HashMap::new(),
             restarts: Restarts::new(RestartPolicy::default()),
-            sends: Arc::new(AtomicUsize::new(0)),
             activity: args.activity,
             idle_timer,
             _live: LiveActor::new("tenant"),
@@ -131,27 +150,6 @@ impl Actor for Tenant {
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            TenantMsg::Send(reqs, deadline, reply) => {
-                // Sends wait on providers: run them beside the mailbox, not in
-                // it; a batch's in one task.
-                let channels = state.channels.clone();
-                state.activity.touch();
-                let sends = state.sends.clone();
-                let n = reqs.len();
-                sends.fetch_add(n, Ordering::AcqRel);
-                tokio::spawn(async move {
-                    let answers = send::execute_many(&channels, reqs, deadline).await;
-                    sends.fetch_sub(n, Ordering::AcqRel);
-                    for answer in &answers {
-                        if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
-                            let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
-                            crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
-                            channels.deliverer().claims().wake();
-                        }
-                    }
-                    let _ = reply.send(answers);
-                });
-            }
             TenantMsg::Part(claimed) => {
                 state.activity.touch();
                 let (lease, job, n, part) = *claimed;
@@ -184,7 +182,7 @@ impl Actor for Tenant {
             }
             TenantMsg::IdleCheck => {
                 let idle = state.deliverer.settings().tenant_idle_stop;
-                let quiet = state.fanouts.is_empty() && state.sends.load(Ordering::Acquire) == 0;
+                let quiet = state.fanouts.is_empty() && state.activity.sends.load(Ordering::Acquire) == 0;
                 if quiet && idle.is_some_and(|idle| state.activity.idle_for() >= idle) {
                     tracing::debug!(tenant = %state.tenant, "tenant idle: stopping its actor");
                     myself.stop(Some("idle".into()));

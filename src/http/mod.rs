@@ -81,6 +81,10 @@ pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     if body.is_empty() {
         return Err(ApiError::bad_request("request body: a JSON body is required"));
     }
+    // Most bodies decode: track the field path only to name the one that did not.
+    if let Ok(value) = T::deserialize(&mut serde_json::Deserializer::from_slice(body)) {
+        return Ok(value);
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

@@ -29,7 +29,7 @@ impl Properties<'_> {
         validate::id("userId", user, 3, 255)?;
         if let Some(id) = client {
             validate::ulid("astClientId", id)?;
-            if !self.0.store.links().user_ids_of_client(tenant, id)?.iter().any(|u| u == user) {
+            if !self.0.store.links().exists(tenant, user, id)? {
                 return Err(ApiError::not_found(format!("client {id} is not linked to user {user}")));
             }
         }

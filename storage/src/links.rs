@@ -51,6 +51,12 @@ impl Links<'_> {
         t.scan_prefix(prefix(&[tenant, client_id])).map(|kv| codec::decode(&kv?.1)).collect()
     }
 
+    /// Whether the user is linked to the client: one point read, for the
+    /// check every one-client send makes.
+    pub fn exists(&self, tenant: &str, user_id: &str, client_id: &str) -> Result<bool> {
+        self.0.trees()?.links_by_client.contains_key(key(&[tenant, client_id, user_id]))
+    }
+
     /// Ids of the users linked to a client, without decoding the links.
     pub fn user_ids_of_client(&self, tenant: &str, client_id: &str) -> Result<Vec<String>> {
         let t = &self.0.trees()?.links_by_client;

@@ -105,9 +105,13 @@ fn links_are_indexed_both_ways_and_move_the_generation() {
     assert_eq!(s.links().of_user("t", "alice").unwrap().len(), 1);
     assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["alice", "bob"]);
     assert!(s.links().of_client("u", "C1").unwrap().is_empty(), "another tenant sees nothing");
+    assert!(s.links().exists("t", "alice", "C1").unwrap());
+    assert!(!s.links().exists("u", "alice", "C1").unwrap(), "another tenant's link");
+    assert!(!s.links().exists("t", "ali", "C1").unwrap(), "a prefix of a user id is not that user");
     assert_eq!(s.links().generation("t", "C1").unwrap(), 2, "two links made");
     assert!(s.transact(|tx| tx.remove_link("t", "alice", "C1")).unwrap());
     assert_eq!(s.links().user_ids_of_client("t", "C1").unwrap(), vec!["bob"]);
+    assert!(!s.links().exists("t", "alice", "C1").unwrap(), "unlinked");
     assert_eq!(s.links().generation("t", "C1").unwrap(), 2, "an unlink does not move it");
 }
 

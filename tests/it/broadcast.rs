@@ -445,6 +445,37 @@ async fn a_tenants_caches_live_no_longer_than_its_actor() {
     s.shutdown().await;
 }
 
+/// A one-client send in flight counts as its tenant's activity: the actor
+/// (and with it the channels the send goes through and the tenant's caches)
+/// does not stop idle under a send slower than the idle period, and stops
+/// once the send has ended.
+#[tokio::test]
+async fn a_send_in_flight_keeps_its_tenant_actor_from_stopping_idle() {
+    let w = PushWorld::start_with(|c| c.push.tenant_idle_stop = Some(std::time::Duration::from_secs(1))).await;
+    let client = w.client("demo", "alice", &format!("APNS:{}", apns_token(1))).await;
+    let engine = w.server.running.as_ref().unwrap().engine.clone();
+    w.sims.set_faults(Faults {
+        apns: ProviderFaults { latency_ms: Some(3_000), ..Default::default() },
+        ..Default::default()
+    });
+    let body = to_client("alice", &client, json!({"body": "slow"}));
+    let send = w.server.call(Method::POST, "/v1/tenants/acme/push_notification/send", Some(&w.admin), Some(body));
+    let watch = async {
+        // Twice the idle period into the send, the tenant's caches are still there.
+        tokio::time::sleep(std::time::Duration::from_millis(2_000)).await;
+        engine.keys.holds("acme")
+    };
+    let ((st, answer), held) = tokio::join!(send, watch);
+    assert_eq!(st, StatusCode::ACCEPTED, "{answer}");
+    assert_eq!(answer[0]["isSuccessful"], true, "the slow send went through: {answer}");
+    assert!(held, "the tenant's actor stopped idle under a send in flight");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while engine.keys.holds("acme") {
+        assert!(std::time::Instant::now() < deadline, "the tenant's actor did not stop once the send ended");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// HMS takes up to 1000 tokens per request: a broadcast to 10 000 HMS tokens,
 /// 1 % of them dead, is ten requests (and one for the access token); the
 /// partial answers mark exactly the dead tokens invalid, retry nothing, and
