@@ -166,6 +166,12 @@ const CANCEL_CHECK: Duration = Duration::from_millis(200);
 /// bounds what a kill -9 loses beyond the sends in flight.
 const GROUP_COMMIT: Duration = Duration::from_millis(5);
 
+/// How long a partition settles and sends in one go before it lets its
+/// worker thread run other tasks. Otherwise one poll goes on for as long as
+/// answers are ready (up to tokio's budget of 128 operations), milliseconds
+/// in which an interactive send's tasks, queued on the same thread, wait.
+const TURN: Duration = Duration::from_millis(1);
+
 /// How often a broadcast paused by a full disk looks again.
 const FULL_DISK_RECHECK: Duration = Duration::from_millis(250);
 
@@ -526,6 +532,7 @@ async fn send_part(
     let mut cancel_check = Instant::now();
     // The pacer's turn of the request waiting for it, if one is.
     let mut paced_until: Option<Instant> = None;
+    let mut turn = Instant::now();
     loop {
         // On a full disk nothing is read or written (the sends in flight
         // finish and wait in memory) until there is room again.
@@ -613,6 +620,10 @@ async fn send_part(
             flushed = commits.progress() => flushed?,
             _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}
             _ = tokio::time::sleep_until(wake), if !cancelled => {}
+        }
+        if turn.elapsed() >= TURN {
+            tokio::task::yield_now().await;
+            turn = Instant::now();
         }
     }
 }
