@@ -166,10 +166,12 @@ const CANCEL_CHECK: Duration = Duration::from_millis(200);
 /// bounds what a kill -9 loses beyond the sends in flight.
 const GROUP_COMMIT: Duration = Duration::from_millis(5);
 
-/// How long a partition settles and sends in one go before it lets its
-/// worker thread run other tasks. Otherwise one poll goes on for as long as
-/// answers are ready (up to tokio's budget of 128 operations), milliseconds
-/// in which an interactive send's tasks, queued on the same thread, wait.
+/// How long after its last yield a partition lets its worker thread run
+/// other tasks (counted from the yield, so after a wait for answers it
+/// yields once more, which costs a reschedule). Otherwise one poll goes on
+/// for as long as answers are ready (up to tokio's budget of 128
+/// operations), milliseconds in which an interactive send's tasks, queued
+/// on the same thread, wait.
 const TURN: Duration = Duration::from_millis(1);
 
 /// How often a broadcast paused by a full disk looks again.
