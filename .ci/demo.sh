@@ -8,7 +8,8 @@
 # standard output goes to $WORK/herald.out, its log to $WORK/herald.log. On exit, demo_stop stops
 # the server and removes WORK (a caller that replaces the EXIT trap calls it itself).
 demo_start() {
-    cargo build -q -p herald --bin herald
+    # The selection of `cargo test --workspace`, whose build this reuses (.ci/run).
+    cargo build -q --workspace --bins --examples
     BIN=${CARGO_TARGET_DIR:-target}/debug/herald
     WORK=$(mktemp -d)
     local port ready=

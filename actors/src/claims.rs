@@ -70,9 +70,10 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
             break;
         }
         let Some(lease) = claim_fairly(store, &held).map_err(|e| e.to_string())? else { break };
-        if let Err(e) = run_part(d, root, lease).await {
-            tracing::warn!(error = %e, "a claimed partition could not start; it is claimed again");
-        }
+        // A partition that cannot start (its tenant's actor unavailable, the
+        // engine stopping) is released and waits for the next round: claimed
+        // again at once it would fail again, a loop that never yields its thread.
+        run_part(d, root, lease).await.map_err(|e| format!("a claimed partition could not start: {e}"))?;
     }
     Ok(())
 }
@@ -113,8 +114,8 @@ async fn run_part(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>, lease: Lease) ->
     let job = store.broadcasts().job(&tenant, &job_id).map_err(|e| e.to_string())?;
     let part = store.broadcasts().part(&tenant, &job_id, n).map_err(|e| e.to_string())?;
     let (Some(job), Some(part)) = (job, part.filter(|p| !p.done)) else {
-        store.broadcasts().drop_lease(&lease).map_err(|e| e.to_string())?;
-        return Err(format!("{}: nothing left to do", lease.name));
+        tracing::debug!(lease = lease.name, "a claimed partition has nothing left to do; its lease is dropped");
+        return store.broadcasts().drop_lease(&lease).map_err(|e| e.to_string());
     };
     let answer = root.call(|reply| RootMsg::Tenant(tenant.clone(), reply), Some(Duration::from_secs(10))).await;
     let Ok(ractor::rpc::CallResult::Success(Ok(crate::root::Running { actor, .. }))) = answer else {
@@ -271,6 +272,54 @@ mod tests {
         held.remove(1);
         let names: Vec<String> = held.iter().map(|l| l.name.clone()).collect();
         assert_eq!(tenant_of(&claim_fairly(&store, &names).unwrap().unwrap()), "b");
+    }
+
+    /// An actor of the root's type that is stopped before it is used: the
+    /// root of an engine that is stopping.
+    struct Stopped;
+
+    impl ractor::Actor for Stopped {
+        type Msg = RootMsg;
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<RootMsg>, _: ()) -> Result<(), ractor::ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    /// With the root actor gone (the engine stopping), a claimed partition
+    /// cannot start: the claimer releases it and ends its round. It used to
+    /// claim it again at once, a loop that never yielded its worker thread,
+    /// so the runtime could not even shut down.
+    #[test]
+    fn a_partition_that_cannot_start_is_released_until_the_next_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_tokens(dir.path(), &[]);
+        let apps = (0..2).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
+        let job = job(apps, None);
+        let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
+        store.deliveries().create_job(&job, &report).unwrap();
+        let lease = store.leases().acquire(&herald_storage::broadcasts::job_lease("t", &job.id)).unwrap().unwrap();
+        store.broadcasts().split(&lease, &job, &split(&store, &job, 10).unwrap()).unwrap();
+        let bus = Arc::new(crate::webhooks::EventBus::new(store.clone()));
+        let d = Arc::new(Deliverer::new(store.clone(), crate::PushSettings::default(), bus).unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let round = rt.block_on(async {
+                let (root, handle) = ractor::Actor::spawn(None, Stopped, ()).await.unwrap();
+                root.stop(None);
+                handle.await.unwrap();
+                claim_all(&d, &root).await
+            });
+            let _ = tx.send(round);
+        });
+        let round = rx.recv_timeout(Duration::from_secs(30)).expect("the claimer's round ended");
+        let e = round.unwrap_err();
+        assert!(e.contains("unavailable"), "{e}");
+        let again = store.leases().claim("part/").unwrap().expect("the partition was released");
+        assert_eq!(parse_part_lease(&again.name).unwrap().0, "t");
     }
 
     /// Ranges of `size` tokens, the last open-ended, one at least per app

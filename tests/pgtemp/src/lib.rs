@@ -57,13 +57,18 @@ pub fn installed() -> bool {
     locate::bin_dir().is_ok()
 }
 
-/// The cluster every test of this process shares, started (with the default
-/// [`Options`]) by the first caller; concurrent callers wait for that start.
-/// It is never dropped: its watchdog stops it after the process exits. If the
-/// start failed, every call returns that failure.
+/// The cluster every test of this process shares, started by the first
+/// caller; concurrent callers wait for that start. It is never dropped: its
+/// watchdog stops it after the process exits. If the start failed, every call
+/// returns that failure.
+///
+/// It runs with `fsync` off: tests kill engines (and at most the server), never
+/// the machine, and what the server has written survives those in the page
+/// cache; waiting for the disk on every commit only made the suite slower.
 pub fn shared() -> Result<&'static Cluster> {
     static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    match SHARED.get_or_init(|| Cluster::start().map_err(|err| err.to_string())) {
+    let options = Options { fsync: false, ..Options::default() };
+    match SHARED.get_or_init(|| Cluster::start_with(options).map_err(|err| err.to_string())) {
         Ok(cluster) => Ok(cluster),
         Err(err) => Err(Error::Shared(err.clone())),
     }
