@@ -64,16 +64,22 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
         }
     }
     let most = d.settings().partitions_per_node.max(1);
+    // A partition that cannot start (its tenant's actor unavailable, the
+    // engine stopping) is released, and its tenant's partitions wait for the
+    // next round: claimed again at once it would fail again, a loop that
+    // never yields its thread, and the tenants after it would wait for ever.
+    let mut unavailable = Vec::new();
     loop {
         let held = store.leases().held_names("part/");
         if held.len() >= most {
             break;
         }
-        let Some(lease) = claim_fairly(store, &held).map_err(|e| e.to_string())? else { break };
-        // A partition that cannot start (its tenant's actor unavailable, the
-        // engine stopping) is released and waits for the next round: claimed
-        // again at once it would fail again, a loop that never yields its thread.
-        run_part(d, root, lease).await.map_err(|e| format!("a claimed partition could not start: {e}"))?;
+        let Some(lease) = claim_fairly(store, &held, &unavailable).map_err(|e| e.to_string())? else { break };
+        let tenant = parse_part_lease(&lease.name).map_or_else(|| lease.name.clone(), |(t, _, _)| format!("part/{t}/"));
+        if let Err(e) = run_part(d, root, lease).await {
+            tracing::warn!(error = %e, "a claimed partition could not start; its tenant's partitions wait for the next round");
+            unavailable.push(tenant);
+        }
     }
     Ok(())
 }
@@ -81,8 +87,9 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
 /// Claims a free partition of a tenant running none here, else of those
 /// running the fewest (`held`: the partitions this engine runs), so that
 /// one tenant's large broadcast does not take every slot while another
-/// tenant's waits for it to end; among equals, in lease-name order.
-fn claim_fairly(store: &Store, held: &[String]) -> herald_storage::Result<Option<Lease>> {
+/// tenant's waits for it to end; among equals, in lease-name order. Never
+/// one whose name starts with any of `skip`.
+fn claim_fairly(store: &Store, held: &[String], skip: &[String]) -> herald_storage::Result<Option<Lease>> {
     let mut running: BTreeMap<String, usize> = BTreeMap::new();
     for (tenant, _, _) in held.iter().filter_map(|n| parse_part_lease(n)) {
         let n = running.entry(format!("part/{tenant}/")).or_default();
@@ -94,7 +101,8 @@ fn claim_fairly(store: &Store, held: &[String]) -> herald_storage::Result<Option
     // Every running tenant avoided first; then those above each level in
     // turn, up to the highest, which avoids none.
     let avoided = |above: Option<usize>| -> Vec<String> {
-        running.iter().filter(|(_, n)| above.is_none_or(|l| **n > l)).map(|(t, _)| t.clone()).collect()
+        let busy = running.iter().filter(|(_, n)| above.is_none_or(|l| **n > l)).map(|(t, _)| t.clone());
+        busy.chain(skip.iter().cloned()).collect()
     };
     for above in std::iter::once(None).chain(levels.into_iter().map(Some)) {
         if let Some(lease) = store.leases().claim_avoiding("part/", &avoided(above))? {
@@ -264,14 +272,14 @@ mod tests {
         let mut held: Vec<Lease> = Vec::new();
         for _ in 0..4 {
             let names: Vec<String> = held.iter().map(|l| l.name.clone()).collect();
-            held.push(claim_fairly(&store, &names).unwrap().unwrap());
+            held.push(claim_fairly(&store, &names, &[]).unwrap().unwrap());
         }
         let tenants: Vec<String> = held.iter().map(tenant_of).collect();
         assert_eq!(tenants, ["a", "b", "a", "b"]);
         // One of b's ends: b runs the fewest, and gets the slot.
         held.remove(1);
         let names: Vec<String> = held.iter().map(|l| l.name.clone()).collect();
-        assert_eq!(tenant_of(&claim_fairly(&store, &names).unwrap().unwrap()), "b");
+        assert_eq!(tenant_of(&claim_fairly(&store, &names, &[]).unwrap().unwrap()), "b");
     }
 
     /// An actor of the root's type that is stopped before it is used: the
@@ -289,19 +297,23 @@ mod tests {
     }
 
     /// With the root actor gone (the engine stopping), a claimed partition
-    /// cannot start: the claimer releases it and ends its round. It used to
-    /// claim it again at once, a loop that never yielded its worker thread,
-    /// so the runtime could not even shut down.
+    /// cannot start: the claimer releases it and passes over its tenant until
+    /// the next round. It used to claim the same partition again at once, a
+    /// loop that never yielded its worker thread (the runtime could not even
+    /// shut down) and left every other tenant's partitions waiting.
     #[test]
-    fn a_partition_that_cannot_start_is_released_until_the_next_round() {
+    fn a_partition_that_cannot_start_is_released_and_its_tenant_passed_over() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_tokens(dir.path(), &[]);
-        let apps = (0..2).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
-        let job = job(apps, None);
-        let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
-        store.deliveries().create_job(&job, &report).unwrap();
-        let lease = store.leases().acquire(&herald_storage::broadcasts::job_lease("t", &job.id)).unwrap().unwrap();
-        store.broadcasts().split(&lease, &job, &split(&store, &job, 10).unwrap()).unwrap();
+        for tenant in ["a", "b"] {
+            let apps = (0..2).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
+            let job = Job { tenant: tenant.into(), ..job(apps, None) };
+            let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
+            store.deliveries().create_job(&job, &report).unwrap();
+            let job_lease = herald_storage::broadcasts::job_lease(tenant, &job.id);
+            let lease = store.leases().acquire(&job_lease).unwrap().unwrap();
+            store.broadcasts().split(&lease, &job, &split(&store, &job, 10).unwrap()).unwrap();
+        }
         let bus = Arc::new(crate::webhooks::EventBus::new(store.clone()));
         let d = Arc::new(Deliverer::new(store.clone(), crate::PushSettings::default(), bus).unwrap());
         let (tx, rx) = std::sync::mpsc::channel();
@@ -316,10 +328,14 @@ mod tests {
             let _ = tx.send(round);
         });
         let round = rx.recv_timeout(Duration::from_secs(30)).expect("the claimer's round ended");
-        let e = round.unwrap_err();
-        assert!(e.contains("unavailable"), "{e}");
-        let again = store.leases().claim("part/").unwrap().expect("the partition was released");
-        assert_eq!(parse_part_lease(&again.name).unwrap().0, "t");
+        assert_eq!(round, Ok(()));
+        // Every partition is free again; one of each tenant's was claimed once
+        // (epoch 1, taken again now: 2), the other never.
+        let mut epochs: Vec<(String, u64)> = std::iter::from_fn(|| store.leases().claim("part/").unwrap())
+            .map(|l| (parse_part_lease(&l.name).unwrap().0, l.epoch))
+            .collect();
+        epochs.sort();
+        assert_eq!(epochs, [("a".into(), 1), ("a".into(), 2), ("b".into(), 1), ("b".into(), 2)]);
     }
 
     /// Ranges of `size` tokens, the last open-ended, one at least per app
