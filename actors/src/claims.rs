@@ -250,6 +250,19 @@ mod tests {
         }
     }
 
+    /// A broadcast of `tenant` to `apps` apps without tokens, created and
+    /// split (one partition per app); answers how many partitions it has.
+    fn split_job(store: &Store, tenant: &str, apps: usize) -> usize {
+        let apps = (0..apps).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
+        let job = Job { tenant: tenant.into(), ..job(apps, None) };
+        let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
+        store.deliveries().create_job(&job, &report).unwrap();
+        let lease = store.leases().acquire(&herald_storage::broadcasts::job_lease(tenant, &job.id)).unwrap().unwrap();
+        let parts = split(store, &job, 10).unwrap();
+        store.broadcasts().split(&lease, &job, &parts).unwrap();
+        parts.len()
+    }
+
     /// Two tenants' broadcasts of six partitions each, the first tenant's
     /// first in lease-name order: four slots go two to each, and a slot
     /// freed by the second goes back to it (it then runs the fewest).
@@ -258,15 +271,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_tokens(dir.path(), &[]);
         for tenant in ["a", "b"] {
-            let apps = (0..6).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
-            let job = Job { tenant: tenant.into(), ..job(apps, None) };
-            let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
-            store.deliveries().create_job(&job, &report).unwrap();
-            let lease =
-                store.leases().acquire(&herald_storage::broadcasts::job_lease(tenant, &job.id)).unwrap().unwrap();
-            let parts = split(&store, &job, 10).unwrap();
-            assert_eq!(parts.len(), 6);
-            store.broadcasts().split(&lease, &job, &parts).unwrap();
+            assert_eq!(split_job(&store, tenant, 6), 6);
         }
         let tenant_of = |l: &Lease| parse_part_lease(&l.name).unwrap().0;
         let mut held: Vec<Lease> = Vec::new();
@@ -306,13 +311,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_tokens(dir.path(), &[]);
         for tenant in ["a", "b"] {
-            let apps = (0..2).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
-            let job = Job { tenant: tenant.into(), ..job(apps, None) };
-            let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
-            store.deliveries().create_job(&job, &report).unwrap();
-            let job_lease = herald_storage::broadcasts::job_lease(tenant, &job.id);
-            let lease = store.leases().acquire(&job_lease).unwrap().unwrap();
-            store.broadcasts().split(&lease, &job, &split(&store, &job, 10).unwrap()).unwrap();
+            assert_eq!(split_job(&store, tenant, 2), 2);
         }
         let bus = Arc::new(crate::webhooks::EventBus::new(store.clone()));
         let d = Arc::new(Deliverer::new(store.clone(), crate::PushSettings::default(), bus).unwrap());
