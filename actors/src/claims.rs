@@ -75,7 +75,7 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
             break;
         }
         let Some(lease) = claim_fairly(store, &held, &unavailable).map_err(|e| e.to_string())? else { break };
-        let tenant = parse_part_lease(&lease.name).map_or_else(|| lease.name.clone(), |(t, _, _)| format!("part/{t}/"));
+        let tenant = tenant_prefix(&lease.name).unwrap_or_else(|| lease.name.clone());
         if let Err(e) = run_part(d, root, lease).await {
             tracing::warn!(error = %e, "a claimed partition could not start; its tenant's partitions wait for the next round");
             unavailable.push(tenant);
@@ -91,8 +91,8 @@ async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), S
 /// one whose name starts with any of `skip`.
 fn claim_fairly(store: &Store, held: &[String], skip: &[String]) -> herald_storage::Result<Option<Lease>> {
     let mut running: BTreeMap<String, usize> = BTreeMap::new();
-    for (tenant, _, _) in held.iter().filter_map(|n| parse_part_lease(n)) {
-        let n = running.entry(format!("part/{tenant}/")).or_default();
+    for tenant in held.iter().filter_map(|n| tenant_prefix(n)) {
+        let n = running.entry(tenant).or_default();
         *n = n.saturating_add(1);
     }
     let mut levels: Vec<usize> = running.values().copied().collect();
@@ -110,6 +110,11 @@ fn claim_fairly(store: &Store, held: &[String], skip: &[String]) -> herald_stora
         }
     }
     Ok(None)
+}
+
+/// `part/<tenant>/`: the start of every partition lease of the tenant of `name`.
+fn tenant_prefix(name: &str) -> Option<String> {
+    parse_part_lease(name).map(|(tenant, _, _)| format!("part/{tenant}/"))
 }
 
 /// Hands a claimed partition to its tenant's actor, or drops the lease of

@@ -67,8 +67,8 @@ pub fn installed() -> bool {
 /// cache; waiting for the disk on every commit only made the suite slower.
 pub fn shared() -> Result<&'static Cluster> {
     static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
-    let options = Options { fsync: false, ..Options::default() };
-    match SHARED.get_or_init(|| Cluster::start_with(options).map_err(|err| err.to_string())) {
+    let start = || Cluster::start_with(Options { fsync: false, ..Options::default() });
+    match SHARED.get_or_init(|| start().map_err(|err| err.to_string())) {
         Ok(cluster) => Ok(cluster),
         Err(err) => Err(Error::Shared(err.clone())),
     }
