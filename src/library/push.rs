@@ -227,13 +227,11 @@ impl PushApi<'_> {
         Ok(DeliveryReport {
             notification_id: report.id.clone(),
             tenant_id: tenant.to_string(),
-            state: match (&report.failure, report.cancelled_ms, report.completed_ms) {
-                (Some(_), _, _) => "FAILED",
-                (None, Some(_), Some(_)) => "CANCELLED",
-                (None, Some(_), None) => "CANCELLING",
-                (None, None, Some(_)) => "COMPLETED",
-                (None, None, None) => "RUNNING",
-            }
+            state: crate::models::push::report_state(
+                report.failure.is_some(),
+                report.cancelled_ms.is_some(),
+                report.completed_ms.is_some(),
+            )
             .to_string(),
             cancelled_at: report.cancelled_ms,
             progress,

@@ -350,6 +350,20 @@ fn report_state_schema() -> utoipa::openapi::Object {
     crate::openapi::schema::strings(&["RUNNING", "COMPLETED", "FAILED", "CANCELLING", "CANCELLED"])
 }
 
+/// A report's state from its stored failure, cancel and completion. Only a
+/// completed notification is in a final state: a broadcast with a given-up
+/// partition stays `RUNNING` (its `failure` already set) while its other
+/// partitions still send, so a caller polling for the end sees their counts.
+pub fn report_state(failed: bool, cancelled: bool, completed: bool) -> &'static str {
+    match (completed, cancelled, failed) {
+        (false, true, _) => "CANCELLING",
+        (false, false, _) => "RUNNING",
+        (true, _, true) => "FAILED",
+        (true, true, false) => "CANCELLED",
+        (true, false, false) => "COMPLETED",
+    }
+}
+
 /// How far a broadcast got.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -425,8 +439,9 @@ pub struct DeliveryReport {
     pub kind: String,
     /// The client id, user id or topic it was sent to.
     pub recipient: String,
-    /// `RUNNING`, `COMPLETED` or `FAILED`; a cancelled broadcast
-    /// `CANCELLING` until its sends in flight are counted, then `CANCELLED`.
+    /// `RUNNING`, `COMPLETED` or `FAILED` (a broadcast with a given-up
+    /// partition is `RUNNING` until its other partitions end); a cancelled
+    /// broadcast `CANCELLING` until its sends in flight are counted, then `CANCELLED`.
     #[schema(schema_with = report_state_schema)]
     pub state: String,
     /// When a broadcast was cancelled (ms since the Unix epoch).
