@@ -27,7 +27,10 @@
 //!    tenant A gets one-client sends at 50/s: their p99 latency, both completion
 //!    times and `fairness_ratio` = slower / faster.
 //! 6. **Storage**: bytes on disk per client after seeding N, and the time from
-//!    spawning `herald serve` on that data to its "listening" line.
+//!    spawning `herald serve` on that data to its "listening" line. The
+//!    seeding closes the store as a stopping Herald does (`Store::close`); the
+//!    time that close takes, the log replay a start after a crash would pay,
+//!    is shown beside.
 //! 7. **Retention** (only with `--only ...,7`): Herald with
 //!    `--report-retention 15s` takes 200 000 one-client sends (20 000 with
 //!    `--quick`), twice; the bytes its records take before, after each round,
@@ -979,8 +982,12 @@ const SEED_THREADS: u64 = 4;
 /// Seeds `n` iOS clients of `tenant`'s app with valid APNs tokens
 /// `offset..offset+n`, straight into the storage of a stopped Herald (as
 /// `tests/it/broadcast.rs` does: a client and its push token per client), from
-/// [`SEED_THREADS`] threads, flushed once at the end. Answers the time it took.
-fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
+/// [`SEED_THREADS`] threads, flushed once at the end, then closed as a
+/// stopping Herald closes it (on sled with the snapshot of the page table
+/// that spares the next start a replay of the log). Answers the time the
+/// writes took and the time the close took: the replay a crash would have
+/// left to the next start.
+fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> (Duration, Duration) {
     let t0 = Instant::now();
     let store =
         Store::open(&StoreOptions { store_url: store_url(), ..StoreOptions::new(data) }).expect("open the store");
@@ -1022,8 +1029,9 @@ fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Duration {
         }
     });
     store.flush_now().expect("flush the seeded store");
-    drop(store);
-    t0.elapsed()
+    let written = t0.elapsed();
+    store.close().expect("close the seeded store");
+    (written, t0.elapsed().saturating_sub(written))
 }
 
 // ---------------------------------------------------------------------------
@@ -2093,6 +2101,9 @@ struct Results {
     /// The data directory per client once the first broadcast recorded its outcomes.
     bytes_per_client_after_broadcast: Option<f64>,
     seed_per_s: Option<f64>,
+    /// Closing the store after seeding N clients: the log replay that a
+    /// stop spares the next start, and that a start after a crash pays.
+    seed_close: Option<Duration>,
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
     phase5_complete: bool,
@@ -2322,12 +2333,14 @@ impl Bench {
         let n = self.opts.tokens;
         say!("seeding {n} clients of {TENANT_A}");
         let d = self.data.clone();
-        let took = tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
+        let (took, close) =
+            tokio::task::spawn_blocking(move || seed(&d, TENANT_A, n, TOKENS_A)).await.expect("seed task");
         self.res.seed_per_s = Some(n as f64 / took.as_secs_f64());
+        self.res.seed_close = Some(close);
         let bytes = stored_bytes(&self.data);
         self.res.bytes_per_client = Some(bytes as f64 / (n + 2) as f64);
         say!(
-            "seeded in {took:.2?} ({:.0} clients/s); data dir {:.1} MiB = {:.0} bytes/client",
+            "seeded in {took:.2?} ({:.0} clients/s), closed in {close:.2?}; data dir {:.1} MiB = {:.0} bytes/client",
             n as f64 / took.as_secs_f64(),
             bytes as f64 / 1048576.0,
             self.res.bytes_per_client.unwrap_or(0.0)
@@ -2960,6 +2973,7 @@ fn results_json(res: &Results) -> Value {
     put("herald_startup_ms", res.startup.map(|d| d.as_secs_f64() * 1000.0));
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
+    put("seed_close_ms", res.seed_close.map(|d| d.as_secs_f64() * 1000.0));
     put("rss_before_broadcast_mib", res.rss_before);
     for (key, h) in [
         ("fanout_provider_round_trip", &res.fanout_provider),
@@ -3285,6 +3299,11 @@ fn table(res: &Results, opts: &Options) -> String {
             String::new(),
         ),
         ("seeding (storage API, one flush at the end)".into(), fmt_opt(res.seed_per_s, 0, " clients/s"), String::new()),
+        (
+            "  … closing the seeded store (its snapshot; what a start after a crash replays instead)".into(),
+            fmt_opt(res.seed_close.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
+            String::new(),
+        ),
     ];
     if !res.phase5_complete {
         rows.push(("  (phase 5 broadcasts did not all complete in time)".into(), String::new(), String::new()));
@@ -3542,6 +3561,7 @@ fn seed_webpush(data: &Path, subscriptions: &[String]) {
         store.push_tokens().set(TENANT_WEB, &id, &token).expect("seed a push token");
     }
     store.flush_now().expect("flush the seeded store");
+    store.close().expect("close the seeded store");
 }
 
 /// The table's rows of item 9, beside the APNs fan-out's.

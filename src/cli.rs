@@ -143,7 +143,7 @@ async fn serve(mut config: Config, demo: bool) -> Result<(), String> {
     }
     let tls = crate::server::tls_acceptor(&engine)?;
     crate::server::serve(engine.clone(), listeners, tls, shutdown_signal()).await;
-    engine.push.stop();
+    engine.shutdown().await;
     tracing::info!("herald stopped");
     Ok(())
 }

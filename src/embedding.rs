@@ -151,7 +151,9 @@ impl Engine {
     }
 
     /// Waits for requests in flight through [`Engine::http_service`], stops the
-    /// actors (broadcasts and outboxes resume at the next start) and flushes.
+    /// actors (broadcasts and outboxes resume at the next start), flushes,
+    /// frees this engine's leases and closes the store (on sled, with the
+    /// snapshot that keeps the next start short). The engine serves nothing after.
     pub async fn shutdown(&self) {
         self.in_flight.close();
         if tokio::time::timeout(DRAIN, self.in_flight.wait()).await.is_err() {
@@ -165,6 +167,13 @@ impl Engine {
         // taken over by the others at once rather than when the leases expire.
         if let Err(e) = self.store.leases().free_all_mine() {
             tracing::warn!(error = %e, "could not free this engine's leases; they expire");
+        }
+        // Last: the next start reads the snapshot this writes (see `Store::close`).
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || store.close()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not close the databases; the next start replays their log"),
+            Err(e) => tracing::warn!(error = %e, "closing the databases stopped"),
         }
     }
 }

@@ -140,5 +140,15 @@ async fn builder_service_typed_api_and_draining_shutdown() {
         sent_at.elapsed()
     );
     assert_eq!(slow.await.unwrap(), 202);
+    // The store is closed, on sled with a snapshot of the page table (none
+    // existed: this directory was opened once), so the next start reads it
+    // rather than replaying the log.
+    assert!(matches!(engine.store.apps().get("acme", "demo"), Err(herald_storage::Error::Unavailable(_))));
+    if !herald_storage::test_on_postgres() {
+        let snapshot = std::fs::read_dir(dir.path().join("db"))
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("snap."));
+        assert!(snapshot, "a snapshot in {}", dir.path().display());
+    }
     sims.shutdown().await;
 }
