@@ -690,6 +690,23 @@ impl Herald {
         self.proc.pid()
     }
 
+    /// Stops Herald as an operator does (SIGTERM) and answers how long it
+    /// took to exit; killed after 120 s. (Dropping a `Herald` kills it.)
+    fn stop(mut self) -> Duration {
+        let t0 = Instant::now();
+        let pid = rustix::process::Pid::from_child(&self.proc.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        while t0.elapsed() < Duration::from_secs(120) {
+            if let Ok(Some(_)) = self.proc.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = t0.elapsed();
+        say!("herald (pid {}) stopped with SIGTERM in {took:.2?}", self.pid());
+        took
+    }
+
     fn cpu(&self) -> f64 {
         cpu_secs(self.pid()).unwrap_or(0.0)
     }
@@ -2104,6 +2121,8 @@ struct Results {
     /// Closing the store after seeding N clients: the log replay that a
     /// stop spares the next start, and that a start after a crash pays.
     seed_close: Option<Duration>,
+    /// SIGTERM to exit of the Herald of items 1 to 4, after their broadcasts.
+    stop: Option<Duration>,
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
     phase5_complete: bool,
@@ -2264,7 +2283,8 @@ async fn run(opts: Options) {
         if wants(&[4]) {
             b.send_api(&herald, &admin_a, &send_client).await;
         }
-        drop(herald);
+        // Its store closes with a snapshot, so the next start (phase 5) reads that.
+        b.res.stop = Some(herald.stop());
         if wants(&[7]) {
             b.retention(&send_client).await;
         }
@@ -2974,6 +2994,7 @@ fn results_json(res: &Results) -> Value {
     put("herald_startup_ms_2n", res.startup_2n.map(|d| d.as_secs_f64() * 1000.0));
     put("seed_clients_per_s", res.seed_per_s);
     put("seed_close_ms", res.seed_close.map(|d| d.as_secs_f64() * 1000.0));
+    put("herald_stop_ms", res.stop.map(|d| d.as_secs_f64() * 1000.0));
     put("rss_before_broadcast_mib", res.rss_before);
     for (key, h) in [
         ("fanout_provider_round_trip", &res.fanout_provider),
@@ -3296,6 +3317,11 @@ fn table(res: &Results, opts: &Options) -> String {
         (
             "  … on 2N clients".into(),
             fmt_opt(res.startup_2n.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
+            String::new(),
+        ),
+        (
+            "herald stop (SIGTERM → exit) after items 1 to 4, its store's close included".into(),
+            fmt_opt(res.stop.map(|d| d.as_secs_f64() * 1000.0), 0, " ms"),
             String::new(),
         ),
         ("seeding (storage API, one flush at the end)".into(), fmt_opt(res.seed_per_s, 0, " clients/s"), String::new()),

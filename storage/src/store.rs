@@ -183,7 +183,8 @@ impl Store {
     /// were written. The replay is paid here, by the stop, and the next start
     /// reads the snapshot. A process killed instead still replays at its
     /// next start. Blocks for as long as the replay takes, and up to 5 s for
-    /// operations still using the databases (their snapshot is then skipped).
+    /// operations still using the databases; past that it answers an error
+    /// and the store stays open, without a snapshot.
     pub fn close(&self) -> Result<()> {
         use std::sync::atomic::Ordering;
         if self.inner.closed.swap(true, Ordering::AcqRel) {
