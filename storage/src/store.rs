@@ -173,10 +173,12 @@ impl Store {
         }
     }
 
-    /// Flushes and closes the databases for good, as an engine stops;
-    /// every later call answers `Unavailable`.
+    /// On sled, flushes and closes the databases for good, as an engine
+    /// stops: every later call answers `Unavailable`. On PostgreSQL there is
+    /// nothing to do (every commit is durable, a start reads no log): the
+    /// store stays usable until dropped.
     ///
-    /// On sled the databases are opened once more before they close: sled
+    /// The sled databases are opened once more before they close: sled
     /// 0.34 writes its snapshot of the page table only when it opens, so
     /// without this the next start replays (and decompresses) every log
     /// entry written since the previous start, 3.8 s after a million clients
@@ -191,7 +193,7 @@ impl Store {
             return Ok(());
         }
         if self.inner.flusher.is_none() {
-            return Ok(()); // PostgreSQL: every commit is durable, start-up reads no log.
+            return Ok(()); // PostgreSQL
         }
         self.flush_now()?;
         if !self.inner.dbs.close(std::time::Duration::from_secs(5)) {
