@@ -119,7 +119,13 @@ pub async fn execute(
     let d = channels.deliverer();
     match &req.recipient {
         Recipient::Topic { .. } => {
-            let (job, apps) = broadcast(d, &req)?;
+            // Counting the targeted tokens reads each app's whole index (a
+            // second or so at a million): off the runtime's worker threads,
+            // whose other tasks (other tenants' sends) would wait meanwhile.
+            let deliverer = d.clone();
+            let (job, apps) = tokio::task::spawn_blocking(move || broadcast(&deliverer, &req))
+                .await
+                .map_err(|e| SendError::Internal(format!("queuing the broadcast stopped: {e}")))??;
             d.store().durable().await?;
             Ok(SendAnswer::Broadcast { job: Box::new(job), apps })
         }
