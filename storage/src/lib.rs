@@ -74,5 +74,5 @@ pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};
 pub use store::{now_ms, Store, StoreOptions};
 #[cfg(feature = "test-support")]
-pub use store::{test_on_postgres, test_options};
+pub use store::{test_newest_snapshot, test_on_postgres, test_options};
 pub use tx::Tx;

@@ -192,7 +192,7 @@ impl Store {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        if self.inner.flusher.is_none() {
+        if self.inner.opts.store_url.is_some() {
             return Ok(()); // PostgreSQL
         }
         self.flush_now()?;
@@ -328,6 +328,21 @@ pub(crate) fn all_with_tenant<T: DeserializeOwned>(tree: &Tree) -> Result<Vec<(S
 
 pub(crate) fn put<T: Serialize>(tree: &Tree, key: &[u8], value: &T) -> Result<()> {
     tree.insert(key, &codec::encode(value)?)
+}
+
+/// The name of the newest sled snapshot of the records database under
+/// `data_dir` (`snap.<LSN in hex>`, so names order as snapshots do), or ""
+/// when there is none: tests of [`Store::close`]. Panics when the directory
+/// cannot be read: tests only.
+#[cfg(feature = "test-support")]
+#[allow(clippy::expect_used)]
+pub fn test_newest_snapshot(data_dir: &Path) -> String {
+    std::fs::read_dir(data_dir.join("db"))
+        .expect("the records database's directory")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("snap.") && !n.ends_with(".generating"))
+        .max()
+        .unwrap_or_default()
 }
 
 /// Whether tests run on PostgreSQL (`HERALD_TEST_STORE=postgres`) rather than sled.

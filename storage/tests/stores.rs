@@ -662,17 +662,6 @@ fn sixteen_writers_creating_clients_in_one_tenant_all_commit() {
     assert_eq!(s.push_tokens().count_valid_of_app("acme", "shop"), 16 * per_writer);
 }
 
-/// The newest sled snapshot of the records database: `snap.<LSN in hex>`.
-fn newest_snapshot(dir: &std::path::Path) -> String {
-    let mut snaps: Vec<String> = std::fs::read_dir(dir.join("db"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("snap.") && !n.ends_with(".generating"))
-        .collect();
-    snaps.sort();
-    snaps.pop().unwrap_or_default()
-}
-
 /// `close` leaves a snapshot of sled's page table covering every write, so
 /// the next start reads it rather than replaying the log (sled 0.34 writes
 /// one only as it opens); a sled store refuses work after it, and what it
@@ -687,7 +676,7 @@ async fn a_closed_store_leaves_a_snapshot_covering_its_writes() {
     }
     // Opened again: sled's snapshot covers what the first run wrote.
     let s = reopened(|| Store::open(&herald_storage::test_options(dir.path())));
-    let at_open = (!herald_storage::test_on_postgres()).then(|| newest_snapshot(dir.path()));
+    let at_open = (!herald_storage::test_on_postgres()).then(|| herald_storage::test_newest_snapshot(dir.path()));
     assert_ne!(at_open.as_deref(), Some(""), "sled wrote a snapshot as it opened");
     for i in 0..200 {
         s.apps().create("acme", &App { name: format!("app{i}"), ..Default::default() }).unwrap();
@@ -700,7 +689,10 @@ async fn a_closed_store_leaves_a_snapshot_covering_its_writes() {
     s.close().unwrap();
     drop(s);
     if let Some(at_open) = at_open {
-        assert!(newest_snapshot(dir.path()) > at_open, "a snapshot newer than the start's: {at_open}");
+        assert!(
+            herald_storage::test_newest_snapshot(dir.path()) > at_open,
+            "a snapshot newer than the start's: {at_open}"
+        );
     }
     let s = reopened(|| Store::open(&herald_storage::test_options(dir.path())));
     assert_eq!(s.apps().list("acme", 0, 1000).unwrap().1, 201);

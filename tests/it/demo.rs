@@ -29,7 +29,7 @@ async fn demo_run_sends(dir: &std::path::Path) {
     }
     std::thread::spawn(move || for _ in lines {});
     let (base, stats) = (base.expect("address printed"), stats.expect("stats URL printed"));
-    let at_start = newest_snapshot(dir);
+    let at_start = herald_storage::test_newest_snapshot(dir);
     // A regression fails, not hangs: every call is bounded.
     let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap();
     let tokens: Value = http
@@ -61,17 +61,7 @@ async fn demo_run_sends(dir: &std::path::Path) {
     assert!(child.wait().unwrap().success(), "SIGTERM shuts down cleanly");
     // The stop closed the store with a snapshot of sled's page table covering
     // this run's writes, so the next start reads it instead of replaying them.
-    assert!(newest_snapshot(dir) > at_start, "a snapshot newer than {at_start:?}");
-}
-
-/// The newest sled snapshot of the records database (`snap.<LSN in hex>`), or "".
-fn newest_snapshot(dir: &std::path::Path) -> String {
-    std::fs::read_dir(dir.join("db"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("snap.") && !n.ends_with(".generating"))
-        .max()
-        .unwrap_or_default()
+    assert!(herald_storage::test_newest_snapshot(dir) > at_start, "a snapshot newer than {at_start:?}");
 }
 
 #[tokio::test]
