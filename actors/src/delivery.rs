@@ -11,7 +11,7 @@ use crate::providers::auth_http::AuthHttp;
 use crate::providers::fcm::Fcm;
 use crate::providers::hms::Hms;
 use crate::providers::webpush::WebPush;
-use crate::providers::{Authorizer, Backend, BuildEnv, FormatError, Notification, Outcome, Provider};
+use crate::providers::{Authorizer, Backend, Bearer, BuildEnv, FormatError, Notification, Outcome, Provider};
 use crate::settings::PushSettings;
 use crate::transport::{tls_config, TransportError};
 use crate::webhooks::EventBus;
@@ -412,7 +412,7 @@ impl<P: Provider> Channel<P> {
             }
             if refused {
                 renewed = true;
-                self.auth.refused(bearer.as_deref());
+                self.auth.refused(bearer.as_ref());
                 continue;
             }
             let wait = delay(s, attempt, &pending);
@@ -437,17 +437,17 @@ impl<P: Provider> Channel<P> {
     }
 
     /// One request for `tokens`: one outcome per token, and the bearer it carried.
-    async fn attempt(&self, payload: &P::Payload, tokens: &[&str], lane: Lane) -> (Vec<Outcome>, Option<Arc<str>>) {
+    async fn attempt(&self, payload: &P::Payload, tokens: &[&str], lane: Lane) -> (Vec<Outcome>, Option<Bearer>) {
         let all = |o: Outcome| vec![o; tokens.len()];
         let bearer = match self.auth.authorize().await {
             Ok(bearer) => bearer,
             Err(e) => return (all(e.outcome(P::BACKEND)), None),
         };
-        let request = match self.provider.request(payload, tokens, bearer.as_deref()) {
+        let request = match self.provider.request(payload, tokens, bearer.as_ref()) {
             Ok(r) => r,
             Err(e) => return (all(Outcome::Failed { status: e.status, reason: e.message }), bearer),
         };
-        let mut answers = match self.pools.post(lane, &request).await {
+        let mut answers = match self.pools.post(lane, request).await {
             Ok(reply) => P::read(reply.status, &reply.headers, &reply.body, tokens),
             Err(TransportError::Config(e)) => all(Outcome::Failed { status: 500, reason: e }),
             Err(e @ TransportError::Forbidden(_)) => all(Outcome::Failed { status: 403, reason: e.to_string() }),

@@ -45,7 +45,7 @@ impl Pools {
     }
 
     /// Sends `req` through the pool of its target.
-    pub(crate) async fn post(&self, lane: Lane, req: &WireRequest) -> Result<Reply, TransportError> {
+    pub(crate) async fn post(&self, lane: Lane, req: WireRequest) -> Result<Reply, TransportError> {
         match self {
             Pools::One(pool) => pool.post(lane, req).await,
             Pools::PerOrigin(origins) => {
@@ -116,7 +116,7 @@ mod tests {
             headers: vec![],
             body: bytes::Bytes::new(),
         };
-        let e = pools.post(Lane::Bulk, &req).await.unwrap_err();
+        let e = pools.post(Lane::Bulk, req).await.unwrap_err();
         assert!(matches!(e, TransportError::Forbidden(_)), "{e}");
     }
 }

@@ -130,7 +130,7 @@ impl Pool {
     }
 
     /// Sends one request on a free stream, opening a connection when all are busy.
-    pub async fn post(&self, lane: Lane, req: &WireRequest) -> Result<Reply, TransportError> {
+    pub async fn post(&self, lane: Lane, req: WireRequest) -> Result<Reply, TransportError> {
         let own = match lane {
             Lane::Interactive => self.interactive_stream().await?,
             Lane::Bulk => None,

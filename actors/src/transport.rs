@@ -184,18 +184,19 @@ impl Connection {
     }
 
     /// Sends one POST and reads the whole answer, within `timeout`.
-    pub async fn post(&self, req: &WireRequest, timeout: Duration) -> Result<Reply, TransportError> {
+    pub async fn post(&self, req: WireRequest, timeout: Duration) -> Result<Reply, TransportError> {
         match tokio::time::timeout(timeout, self.exchange(req)).await {
             Ok(r) => r,
             Err(_) => Err(TransportError::Timeout),
         }
     }
 
-    async fn exchange(&self, req: &WireRequest) -> Result<Reply, TransportError> {
+    /// Takes `req` whole: its path and headers move into the h2 request uncopied.
+    async fn exchange(&self, req: WireRequest) -> Result<Reply, TransportError> {
         let uri = Uri::builder()
             .scheme("https")
             .authority(self.authority.clone())
-            .path_and_query(req.path.as_str())
+            .path_and_query(req.path)
             .build()
             .map_err(|e| TransportError::Config(e.to_string()))?;
         let mut request = http::Request::builder()
@@ -204,8 +205,9 @@ impl Connection {
             .body(())
             .map_err(|e| TransportError::Config(e.to_string()))?;
         let headers = request.headers_mut();
-        for (k, v) in &req.headers {
-            headers.append(k.clone(), v.clone());
+        headers.reserve(req.headers.len().saturating_add(1));
+        for (k, v) in req.headers {
+            headers.append(k, v);
         }
         headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(req.body.len()));
         let mut send = self.send.clone().ready().await.map_err(|e| self.classify(e))?;

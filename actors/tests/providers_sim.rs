@@ -17,7 +17,7 @@ use herald_actors::guard::EndpointPolicy;
 use herald_actors::providers::auth_http::AuthHttp;
 use herald_actors::providers::fcm::{Assertion, FcmAuth, ServiceAccount};
 use herald_actors::providers::hms::{ClientCredentials, HmsAuth};
-use herald_actors::providers::{apns, fcm, hms, Notification, Outcome, Priority, WireRequest, MAX_PAYLOAD};
+use herald_actors::providers::{apns, fcm, hms, Bearer, Notification, Outcome, Priority, WireRequest, MAX_PAYLOAD};
 use herald_sim::{generate_credentials, Credentials, Faults, SimConfig, SimUrls, Simulators};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
@@ -210,13 +210,13 @@ async fn fcm_accepts_what_we_send() {
     let project = sa.project_id.clone();
     let auth = FcmAuth::new(Assertion::new(sa).unwrap(), auth_http(&sims));
     let bearer = auth.token().await.unwrap();
-    assert!(bearer.starts_with("ya29."), "{bearer}");
-    assert_eq!(auth.token().await.unwrap(), bearer, "cached");
+    assert!(bearer.token().starts_with("ya29."), "{bearer:?}");
+    assert_eq!(auth.token().await.unwrap().token(), bearer.token(), "cached");
     let base = sims.fcm_url();
 
     let payload = fcm::prepare(&notification()).unwrap();
     let (status, headers, body) =
-        h2.post(&base, &payload.request(&project, "fcm-token-1:APA91b", &bearer).unwrap()).await;
+        h2.post(&base, &payload.request(&project, "fcm-token-1:APA91b", Some(&bearer)).unwrap()).await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(
         matches!(&outcome, Outcome::Sent { id: Some(name) } if name.starts_with(&format!("projects/{project}/messages/"))),
@@ -227,25 +227,32 @@ async fn fcm_accepts_what_we_send() {
     silent.silent = true;
     silent.priority = Priority::Low;
     let payload = fcm::prepare(&silent).unwrap();
-    let (status, headers, body) = h2.post(&base, &payload.request(&project, "fcm-token-2", &bearer).unwrap()).await;
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(&project, "fcm-token-2", Some(&bearer)).unwrap()).await;
     assert!(matches!(fcm::parse_response(status, &headers, &body), Outcome::Sent { .. }));
 
-    let (status, headers, body) = h2.post(&base, &payload.request(&project, "dead-fcm-token", &bearer).unwrap()).await;
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(&project, "dead-fcm-token", Some(&bearer)).unwrap()).await;
     assert_eq!(
         fcm::parse_response(status, &headers, &body),
         Outcome::Dead { status: 404, reason: "UNREGISTERED".into() }
     );
 
     // A bearer FCM does not know: AuthRefused.
-    let (status, headers, body) =
-        h2.post(&base, &payload.request(&project, "fcm-token-3", "ya29.forged").unwrap()).await;
+    let (status, headers, body) = h2
+        .post(
+            &base,
+            &payload.request(&project, "fcm-token-3", Some(&Bearer::new("Bearer", "ya29.forged").unwrap())).unwrap(),
+        )
+        .await;
     assert!(matches!(fcm::parse_response(status, &headers, &body), Outcome::AuthRefused { status: 401, .. }));
 
     // An injected 429 is a retry after the announced delay.
     let faults: Faults =
         serde_json::from_value(json!({"fcm": {"status": [{"status": 429, "count": 1, "retry_after": 2}]}})).unwrap();
     sims.set_faults(faults);
-    let (status, headers, body) = h2.post(&base, &payload.request(&project, "fcm-token-4", &bearer).unwrap()).await;
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(&project, "fcm-token-4", Some(&bearer)).unwrap()).await;
     assert_eq!(
         fcm::parse_response(status, &headers, &body),
         Outcome::Retry {
@@ -284,7 +291,7 @@ async fn fcm_payload_limit_matches_the_simulator() {
     n.custom_data.insert("pad".into(), json!("x".repeat(fill)));
     let payload = fcm::prepare(&n).unwrap();
     let (status, headers, body) =
-        h2.post(&sims.fcm_url(), &payload.request(&project, "fcm-token-big", &bearer).unwrap()).await;
+        h2.post(&sims.fcm_url(), &payload.request(&project, "fcm-token-big", Some(&bearer)).unwrap()).await;
     let outcome = fcm::parse_response(status, &headers, &body);
     assert!(matches!(outcome, Outcome::Sent { .. }), "{outcome:?}");
 }
@@ -304,7 +311,7 @@ async fn hms_accepts_what_we_send() {
 
     let payload = hms::prepare(&notification()).unwrap();
     let tokens = ["hms-token-1", "dead-hms-token", "hms-token-2"];
-    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, &bearer).unwrap()).await;
+    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, Some(&bearer)).unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
     assert_eq!(outcomes.len(), 3);
     assert!(matches!(outcomes[0], Outcome::Sent { id: Some(_) }), "{outcomes:?}");
@@ -316,17 +323,18 @@ async fn hms_accepts_what_we_send() {
     silent.collapse_key = Some("42".into());
     let payload = hms::prepare(&silent).unwrap();
     let tokens = ["hms-token-3"];
-    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, &bearer).unwrap()).await;
+    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, Some(&bearer)).unwrap()).await;
     assert!(matches!(hms::parse_response(status, &headers, &body, &tokens)[0], Outcome::Sent { .. }));
 
     let tokens = ["dead-1", "dead-2"];
-    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, &bearer).unwrap()).await;
+    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, Some(&bearer)).unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
     assert!(outcomes.iter().all(is_dead), "{outcomes:?}");
 
     // A bearer Huawei does not know: AuthRefused for every token.
     let tokens = ["hms-token-4", "hms-token-5"];
-    let (status, headers, body) = h2.post(&base, &payload.request(app, &tokens, "forged").unwrap()).await;
+    let (status, headers, body) =
+        h2.post(&base, &payload.request(app, &tokens, Some(&Bearer::new("Bearer", "forged").unwrap())).unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
     assert!(outcomes.iter().all(|o| matches!(o, Outcome::AuthRefused { status: 401, .. })), "{outcomes:?}");
 
@@ -362,7 +370,7 @@ async fn hms_payload_limit_matches_the_simulator() {
     let tokens: Vec<String> = (0..100).map(|i| format!("hms-token-{i:0>60}")).collect();
     let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
     let (status, headers, body) =
-        h2.post(&sims.hms_url(), &payload.request(&fx.creds.hms_client_id, &tokens, &bearer).unwrap()).await;
+        h2.post(&sims.hms_url(), &payload.request(&fx.creds.hms_client_id, &tokens, Some(&bearer)).unwrap()).await;
     let outcomes = hms::parse_response(status, &headers, &body, &tokens);
     assert!(outcomes.iter().all(|o| matches!(o, Outcome::Sent { .. })), "{:?}", outcomes[0]);
 }

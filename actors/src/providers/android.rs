@@ -7,7 +7,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
 
-use super::{FormatError, Notification, Priority, WireRequest};
+use super::{Bearer, FormatError, Notification, Priority, WireRequest};
 
 /// The `data` of a message: customData, `sender`, `notificationId` and
 /// `category`, each value passed through `value` (FCM wants strings).
@@ -101,7 +101,7 @@ pub(super) fn request(
     prefix: &[u8],
     tokens: &impl serde::Serialize,
     suffix: &Bytes,
-    bearer: &str,
+    bearer: Option<&Bearer>,
 ) -> Result<WireRequest, FormatError> {
     let [first, second, rest] = path;
     let mut p =
@@ -115,5 +115,5 @@ pub(super) fn request(
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the token: {e}") })?;
     let mut body = writer.into_inner();
     body.put_slice(suffix);
-    Ok(WireRequest { authority: None, path: p, headers: super::json_bearer_headers(bearer)?, body: body.freeze() })
+    Ok(WireRequest { authority: None, path: p, headers: super::json_bearer_headers(bearer), body: body.freeze() })
 }

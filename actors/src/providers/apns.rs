@@ -17,7 +17,7 @@ use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Map, Value};
 
 use super::Notification;
-use super::{header_value, retry_after, unix_now, AuthError, Backend, BuildEnv, Built, FormatError};
+use super::{header_value, retry_after, unix_now, AuthError, Backend, Bearer, BuildEnv, Built, FormatError};
 use super::{Outcome, Priority, Provider, WireRequest};
 use crate::credentials::{ApnsAuth, ApnsCredentials, AppCredentials};
 use crate::transport::{tls_config, Target};
@@ -60,17 +60,14 @@ impl ApnsPayload {
     /// The request for one device token: `POST /3/device/{token}`, with
     /// `authorization: bearer <jwt>` under token auth (`None` under certificate
     /// auth, where the TLS client certificate authenticates the connection).
-    pub fn request(&self, token: &str, bearer: Option<&str>) -> WireRequest {
+    pub fn request(&self, token: &str, bearer: Option<&Bearer>) -> WireRequest {
         let mut path = String::with_capacity(token.len().saturating_add(10));
         path.push_str("/3/device/");
         super::push_path_segment(&mut path, token);
         let mut headers = Vec::with_capacity(self.headers.len().saturating_add(1));
         headers.extend(self.headers.iter().cloned());
         if let Some(jwt) = bearer {
-            // Our own JWT is base64url and dots: it always makes a valid header.
-            if let Ok(value) = super::authorization("bearer", jwt) {
-                headers.push((http::header::AUTHORIZATION, value));
-            }
+            headers.push((http::header::AUTHORIZATION, jwt.header().clone()));
         }
         WireRequest { authority: None, path, headers, body: self.body.clone() }
     }
@@ -219,7 +216,7 @@ pub const JWT_MIN_AGE_FOR_REFRESH: Duration = Duration::from_secs(20 * 60);
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 struct Signed {
-    token: Arc<str>,
+    bearer: Bearer,
     iat: u64,
 }
 
@@ -227,7 +224,7 @@ struct Signed {
 /// key: reused until it is 40 minutes old, then replaced by a newly signed one.
 ///
 /// [`ApnsJwt::current`] runs for every request, so its common path is a read
-/// lock and an `Arc` clone; signing happens under the write lock, once.
+/// lock and a [`Bearer`] clone; signing happens under the write lock, once.
 pub struct ApnsJwt {
     key: EcdsaKeyPair,
     rng: SystemRandom,
@@ -265,20 +262,20 @@ impl ApnsJwt {
         let header = serde_json::to_vec(&json!({ "alg": "ES256", "kid": key_id }))
             .map_err(|e| format!("cannot encode the JWT header: {e}"))?;
         let iss = serde_json::to_string(team_id).map_err(|e| format!("cannot encode the team id: {e}"))?;
-        let mut jwt = ApnsJwt {
+        let (header, claims_prefix) =
+            (format!("{}.", URL_SAFE_NO_PAD.encode(header)), format!("{{\"iss\":{iss},\"iat\":"));
+        let now = clock();
+        let bearer = sign(&key, &rng, &header, &claims_prefix, now)?;
+        count_refresh();
+        Ok(ApnsJwt {
             key,
             rng,
             key_id: key_id.to_owned(),
-            header: format!("{}.", URL_SAFE_NO_PAD.encode(header)),
-            claims_prefix: format!("{{\"iss\":{iss},\"iat\":"),
+            header,
+            claims_prefix,
             clock,
-            current: RwLock::new(Signed { token: Arc::from(""), iat: 0 }),
-        };
-        let now = (jwt.clock)();
-        let token = jwt.sign(now)?;
-        *jwt.current.get_mut().unwrap_or_else(|e| e.into_inner()) = Signed { token, iat: now };
-        count_refresh();
-        Ok(jwt)
+            current: RwLock::new(Signed { bearer, iat: now }),
+        })
     }
 
     /// The key id (the JWT's `kid`).
@@ -288,12 +285,17 @@ impl ApnsJwt {
 
     /// The token to send now: the current one while it is under 40 minutes old,
     /// else a newly signed one.
-    pub fn current(&self) -> Arc<str> {
+    pub fn current(&self) -> Bearer {
+        self.signed().0
+    }
+
+    /// [`ApnsJwt::current`] and its `iat`.
+    fn signed(&self) -> (Bearer, u64) {
         let now = (self.clock)();
         {
             let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
             if now.saturating_sub(guard.iat) < JWT_REFRESH_AFTER.as_secs() {
-                return guard.token.clone();
+                return (guard.bearer.clone(), guard.iat);
             }
         }
         self.replace_if(|iat| now.saturating_sub(iat) >= JWT_REFRESH_AFTER.as_secs(), now)
@@ -322,12 +324,12 @@ impl ApnsJwt {
 
     /// Under the write lock: signs a new token if `stale(iat)` still holds (another
     /// thread may have replaced it meanwhile), and returns the token in force.
-    fn replace_if(&self, stale: impl Fn(u64) -> bool, now: u64) -> Arc<str> {
+    fn replace_if(&self, stale: impl Fn(u64) -> bool, now: u64) -> (Bearer, u64) {
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
         if stale(guard.iat) {
-            match self.sign(now) {
-                Ok(token) => {
-                    *guard = Signed { token, iat: now };
+            match sign(&self.key, &self.rng, &self.header, &self.claims_prefix, now) {
+                Ok(bearer) => {
+                    *guard = Signed { bearer, iat: now };
                     count_refresh();
                     tracing::debug!(key_id = %self.key_id, "APNs provider token refreshed");
                 }
@@ -335,21 +337,23 @@ impl ApnsJwt {
                 Err(e) => tracing::error!(key_id = %self.key_id, error = %e, "cannot sign an APNs provider token"),
             }
         }
-        guard.token.clone()
+        (guard.bearer.clone(), guard.iat)
     }
+}
 
-    fn sign(&self, iat: u64) -> Result<Arc<str>, String> {
-        let claims = format!("{}{iat}}}", self.claims_prefix);
-        let mut jwt = String::with_capacity(
-            self.header.len().saturating_add(claims.len().saturating_mul(4) / 3).saturating_add(90),
-        );
-        jwt.push_str(&self.header);
-        URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut jwt);
-        let signature = self.key.sign(&self.rng, jwt.as_bytes()).map_err(|_| "ECDSA signing failed".to_owned())?;
-        jwt.push('.');
-        URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut jwt);
-        Ok(jwt.into())
-    }
+/// A provider token issued at `iat`: `header` is the encoded JOSE header and its
+/// dot, `claims_prefix` the claims up to the timestamp.
+fn sign(key: &EcdsaKeyPair, rng: &SystemRandom, header: &str, claims_prefix: &str, iat: u64) -> Result<Bearer, String> {
+    let claims = format!("{claims_prefix}{iat}}}");
+    let mut jwt =
+        String::with_capacity(header.len().saturating_add(claims.len().saturating_mul(4) / 3).saturating_add(90));
+    jwt.push_str(header);
+    URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut jwt);
+    let signature = key.sign(rng, jwt.as_bytes()).map_err(|_| "ECDSA signing failed".to_owned())?;
+    jwt.push('.');
+    URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut jwt);
+    // base64url and dots: always a valid header.
+    Bearer::new("bearer", &jwt).map_err(|e| e.message)
 }
 
 fn count_refresh() {
@@ -381,9 +385,9 @@ pub(crate) fn pkcs8_der(key: &[u8], what: &str, file: &str) -> Result<Vec<u8>, S
 /// Survival across restarts: the token in force can be saved and taken up again.
 impl ApnsJwt {
     /// The token in force and its `iat`, to save.
-    pub fn snapshot(&self) -> (Arc<str>, u64) {
+    pub fn snapshot(&self) -> (Bearer, u64) {
         let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
-        (guard.token.clone(), guard.iat)
+        (guard.bearer.clone(), guard.iat)
     }
 
     /// Takes up a token saved by an earlier process when it is still young
@@ -394,8 +398,9 @@ impl ApnsJwt {
         if iat > now || now.saturating_sub(iat) >= JWT_REFRESH_AFTER.as_secs() {
             return false;
         }
-        let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
-        *guard = Signed { token: Arc::from(token), iat };
+        // A saved token a header cannot carry was not ours: sign anew.
+        let Ok(bearer) = Bearer::new("bearer", token) else { return false };
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Signed { bearer, iat };
         true
     }
 }
@@ -411,12 +416,12 @@ pub struct Apns {
 pub struct ProviderTokenAuth(Option<SavedJwt>);
 
 impl super::Authorizer for ProviderTokenAuth {
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+    async fn authorize(&self) -> Result<Option<Bearer>, AuthError> {
         Ok(self.0.as_ref().map(SavedJwt::current))
     }
 
     /// Apple refused the token: replaced if it is old enough ([`ApnsJwt::refused`]).
-    fn refused(&self, _: Option<&str>) {
+    fn refused(&self, _: Option<&Bearer>) {
         if let Some(saved) = &self.0 {
             saved.jwt.refused();
         }
@@ -436,12 +441,14 @@ struct SavedJwt {
 }
 
 impl SavedJwt {
-    fn current(&self) -> Arc<str> {
-        let token = self.jwt.current();
-        let (saved, iat) = self.jwt.snapshot();
+    fn current(&self) -> Bearer {
+        let (token, iat) = self.jwt.signed();
         if self.saved_iat.swap(iat, Ordering::AcqRel) != iat {
-            let record =
-                ProviderToken { key_id: self.jwt.key_id().to_string(), token: saved.to_string(), issued_at: iat };
+            let record = ProviderToken {
+                key_id: self.jwt.key_id().to_string(),
+                token: token.token().to_owned(),
+                issued_at: iat,
+            };
             if let Err(e) = self.store.provider_tokens().put(&self.tenant, &self.app, "apns", &record) {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }
@@ -463,7 +470,7 @@ impl Provider for Apns {
         prepare(n, &self.topic)
     }
 
-    fn request(&self, p: &ApnsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
+    fn request(&self, p: &ApnsPayload, tokens: &[&str], bearer: Option<&Bearer>) -> Result<WireRequest, FormatError> {
         Ok(p.request(super::only(tokens)?, bearer))
     }
 
@@ -638,7 +645,7 @@ mod tests {
     #[test]
     fn the_request() {
         let p = prepare(&notification(), "com.herald.demo").unwrap();
-        let r = p.request("abcd1234", Some("h.c.s"));
+        let r = p.request("abcd1234", Some(&Bearer::new("bearer", "h.c.s").unwrap()));
         assert_eq!(r.path, "/3/device/abcd1234");
         assert_eq!(r.body, *p.body());
         let auth = r.headers.iter().find(|(k, _)| k == http::header::AUTHORIZATION).unwrap();
@@ -739,7 +746,7 @@ mod tests {
     fn the_jwt_is_a_valid_es256_token() {
         let (der, pem) = test_key();
         let jwt = ApnsJwt::new(pem.as_bytes(), "ABCDE12345", "TEAM123456").unwrap();
-        let token = jwt.current();
+        let token = jwt.current().token().to_owned();
         let (h, c, sig) = decode(&token);
         assert_eq!(h, json!({"alg": "ES256", "kid": "ABCDE12345"}));
         assert_eq!(c["iss"], "TEAM123456");
@@ -773,39 +780,42 @@ mod tests {
         let clock = now.clone();
         let jwt =
             ApnsJwt::with_clock(pem.as_bytes(), "K", "T", Arc::new(move || clock.load(Ordering::SeqCst))).unwrap();
-        let first = jwt.current();
+        let current = || jwt.current().token().to_owned();
+        let first = current();
         let iat = |t: &str| decode(t).1["iat"].as_u64().unwrap();
         assert_eq!(iat(&first), 1_700_000_000);
+        assert_eq!(jwt.current().header(), &format!("bearer {first}"), "the header carries the token");
 
         now.fetch_add(39 * 60 + 59, Ordering::SeqCst);
-        assert!(Arc::ptr_eq(&jwt.current(), &first), "reused under 40 minutes");
+        assert_eq!(current(), first, "reused under 40 minutes");
 
         // Refused at 10 minutes old: kept.
         now.store(1_700_000_000 + 10 * 60, Ordering::SeqCst);
         jwt.refused();
-        assert!(Arc::ptr_eq(&jwt.current(), &first), "kept when refused under 20 minutes");
+        assert_eq!(current(), first, "kept when refused under 20 minutes");
 
         // Refused at 25 minutes old: replaced.
         now.store(1_700_000_000 + 25 * 60, Ordering::SeqCst);
         jwt.refused();
-        let second = jwt.current();
+        let second = current();
         assert_ne!(second, first);
         assert_eq!(iat(&second), 1_700_000_000 + 25 * 60);
 
         // 40 minutes after the second one: a third.
         now.fetch_add(40 * 60, Ordering::SeqCst);
-        let third = jwt.current();
+        let third = current();
         assert_ne!(third, second);
         assert_eq!(iat(&third), 1_700_000_000 + 65 * 60);
-        assert!(Arc::ptr_eq(&jwt.current(), &third));
+        assert_eq!(current(), third);
 
         // A saved token is taken up while young enough, else refused.
         let (token, iat) = jwt.snapshot();
-        assert_eq!((token.clone(), iat), (third.clone(), 1_700_000_000 + 65 * 60));
+        assert_eq!((token.token(), iat), (third.as_str(), 1_700_000_000 + 65 * 60));
         assert!(jwt.adopt("saved", iat - 10 * 60));
-        assert_eq!(&*jwt.current(), "saved");
+        assert_eq!(current(), "saved");
         assert!(!jwt.adopt("old", iat - 40 * 60));
         assert!(!jwt.adopt("future", iat + 60));
-        assert_eq!(&*jwt.current(), "saved");
+        assert!(!jwt.adopt("not\na header", iat - 10 * 60), "a token a header cannot carry is not adopted");
+        assert_eq!(current(), "saved");
     }
 }

@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use super::{AuthError, Backend};
+use super::{AuthError, Backend, Bearer};
 use crate::guard::{EndpointPolicy, GuardedResolver, Reach};
 
 /// How long one token request may take, connection included.
@@ -170,7 +170,7 @@ pub fn usable_for(expires_in: u64) -> Duration {
 }
 
 struct Cached {
-    token: Arc<str>,
+    bearer: Bearer,
     refresh_at: Instant,
 }
 
@@ -203,14 +203,15 @@ impl TokenCache {
         }
     }
 
-    fn fresh(&self) -> Option<Arc<str>> {
+    fn fresh(&self) -> Option<Bearer> {
         let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().filter(|c| Instant::now() < c.refresh_at).map(|c| c.token.clone())
+        guard.as_ref().filter(|c| Instant::now() < c.refresh_at).map(|c| c.bearer.clone())
     }
 
     /// The cached token, or a new one from `fetch` (which returns the token and
-    /// its `expires_in` seconds, at most [`MAX_EXPIRES_IN`]).
-    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<Arc<str>, AuthError>
+    /// its `expires_in` seconds, at most [`MAX_EXPIRES_IN`]). A token a header
+    /// cannot carry is a failed fetch (502).
+    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<Bearer, AuthError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<(String, u64), AuthError>>,
@@ -229,17 +230,24 @@ impl TokenCache {
                 return Err(f.error.clone());
             }
         }
-        match fetch().await {
-            Ok((token, expires_in)) => {
-                let token: Arc<str> = token.into();
+        let fetched = fetch().await.and_then(|(token, expires_in)| {
+            let bearer = Bearer::new("Bearer", &token).map_err(|_| AuthError {
+                status: 502,
+                reason: "the token endpoint answered an access token a header cannot carry".into(),
+                transient: false,
+            })?;
+            Ok((bearer, expires_in))
+        });
+        match fetched {
+            Ok((bearer, expires_in)) => {
                 let now = Instant::now();
                 let refresh_at = now.checked_add(usable_for(expires_in)).unwrap_or(now);
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Cached { token: token.clone(), refresh_at });
+                    Some(Cached { bearer: bearer.clone(), refresh_at });
                 metrics::counter!("herald_provider_auth_refreshes_total", "provider" => self.provider, "outcome" => "ok")
                     .increment(1);
                 tracing::debug!(provider = self.provider, expires_in, "provider access token refreshed");
-                Ok(token)
+                Ok(bearer)
             }
             Err(error) => {
                 tracing::warn!(provider = self.provider, error = %error.reason, "provider access token refresh failed");
@@ -258,7 +266,7 @@ impl TokenCache {
     /// unconditional invalidation: under load it would discard fresh tokens.)
     pub(crate) fn invalidate_token(&self, refused: &str) {
         let mut guard = self.current.write().unwrap_or_else(|e| e.into_inner());
-        if guard.as_ref().is_some_and(|c| &*c.token == refused) {
+        if guard.as_ref().is_some_and(|c| c.bearer.token() == refused) {
             *guard = None;
         }
     }
@@ -295,7 +303,7 @@ impl<G: Grant> OAuth<G> {
 
     /// A valid access token: the cached one, or a new one (one fetch shared by
     /// all concurrent callers).
-    pub async fn token(&self) -> Result<Arc<str>, AuthError> {
+    pub async fn token(&self) -> Result<Bearer, AuthError> {
         self.cache.get(|| self.fetch()).await
     }
 
@@ -314,13 +322,13 @@ impl<G: Grant> OAuth<G> {
 }
 
 impl<G: Grant> super::Authorizer for OAuth<G> {
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+    async fn authorize(&self) -> Result<Option<Bearer>, AuthError> {
         self.token().await.map(Some)
     }
 
-    fn refused(&self, bearer: Option<&str>) {
-        if let Some(token) = bearer {
-            OAuth::refused(self, token);
+    fn refused(&self, bearer: Option<&Bearer>) {
+        if let Some(refused) = bearer {
+            OAuth::refused(self, refused.token());
         }
     }
 }
@@ -580,7 +588,7 @@ mod tests {
         cache: &Arc<TokenCache>,
         n: usize,
         answer: Result<(String, u64), AuthError>,
-    ) -> (Vec<Result<Arc<str>, AuthError>>, usize) {
+    ) -> (Vec<Result<String, AuthError>>, usize) {
         let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tasks: Vec<_> = (0..n)
             .map(|_| {
@@ -591,7 +599,7 @@ mod tests {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         answer
                     };
-                    cache.get(fetch).await
+                    cache.get(fetch).await.map(|b| b.token().to_owned())
                 })
             })
             .collect();
@@ -611,11 +619,12 @@ mod tests {
 
         // A straggler's invalidation of an older token keeps the new one.
         cache.invalidate_token("t0");
-        assert_eq!(cache.fresh().as_deref(), Some("t1"));
+        assert_eq!(cache.fresh().map(|b| b.token().to_owned()).as_deref(), Some("t1"));
         cache.invalidate_token("t1");
-        assert_eq!(cache.fresh(), None);
+        assert!(cache.fresh().is_none());
         let t = cache.get(|| async { Ok(("t2".to_owned(), 3600)) }).await.unwrap();
-        assert_eq!(&*t, "t2");
+        assert_eq!((t.token(), t.header().to_str().unwrap()), ("t2", "Bearer t2"));
+        assert!(t.header().is_sensitive(), "kept out of logs and HPACK's table");
     }
 
     #[derive(Debug)]
@@ -651,16 +660,16 @@ mod tests {
             })
             .collect();
         for c in callers {
-            assert_eq!(&*c.await.unwrap().unwrap(), "one");
+            assert_eq!(c.await.unwrap().unwrap().token(), "one");
         }
         assert_eq!(server.requests(), 1, "one fetch for concurrent callers");
-        assert_eq!(&*auth.token().await.unwrap(), "one");
+        assert_eq!(auth.token().await.unwrap().token(), "one");
         assert_eq!(server.requests(), 1, "cached");
         assert_eq!(server.bodies.lock().unwrap()[0], "grant_type=test");
         auth.refused("zero");
-        assert_eq!(&*auth.token().await.unwrap(), "one", "a straggler's refusal of an older token");
+        assert_eq!(auth.token().await.unwrap().token(), "one", "a straggler's refusal of an older token");
         auth.refused("one");
-        assert_eq!(&*auth.token().await.unwrap(), "two");
+        assert_eq!(auth.token().await.unwrap().token(), "two");
         assert_eq!(server.requests(), 2);
     }
 
@@ -672,6 +681,16 @@ mod tests {
         assert_eq!(fetches, 1);
         // A later caller tries again.
         let t = cache.get(|| async { Ok(("up".to_owned(), 3600)) }).await.unwrap();
-        assert_eq!(&*t, "up");
+        assert_eq!(t.token(), "up");
+    }
+
+    #[tokio::test]
+    async fn a_token_a_header_cannot_carry_is_a_failed_fetch() {
+        let cache = TokenCache::new("test");
+        let e = cache.get(|| async { Ok(("ya29.\r\nx-injected: 1".to_owned(), 3600)) }).await.unwrap_err();
+        assert_eq!((e.status, e.transient), (502, false), "{e:?}");
+        assert!(e.reason.contains("header"), "{e:?}");
+        assert!(!e.reason.contains("ya29"), "the answer's text is not echoed: {e:?}");
+        assert!(cache.fresh().is_none(), "nothing cached");
     }
 }

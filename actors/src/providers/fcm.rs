@@ -13,7 +13,7 @@ use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
 use serde_json::{json, Value};
 
 use super::auth_http::{Grant, OAuth};
-use super::{android, retry_after, unix_now, Backend, BuildEnv, Built, FormatError, Notification};
+use super::{android, retry_after, unix_now, Backend, Bearer, BuildEnv, Built, FormatError, Notification};
 use super::{Outcome, Provider, WireRequest};
 use crate::credentials::AppCredentials;
 use crate::transport::Target;
@@ -42,7 +42,7 @@ pub struct FcmPayload {
 
 impl FcmPayload {
     /// The request for one registration token, authorised with an OAuth access token.
-    pub fn request(&self, project_id: &str, token: &str, bearer: &str) -> Result<WireRequest, FormatError> {
+    pub fn request(&self, project_id: &str, token: &str, bearer: Option<&Bearer>) -> Result<WireRequest, FormatError> {
         android::request(["/v1/projects/", project_id, "/messages:send"], PREFIX, &token, &self.suffix, bearer)
     }
 }
@@ -309,8 +309,8 @@ impl Provider for Fcm {
         prepare(n)
     }
 
-    fn request(&self, p: &FcmPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
-        p.request(&self.project_id, super::only(tokens)?, bearer.unwrap_or_default())
+    fn request(&self, p: &FcmPayload, tokens: &[&str], bearer: Option<&Bearer>) -> Result<WireRequest, FormatError> {
+        p.request(&self.project_id, super::only(tokens)?, bearer)
     }
 
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
@@ -326,7 +326,8 @@ mod tests {
     use std::time::Duration;
 
     fn message(n: &Notification) -> Value {
-        let r = prepare(n).unwrap().request("proj-1", "tok:EN", "ya29.x").unwrap();
+        let r =
+            prepare(n).unwrap().request("proj-1", "tok:EN", Some(&Bearer::new("Bearer", "ya29.x").unwrap())).unwrap();
         let v: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(v["message"]["token"], "tok:EN");
         v["message"].clone()
@@ -414,20 +415,22 @@ mod tests {
         // The token does not.
         n.silent = true;
         let p = prepare(&n).unwrap();
-        assert!(p.request("p", &"t".repeat(5000), "b").is_ok());
+        assert!(p.request("p", &"t".repeat(5000), None).is_ok());
     }
 
     #[test]
     fn the_request() {
         let p = prepare(&notification()).unwrap();
-        let r = p.request("my-proj", "a\"b\\c", "ya29.tok").unwrap();
+        let bearer = Bearer::new("Bearer", "ya29.tok").unwrap();
+        let r = p.request("my-proj", "a\"b\\c", Some(&bearer)).unwrap();
         assert_eq!(r.path, "/v1/projects/my-proj/messages:send");
         let v: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(v["message"]["token"], "a\"b\\c");
         let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
         assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer ya29.tok");
+        assert!(get(http::header::AUTHORIZATION).unwrap().is_sensitive());
         assert!(get(http::header::CONTENT_TYPE).unwrap().to_str().unwrap().starts_with("application/json"));
-        assert_eq!(p.request("p", "t", "bad\nbearer").unwrap_err().status, 400);
+        assert_eq!(Bearer::new("Bearer", "bad\nbearer").unwrap_err().status, 400);
     }
 
     fn google(status: u16, google_status: &str, code: Option<&str>, message: &str) -> Vec<u8> {
@@ -581,7 +584,7 @@ mod tests {
         let answer = r#"{"access_token":"ya29.one","expires_in":3599,"token_type":"Bearer"}"#;
         let server = test_server::start(vec![(200, answer.into())], Duration::ZERO).await;
         let auth = OAuth::new(Assertion::new(account(&server.url)).unwrap(), test_server::client());
-        assert_eq!(&*auth.token().await.unwrap(), "ya29.one");
+        assert_eq!(auth.token().await.unwrap().token(), "ya29.one");
         let form = server.bodies.lock().unwrap()[0].clone();
         let form: std::collections::HashMap<String, String> =
             form_urlencoded::parse(form.as_bytes()).into_owned().collect();

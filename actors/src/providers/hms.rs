@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::auth_http::{Grant, OAuth};
-use super::{android, retry_after, Backend, BuildEnv, Built, FormatError, Notification};
+use super::{android, retry_after, Backend, Bearer, BuildEnv, Built, FormatError, Notification};
 use super::{Outcome, Provider, WireRequest};
 use crate::credentials::AppCredentials;
 use crate::transport::Target;
@@ -56,7 +56,7 @@ pub struct HmsPayload {
 impl HmsPayload {
     /// The request for up to [`MAX_TOKENS`] tokens of the app `app_id` (the
     /// OAuth client id), authorised with an OAuth access token.
-    pub fn request(&self, app_id: &str, tokens: &[&str], bearer: &str) -> Result<WireRequest, FormatError> {
+    pub fn request(&self, app_id: &str, tokens: &[&str], bearer: Option<&Bearer>) -> Result<WireRequest, FormatError> {
         if tokens.is_empty() || tokens.len() > MAX_TOKENS {
             return Err(FormatError {
                 status: 400,
@@ -295,8 +295,8 @@ impl Provider for Hms {
         prepare(n)
     }
 
-    fn request(&self, p: &HmsPayload, tokens: &[&str], bearer: Option<&str>) -> Result<WireRequest, FormatError> {
-        p.request(&self.app_id, tokens, bearer.unwrap_or_default())
+    fn request(&self, p: &HmsPayload, tokens: &[&str], bearer: Option<&Bearer>) -> Result<WireRequest, FormatError> {
+        p.request(&self.app_id, tokens, bearer)
     }
 
     fn read(status: u16, headers: &http::HeaderMap, body: &[u8], tokens: &[&str]) -> Vec<Outcome> {
@@ -312,7 +312,7 @@ mod tests {
     use std::time::Duration;
 
     fn body(n: &Notification, tokens: &[&str]) -> Value {
-        let r = prepare(n).unwrap().request("123456789", tokens, "tok").unwrap();
+        let r = prepare(n).unwrap().request("123456789", tokens, Some(&Bearer::new("Bearer", "tok").unwrap())).unwrap();
         serde_json::from_slice(&r.body).unwrap()
     }
 
@@ -402,15 +402,14 @@ mod tests {
     #[test]
     fn token_counts_and_the_request() {
         let p = prepare(&notification()).unwrap();
-        assert_eq!(p.request("1", &[], "b").unwrap_err().status, 400);
+        assert_eq!(p.request("1", &[], None).unwrap_err().status, 400);
         let many = vec!["t"; MAX_TOKENS + 1];
-        assert_eq!(p.request("1", &many, "b").unwrap_err().status, 400);
-        let r = p.request("1", &many[..MAX_TOKENS], "b").unwrap();
+        assert_eq!(p.request("1", &many, None).unwrap_err().status, 400);
+        let r = p.request("1", &many[..MAX_TOKENS], Some(&Bearer::new("Bearer", "b").unwrap())).unwrap();
         assert_eq!(r.path, "/v1/1/messages:send");
         let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
         assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer b");
         assert!(get(http::header::CONTENT_TYPE).is_some());
-        assert_eq!(p.request("1", &["t"], "b\r\n").unwrap_err().status, 400);
     }
 
     #[test]
@@ -424,7 +423,7 @@ mod tests {
         let p = prepare(&n).unwrap();
         let big_tokens = vec!["x".repeat(200); 1000];
         let refs: Vec<&str> = big_tokens.iter().map(String::as_str).collect();
-        assert!(p.request("1", &refs, "b").is_ok());
+        assert!(p.request("1", &refs, None).is_ok());
         n.custom_data.insert("pad".into(), json!("x".repeat(fill + 1)));
         let e = prepare(&n).unwrap_err();
         assert_eq!(e.status, 413);
@@ -509,7 +508,7 @@ mod tests {
         )
         .await;
         let auth = OAuth::new(ClientCredentials::new("123", "s&cret", &server.url), test_server::client());
-        assert_eq!(&*auth.token().await.unwrap(), "h1");
+        assert_eq!(auth.token().await.unwrap().token(), "h1");
         assert_eq!(
             server.bodies.lock().unwrap()[0],
             "grant_type=client_credentials&client_id=123&client_secret=s%26cret"

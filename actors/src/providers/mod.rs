@@ -104,11 +104,49 @@ pub type Built<P> = (P, <P as Provider>::Auth, crate::transport::Route);
 pub trait Authorizer: Send + Sync {
     /// The credential of the next request: an access token or JWT, or `None`
     /// when the connection itself authenticates (APNs certificates).
-    fn authorize(&self) -> impl Future<Output = Result<Option<Arc<str>>, AuthError>> + Send;
+    fn authorize(&self) -> impl Future<Output = Result<Option<Bearer>, AuthError>> + Send;
 
     /// The provider refused `bearer` ([`Outcome::AuthRefused`]): let the next
     /// [`Authorizer::authorize`] renew it, unless another send already did.
-    fn refused(&self, bearer: Option<&str>);
+    fn refused(&self, bearer: Option<&Bearer>);
+}
+
+/// A credential in force (an APNs provider token, an OAuth access token) with
+/// its `Authorization` header, built once when the credential is issued: every
+/// request of its life clones the header (a reference count) instead of
+/// formatting and checking it again. The header is marked sensitive, so it never
+/// shows in logs or HPACK's dynamic table.
+#[derive(Clone)]
+pub struct Bearer {
+    token: Arc<str>,
+    header: http::HeaderValue,
+}
+
+impl Bearer {
+    /// `Authorization: <scheme> <token>`; an error when the token holds
+    /// characters a header cannot carry.
+    pub fn new(scheme: &str, token: &str) -> Result<Bearer, FormatError> {
+        let mut header = header_value("the provider auth token", &format!("{scheme} {token}"))?;
+        header.set_sensitive(true);
+        Ok(Bearer { token: token.into(), header })
+    }
+
+    /// The credential itself (the JWT or access token).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The `Authorization` header value carrying it.
+    pub fn header(&self) -> &http::HeaderValue {
+        &self.header
+    }
+}
+
+/// Never the credential itself.
+impl std::fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Bearer(..)")
+    }
 }
 
 /// One outcome of a provider taking one token per request, for `tokens`.
@@ -144,7 +182,7 @@ pub trait Provider: Sized + Send + Sync + 'static {
         &self,
         payload: &Self::Payload,
         tokens: &[&str],
-        bearer: Option<&str>,
+        bearer: Option<&Bearer>,
     ) -> Result<WireRequest, FormatError>;
 
     /// What an answer means for each of `tokens`, in order (one outcome each).
@@ -323,8 +361,14 @@ pub fn retry_after_value(value: &str, now: u64) -> Option<Duration> {
 /// then answers "bad token", which is the truth).
 pub(crate) fn push_path_segment(path: &mut String, segment: &str) {
     use std::fmt::Write;
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':' | b'@');
+    // Device tokens (hex, base64url) are plain: one copy, not a push per byte.
+    if segment.bytes().all(plain) {
+        path.push_str(segment);
+        return;
+    }
     for b in segment.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':' | b'@') {
+        if plain(b) {
             path.push(b as char);
         } else {
             let _ = write!(path, "%{b:02X}");
@@ -340,20 +384,12 @@ pub(crate) fn header_value(name: &str, value: &str) -> Result<http::HeaderValue,
     })
 }
 
-/// `Authorization: <scheme> <token>`, marked sensitive so it never shows in logs
-/// or HPACK's dynamic table.
-pub(crate) fn authorization(scheme: &str, token: &str) -> Result<http::HeaderValue, FormatError> {
-    let mut v = header_value("the provider auth token", &format!("{scheme} {token}"))?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
 /// The headers of an OAuth-authenticated JSON POST (FCM, HMS).
-pub(crate) fn json_bearer_headers(bearer: &str) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, FormatError> {
-    Ok(vec![
-        (http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")),
-        (http::header::AUTHORIZATION, authorization("Bearer", bearer)?),
-    ])
+pub(crate) fn json_bearer_headers(bearer: Option<&Bearer>) -> Vec<(http::HeaderName, http::HeaderValue)> {
+    let mut headers = Vec::with_capacity(2);
+    headers.push((http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")));
+    headers.extend(bearer.map(|b| (http::header::AUTHORIZATION, b.header().clone())));
+    headers
 }
 
 /// The one token of a provider that takes one per request.

@@ -10,12 +10,11 @@
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 use super::ece::{self, EceError};
 use super::subscription::Subscription;
 use super::vapid::Vapid;
-use super::{retry_after, AuthError, Authorizer, Backend, BuildEnv, Built, FormatError, Notification, Outcome};
+use super::{retry_after, AuthError, Authorizer, Backend, Bearer, BuildEnv, Built, FormatError, Notification, Outcome};
 use super::{Priority, Provider, WireRequest};
 use crate::credentials::AppCredentials;
 use crate::transport::Route;
@@ -143,11 +142,11 @@ pub fn parse_response(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Ou
 pub struct PerRequest;
 
 impl Authorizer for PerRequest {
-    async fn authorize(&self) -> Result<Option<Arc<str>>, AuthError> {
+    async fn authorize(&self) -> Result<Option<Bearer>, AuthError> {
         Ok(None)
     }
 
-    fn refused(&self, _: Option<&str>) {}
+    fn refused(&self, _: Option<&Bearer>) {}
 }
 
 /// The Web Push provider of one app: its VAPID credentials.
@@ -170,7 +169,7 @@ impl Provider for WebPush {
         prepare(n)
     }
 
-    fn request(&self, p: &WebPushPayload, tokens: &[&str], _: Option<&str>) -> Result<WireRequest, FormatError> {
+    fn request(&self, p: &WebPushPayload, tokens: &[&str], _: Option<&Bearer>) -> Result<WireRequest, FormatError> {
         let bad = |message: String| FormatError { status: 400, message };
         let sub = Subscription::parse(super::only(tokens)?)
             .map_err(|e| bad(format!("the subscription's {}: {}", e.field, e.message)))?;
