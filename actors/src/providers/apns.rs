@@ -289,7 +289,7 @@ impl ApnsJwt {
         self.signed().0
     }
 
-    /// [`ApnsJwt::current`] and its `iat`.
+    /// [`ApnsJwt::current`] and its `iat`, to save.
     fn signed(&self) -> (Bearer, u64) {
         let now = (self.clock)();
         {
@@ -384,12 +384,6 @@ pub(crate) fn pkcs8_der(key: &[u8], what: &str, file: &str) -> Result<Vec<u8>, S
 
 /// Survival across restarts: the token in force can be saved and taken up again.
 impl ApnsJwt {
-    /// The token in force and its `iat`, to save.
-    pub fn snapshot(&self) -> (Bearer, u64) {
-        let guard = self.current.read().unwrap_or_else(|e| e.into_inner());
-        (guard.bearer.clone(), guard.iat)
-    }
-
     /// Takes up a token saved by an earlier process when it is still young
     /// enough to reuse; true when adopted. Signing a new one instead would count
     /// as an update at Apple, which refuses more than one per 20 minutes.
@@ -809,7 +803,7 @@ mod tests {
         assert_eq!(current(), third);
 
         // A saved token is taken up while young enough, else refused.
-        let (token, iat) = jwt.snapshot();
+        let (token, iat) = jwt.signed();
         assert_eq!((token.token(), iat), (third.as_str(), 1_700_000_000 + 65 * 60));
         assert!(jwt.adopt("saved", iat - 10 * 60));
         assert_eq!(current(), "saved");
