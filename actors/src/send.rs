@@ -3,11 +3,12 @@
 //! durable job of a topic broadcast.
 
 use crate::channels::TenantChannels;
-use crate::delivery::{Deliverer, Job, Prepared};
+use crate::delivery::{AppChannels, Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
 use herald_storage::deliveries::{BatchRecord, ClientOutcome, Job as BroadcastJob, JobApp, Report, SendRecord, State};
 use herald_storage::now_ms;
+use herald_storage::push_tokens::TokenRef;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -227,16 +228,33 @@ async fn interactive(
         }
         Recipient::Topic { .. } => return Err(SendError::Internal("a topic is not interactive".into())),
     };
-    let prepared: HashMap<String, Arc<Prepared>> = HashMap::new();
-    let prepared = std::sync::Mutex::new(prepared);
-    let sends = clients.into_iter().map(|(client_id, record)| {
-        let prepared = &prepared;
-        async move {
-            let outcome = one_client(channels, tenant, &req.notification, &client_id, record, prepared, deadline).await;
-            ClientResult { client_id, outcome }
+    let n = &req.notification;
+    let targets: Vec<(String, Result<Target, ClientOutcome>)> = clients
+        .into_iter()
+        .map(|(id, record)| {
+            let target = target(channels, tenant, n, &id, record);
+            (id, target)
+        })
+        .collect();
+    let deliver = |client_id, target, prepared| deliver_to(channels, tenant, n, deadline, client_id, target, prepared);
+    let results = match <[_; 1]>::try_from(targets) {
+        // The usual send, one client: nothing to join or share.
+        Ok([(client_id, target)]) => vec![deliver(client_id, target, Some(&Prepared::default())).await],
+        // A user's clients: concurrently, each app's payloads prepared once for its clients.
+        Err(targets) => {
+            let prepared: HashMap<String, Prepared> = targets
+                .iter()
+                .filter_map(|(_, t)| t.as_ref().ok())
+                .map(|t| (t.channels.app.clone(), Prepared::default()))
+                .collect();
+            let prepared = &prepared;
+            futures::future::join_all(targets.into_iter().map(|(client_id, target)| {
+                let payloads = target.as_ref().ok().and_then(|t| prepared.get(&t.channels.app));
+                deliver(client_id, target, payloads)
+            }))
+            .await
         }
-    });
-    let results = futures::future::join_all(sends).await;
+    };
     let mut report = Report {
         id: req.notification.id.clone(),
         kind: kind.into(),
@@ -255,53 +273,74 @@ async fn interactive(
     Ok((results, SendRecord { report, outcomes }))
 }
 
-async fn one_client(
+/// What one client of an interactive send gets: its delivery to `target`
+/// with its app's `prepared` payloads, or the outcome `target` ended with.
+async fn deliver_to(
+    channels: &TenantChannels,
+    tenant: &str,
+    n: &Notification,
+    deadline: Option<tokio::time::Instant>,
+    client_id: String,
+    target: Result<Target, ClientOutcome>,
+    prepared: Option<&Prepared>,
+) -> ClientResult {
+    let outcome = match (target, prepared) {
+        (Ok(t), Some(prepared)) => {
+            let job = Job { tenant, channels: &t.channels, prepared, notification: n, deadline };
+            channels.deliverer().deliver(&job, &client_id, &t.token, Lane::Interactive).await
+        }
+        (Ok(t), None) => failed(&t.channels.app, 500, "no payloads prepared for the app"),
+        (Err(outcome), _) => outcome,
+    };
+    ClientResult { client_id, outcome }
+}
+
+/// Where one client of a send is reached: its app's channels and its token.
+struct Target {
+    channels: Arc<AppChannels>,
+    token: TokenRef,
+}
+
+/// The channels and token of `client_id` (its `record` when already read), or
+/// the outcome that ends its send here: unknown, locked, no valid token, its
+/// app unknown or not accepting the category.
+fn target(
     channels: &TenantChannels,
     tenant: &str,
     n: &Notification,
     client_id: &str,
     record: Option<herald_storage::clients::Client>,
-    prepared: &std::sync::Mutex<HashMap<String, Arc<Prepared>>>,
-    deadline: Option<tokio::time::Instant>,
-) -> ClientOutcome {
-    let d = channels.deliverer();
-    let store = d.store();
+) -> Result<Target, ClientOutcome> {
+    let store = channels.deliverer().store();
     let client = match record.map_or_else(|| store.clients().get(tenant, client_id), |c| Ok(Some(c))) {
         Ok(Some(c)) => c,
-        Ok(None) => return failed("", 404, format!("client {client_id} not found")),
-        Err(e) => return failed("", 500, e.to_string()),
+        Ok(None) => return Err(failed("", 404, format!("client {client_id} not found"))),
+        Err(e) => return Err(failed("", 500, e.to_string())),
     };
     if client.is_locked() {
-        return failed(&client.app_name, 423, "the client is locked");
+        return Err(failed(&client.app_name, 423, "the client is locked"));
     }
     let token = match store.push_tokens().get(tenant, client_id) {
         Ok(Some(t)) => t,
-        Ok(None) => return failed(&client.app_name, 404, "the client has no push token"),
-        Err(e) => return failed(&client.app_name, 500, e.to_string()),
+        Ok(None) => return Err(failed(&client.app_name, 404, "the client has no push token")),
+        Err(e) => return Err(failed(&client.app_name, 500, e.to_string())),
     };
     if !token.is_valid {
-        return failed(&token.app_name, 410, "the push token was reported invalid by the provider");
+        return Err(failed(&token.app_name, 410, "the push token was reported invalid by the provider"));
     }
-    let channels = match channels.of_app(&token.app_name) {
+    let app = match channels.of_app(&token.app_name) {
         Ok(Some(c)) => c,
-        Ok(None) => return failed(&token.app_name, 404, format!("app {} not found", token.app_name)),
-        Err(e) => return failed(&token.app_name, 500, format!("app {}: {e}", token.app_name)),
+        Ok(None) => return Err(failed(&token.app_name, 404, format!("app {} not found", token.app_name))),
+        Err(e) => return Err(failed(&token.app_name, 500, format!("app {}: {e}", token.app_name))),
     };
-    if !channels.categories.contains(&n.category) {
-        return failed(&token.app_name, 400, format!("app {} does not accept category {}", token.app_name, n.category));
+    if !app.categories.contains(&n.category) {
+        return Err(failed(
+            &token.app_name,
+            400,
+            format!("app {} does not accept category {}", token.app_name, n.category),
+        ));
     }
-    let payloads = match prepared.lock() {
-        Ok(mut m) => m.entry(token.app_name.clone()).or_default().clone(),
-        Err(_) => Arc::new(Prepared::default()),
-    };
-    let tref = herald_storage::push_tokens::TokenRef { provider: token.provider, token: token.token };
-    d.deliver(
-        &Job { tenant, channels: &channels, prepared: &payloads, notification: n, deadline },
-        client_id,
-        &tref,
-        Lane::Interactive,
-    )
-    .await
+    Ok(Target { channels: app, token: TokenRef { provider: token.provider, token: token.token } })
 }
 
 /// Writes the broadcast job: every app of the tenant accepting the category,
