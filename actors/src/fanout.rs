@@ -32,7 +32,7 @@ use crate::channels::TenantChannels;
 use crate::delivery::{backend_of, batch_limit, AppChannels, Deliverer, Job, Prepared};
 use crate::pool::Lane;
 use crate::providers::Notification;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use herald_storage::broadcasts::Part;
 use herald_storage::deliveries::{ClientOutcome, Job as BroadcastJob, State};
@@ -437,6 +437,19 @@ impl Window {
         }
     }
 
+    /// Records the outcomes of one request (none for a skipped one).
+    fn settle_answer(&mut self, part: &mut Part, tenant: &str, answered: Answered) {
+        match answered {
+            Answered::One(seq, client, outcome) => self.settle(part, tenant, seq, client, outcome),
+            Answered::Batch(group, outcomes) => {
+                for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
+                    self.settle(part, tenant, seq, client, outcome);
+                }
+            }
+            Answered::Skipped => {}
+        }
+    }
+
     /// Of a cancelled partition with nothing in flight: counts the outcomes
     /// of the batches left partly done (nothing more of them will be sent).
     fn settle_cancelled(&mut self, part: &mut Part) {
@@ -534,6 +547,9 @@ async fn send_part(
     let mut cancel_check = Instant::now();
     // The pacer's turn of the request waiting for it, if one is.
     let mut paced_until: Option<Instant> = None;
+    // Fires at the next cancel check or paced turn: one timer, reset when
+    // that instant changes rather than made at every turn of the loop.
+    let mut wake_timer = Box::pin(tokio::time::sleep_until(cancel_check));
     let mut turn = Instant::now();
     loop {
         // On a full disk nothing is read or written (the sends in flight
@@ -609,19 +625,22 @@ async fn send_part(
         }
         commits.maybe_start(w.waits_for(commits.durable));
         let wake = paced_until.map_or(cancel_check, |t| t.min(cancel_check));
+        if wake_timer.deadline() != wake {
+            wake_timer.as_mut().reset(wake);
+        }
         tokio::select! {
-            Some(answered) = in_flight.next(), if !in_flight.is_empty() => match answered {
-                Answered::One(seq, client, outcome) => w.settle(part, place.tenant, seq, client, outcome),
-                Answered::Batch(group, outcomes) => {
-                    for ((seq, client, _), outcome) in group.into_iter().zip(outcomes) {
-                        w.settle(part, place.tenant, seq, client, outcome);
-                    }
+            Some(answered) = in_flight.next(), if !in_flight.is_empty() => {
+                w.settle_answer(part, place.tenant, answered);
+                // The answers already in are settled in the same turn, so
+                // they share its reads, checkpoint write and timers.
+                while let Some(Some(answered)) = in_flight.next().now_or_never() {
+                    w.settle_answer(part, place.tenant, answered);
                 }
-                Answered::Skipped => {}
-            },
+            }
             flushed = commits.progress() => flushed?,
-            _ = tokio::time::sleep(FULL_DISK_RECHECK), if !writable => {}
-            _ = tokio::time::sleep_until(wake), if !cancelled => {}
+            // In a block, so that no timer is made while the disk has room.
+            () = async { tokio::time::sleep(FULL_DISK_RECHECK).await }, if !writable => {}
+            () = &mut wake_timer, if !cancelled => {}
         }
         if turn.elapsed() >= TURN {
             tokio::task::yield_now().await;
