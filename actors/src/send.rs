@@ -344,31 +344,21 @@ fn target(
 }
 
 /// Writes the broadcast job: every app of the tenant accepting the category,
-/// with the count of its valid tokens. Delivery happens in a `FanOut` actor.
+/// with the count of its valid tokens, already cut into partitions (one read
+/// of each app's token index gives both). Delivery happens in `FanOut` actors.
 fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQueued>), SendError> {
     let store = d.store();
     let tenant = req.tenant.as_str();
     let (apps, _) = store.apps().list(tenant, 0, usize::MAX)?;
     let mut queued = Vec::new();
     let mut job_apps = Vec::new();
-    let mut report =
-        Report { id: req.notification.id.clone(), kind: "topic".into(), created_ms: now_ms(), ..Report::default() };
-    if let Recipient::Topic { topic } = &req.recipient {
-        report.recipient = topic.clone();
-    }
     for app in apps {
-        if !app.categories.contains(&req.notification.category) {
-            queued.push(AppQueued {
-                app: app.name.clone(),
-                targeted: 0,
-                refused: Some(format!("app {} does not accept category {}", app.name, req.notification.category)),
-            });
-            continue;
+        let refused = (!app.categories.contains(&req.notification.category))
+            .then(|| format!("app {} does not accept category {}", app.name, req.notification.category));
+        if refused.is_none() {
+            job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
         }
-        let targeted = store.push_tokens().count_valid_of_app(tenant, &app.name) as u64;
-        report.targeted.insert(app.name.clone(), targeted);
-        job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
-        queued.push(AppQueued { app: app.name, targeted, refused: None });
+        queued.push(AppQueued { app: app.name, targeted: 0, refused });
     }
     let notification_json = serde_json::to_string(&req.notification).map_err(|e| SendError::Internal(e.to_string()))?;
     let job = BroadcastJob {
@@ -381,6 +371,15 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
         parts: 0,
         max_per_second: req.max_per_second,
     };
-    store.deliveries().create_job(&job, &report)?;
+    let (parts, targeted) = crate::claims::split(store, &job, d.settings().partition_size)?;
+    for q in queued.iter_mut().filter(|q| q.refused.is_none()) {
+        q.targeted = targeted.get(&q.app).copied().unwrap_or(0);
+    }
+    let mut report =
+        Report { id: job.id.clone(), kind: "topic".into(), created_ms: job.created_ms, targeted, ..Report::default() };
+    if let Recipient::Topic { topic } = &req.recipient {
+        report.recipient = topic.clone();
+    }
+    store.deliveries().create_job(&job, &report, &parts)?;
     Ok((job, queued))
 }

@@ -68,6 +68,27 @@ pub fn part_lease(tenant: &str, job: &str, n: u32) -> String {
     format!("part/{tenant}/{job}/{}", part_id(n))
 }
 
+/// The writes and lease changes that store `job` cut into `parts`: the job
+/// with its partition count, each partition with its lease offered, and
+/// the job's lease (`job_lease`) parked until a partition ends.
+pub(crate) fn split_writes<'t>(
+    t: &'t crate::databases::Trees,
+    job: &Job,
+    parts: &[Part],
+    job_lease: String,
+) -> Result<(Vec<Write<'t>>, Vec<LeaseOp>)> {
+    let n = u32::try_from(parts.len()).unwrap_or(u32::MAX);
+    let job = Job { parts: n, ..job.clone() };
+    let mut writes: Vec<Write<'_>> = vec![(&t.jobs, key(&[&job.tenant, &job.id]), Some(codec::encode(&job)?))];
+    let mut ops = Vec::with_capacity(parts.len().saturating_add(1));
+    for (i, part) in (0..n).zip(parts) {
+        writes.push((&t.parts, key(&[&job.tenant, &job.id, &part_id(i)]), Some(codec::encode(part)?)));
+        ops.push(LeaseOp::Offer(part_lease(&job.tenant, &job.id, i)));
+    }
+    ops.push(LeaseOp::Park(job_lease));
+    Ok((writes, ops))
+}
+
 /// The tenant, job and partition number a partition's lease names.
 pub fn parse_part_lease(name: &str) -> Option<(String, String, u32)> {
     let mut it = name.strip_prefix("part/")?.split('/');
@@ -166,15 +187,7 @@ impl Broadcasts<'_> {
     /// job's lease is parked until a partition finishes.
     pub fn split(&self, lease: &Lease, job: &Job, parts: &[Part]) -> Result<()> {
         let t = self.0.trees()?;
-        let n = u32::try_from(parts.len()).unwrap_or(u32::MAX);
-        let job = Job { parts: n, ..job.clone() };
-        let mut writes: Vec<Write<'_>> = vec![(&t.jobs, key(&[&job.tenant, &job.id]), Some(codec::encode(&job)?))];
-        let mut ops = Vec::with_capacity(parts.len().saturating_add(1));
-        for (i, part) in (0..n).zip(parts) {
-            writes.push((&t.parts, key(&[&job.tenant, &job.id, &part_id(i)]), Some(codec::encode(part)?)));
-            ops.push(LeaseOp::Offer(part_lease(&job.tenant, &job.id, i)));
-        }
-        ops.push(LeaseOp::Park(lease.name.clone()));
+        let (writes, ops) = split_writes(&t, job, parts, lease.name.clone())?;
         self.0.write_fenced(Some(&self.0.fence(lease)), writes, ops)
     }
 

@@ -439,14 +439,21 @@ impl Deliveries<'_> {
         put(&self.0.trees()?.batches, &key(&[tenant, &record.last()?]), record)
     }
 
-    /// Creates a broadcast job and its empty report together, and offers
-    /// the job's lease: an engine claims it and splits the job (see `broadcasts`).
-    pub fn create_job(&self, job: &Job, report: &Report) -> Result<()> {
+    /// Creates a broadcast job, its empty report and its partitions together
+    /// (see `broadcasts`): their leases are offered, the job's parked until a
+    /// partition ends. A job created without partitions has its lease
+    /// offered instead: an engine claims it and splits it.
+    pub fn create_job(&self, job: &Job, report: &Report, parts: &[crate::broadcasts::Part]) -> Result<()> {
         let t = self.0.trees()?;
         let k = key(&[&job.tenant, &job.id]);
-        let (jv, rv) = (codec::encode(job)?, encode_broadcast_report(report)?);
-        let offer = crate::leases::LeaseOp::Offer(crate::broadcasts::job_lease(&job.tenant, &job.id));
-        self.0.write_fenced(None, vec![(&t.jobs, k.clone(), Some(jv)), (&t.reports, k, Some(rv))], vec![offer])
+        let lease = crate::broadcasts::job_lease(&job.tenant, &job.id);
+        let (mut writes, ops) = if parts.is_empty() {
+            (vec![(&t.jobs, k.clone(), Some(codec::encode(job)?))], vec![crate::leases::LeaseOp::Offer(lease)])
+        } else {
+            crate::broadcasts::split_writes(&t, job, parts, lease)?
+        };
+        writes.push((&t.reports, k, Some(encode_broadcast_report(report)?)));
+        self.0.write_fenced(None, writes, ops)
     }
 
     /// Every unfinished broadcast of every tenant.

@@ -208,7 +208,7 @@ async fn delivery_records_of_an_older_data_dir_move_to_their_own_database() {
     };
     {
         let s = open(dir.path());
-        s.deliveries().create_job(&job, &report).unwrap();
+        s.deliveries().create_job(&job, &report, &[]).unwrap();
         s.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
         s.durable().await.unwrap();
     }
@@ -324,7 +324,7 @@ fn a_batch_is_one_record_that_finds_each_of_its_sends() {
 /// partition's lease, and, when `finish`, the partition done and the job
 /// completed at `completed_ms`.
 fn broadcast(s: &Store, job: &Job, report: &Report, outcomes: Vec<(String, ClientOutcome)>, finish: Option<u64>) {
-    s.deliveries().create_job(job, report).unwrap();
+    s.deliveries().create_job(job, report, &[]).unwrap();
     let job_lease = broadcasts::job_lease(&job.tenant, &job.id);
     let lease = s.leases().acquire(&job_lease).unwrap().expect("a new job's lease is free");
     let JobState::Unsplit(unsplit) = s.broadcasts().job_state(&job.tenant, &job.id).unwrap() else { panic!("unsplit") };
@@ -360,6 +360,36 @@ fn a_job(id: &str, at: u64) -> Job {
         parts: 0,
         max_per_second: None,
     }
+}
+
+/// A job created with its partitions (as a topic send creates it, having
+/// read the token index once for both the count and the cut) is running at
+/// once: its partitions are offered, and its own lease stays parked, so no
+/// engine reads the index again to split it.
+#[tokio::test]
+async fn a_job_created_with_its_partitions_is_not_split_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let job = a_job("n1", 1);
+    let parts = [("a", None, Some("c5")), ("a", Some("c5"), None)].map(|(app, after, until)| Part {
+        app: app.into(),
+        after: after.map(Into::into),
+        until: until.map(Into::into),
+        ..Part::default()
+    });
+    let report = Report { id: "n1".into(), kind: "topic".into(), ..Report::default() };
+    s.deliveries().create_job(&job, &report, &parts).unwrap();
+    assert!(matches!(s.broadcasts().job_state("acme", "n1").unwrap(), JobState::Running));
+    assert_eq!(s.broadcasts().job("acme", "n1").unwrap().unwrap().parts, 2);
+    assert_eq!(s.broadcasts().parts("acme", "n1").unwrap(), parts);
+    assert!(s.leases().acquire(&broadcasts::job_lease("acme", "n1")).unwrap().is_none(), "the job's lease is parked");
+    for n in 0..2 {
+        assert!(
+            s.leases().acquire(&broadcasts::part_lease("acme", "n1", n)).unwrap().is_some(),
+            "partition {n} offered"
+        );
+    }
+    assert_eq!(s.deliveries().report("acme", "n1").unwrap().unwrap().kind, "topic");
 }
 
 /// A broadcast's partitions carry its counts while it runs (resends
