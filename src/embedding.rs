@@ -164,7 +164,9 @@ impl Engine {
             tracing::warn!(error = %e, "final flush failed");
         }
         // What this engine held (partitions, webhooks, its node lease) is
-        // taken over by the others at once rather than when the leases expire.
+        // taken over by the others at once rather than when the leases expire;
+        // first its background tasks stop, so that none takes a lease again.
+        self.background.stop(DRAIN).await;
         if let Err(e) = self.store.leases().free_all_mine() {
             tracing::warn!(error = %e, "could not free this engine's leases; they expire");
         }

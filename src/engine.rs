@@ -24,6 +24,8 @@ pub struct Engine {
     pub push: Push,
     /// Requests in flight through [`Engine::http_service`], drained by [`Engine::shutdown`].
     pub(crate) in_flight: tokio_util::task::TaskTracker,
+    /// The periodic tasks that take leases, stopped by [`Engine::shutdown`].
+    pub(crate) background: crate::background::Background,
     /// The root CA and the tenants' signers.
     pub pki: Arc<crate::pki::Authority>,
     /// Rate limits of the send API and the token endpoint.
@@ -73,8 +75,9 @@ impl Engine {
             Some(t) => t.clone(),
             None => random_token()?,
         };
-        let cluster = crate::node::start(store.clone(), config.lease_ttl)?;
-        crate::sweeper::spawn(store.clone(), config.clock.clone(), config.retention);
+        let background = crate::background::Background::default();
+        let cluster = crate::node::start(&background, store.clone(), config.lease_ttl)?;
+        crate::sweeper::spawn(&background, store.clone(), config.clock.clone(), config.retention);
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let tenants = store.tenants().list().map_err(|e| format!("listing tenants: {e}"))?;
         herald_actors::telemetry::export_at_zero(tenants.iter().map(|t| t.id.as_str()));
@@ -83,7 +86,7 @@ impl Engine {
         let pki =
             crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
         pki.recover()?;
-        spawn_recovery(&pki, config.lease_ttl);
+        spawn_recovery(&background, &pki, config.lease_ttl);
         let engine = Arc::new_cyclic(|me| Engine {
             boot: ulid::Ulid::generate().to_string(),
             me: me.clone(),
@@ -99,6 +102,7 @@ impl Engine {
             metrics,
             push,
             in_flight: Default::default(),
+            background,
         });
         engine.push.set_pacer(engine.quotas.clone());
         crate::scheduler::spawn(Arc::downgrade(&engine));
@@ -124,13 +128,20 @@ impl Engine {
 /// Queues again, every few leases' lifetimes, the issuances left
 /// `REQUESTED` (an engine sharing the database died mid-way); their leases
 /// keep one engine at each.
-fn spawn_recovery(pki: &Arc<crate::pki::Authority>, lease_ttl: std::time::Duration) {
+fn spawn_recovery(
+    background: &crate::background::Background,
+    pki: &Arc<crate::pki::Authority>,
+    lease_ttl: std::time::Duration,
+) {
     let pki = Arc::downgrade(pki);
-    tokio::spawn(async move {
+    background.spawn(|stop| async move {
         let mut tick = tokio::time::interval(lease_ttl.saturating_mul(3));
         tick.tick().await;
         loop {
-            tick.tick().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
             let Some(pki) = pki.upgrade() else { return };
             if let Err(e) = pki.recover() {
                 tracing::warn!(error = %e, "could not look for issuances to recover");

@@ -16,6 +16,7 @@
 //!
 //! - `api`: the HTTP handlers, one file per interface area, and the route table
 //! - `auth`: who is calling: realm tokens, the operator token, roles, sessions
+//! - `background`: the periodic tasks that take leases, stopped before shutdown frees them
 //! - `cli`: the command line (`herald serve`, `herald tenant create`)
 //! - `config`, `config_reference`: settings from flags, environment and file; their reference
 //! - `demo`: `serve --demo`: simulators in-process and a seeded tenant
@@ -40,6 +41,7 @@
 
 pub mod api;
 pub mod auth;
+mod background;
 pub mod cli;
 pub mod config;
 pub mod config_reference;

@@ -65,8 +65,12 @@ impl Cluster {
 }
 
 /// Frees the leases a previous run under this node id left, takes the
-/// node's own lease and starts the heartbeat; it lives as long as the runtime.
-pub(crate) fn start(store: Store, ttl: Duration) -> Result<Arc<Cluster>, String> {
+/// node's own lease and starts the heartbeat, which runs until `background` stops.
+pub(crate) fn start(
+    background: &crate::background::Background,
+    store: Store,
+    ttl: Duration,
+) -> Result<Arc<Cluster>, String> {
     let freed = store.leases().free_all_mine().map_err(|e| format!("freeing this node's old leases: {e}"))?;
     if freed > 0 {
         tracing::info!(freed, node = store.node_id(), "took back the leases of this node's previous run");
@@ -76,10 +80,13 @@ pub(crate) fn start(store: Store, ttl: Duration) -> Result<Arc<Cluster>, String>
     let mut own = store.leases().acquire(&name).map_err(|e| format!("taking the node lease: {e}"))?;
     let cluster = Arc::new(Cluster::of(1));
     let shared = cluster.clone();
-    tokio::spawn(async move {
+    background.spawn(|stop| async move {
         let mut tick = tokio::time::interval(ttl.checked_div(3).unwrap_or(ttl));
         loop {
-            tick.tick().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
             let store = store.clone();
             let name = name.clone();
             let kept = tokio::task::spawn_blocking(move || beat(&store, &name, own)).await;

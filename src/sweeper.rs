@@ -28,14 +28,17 @@ impl Retention {
     }
 }
 
-/// Starts the sweeper; it lives as long as the runtime.
-pub(crate) fn spawn(store: Store, clock: Clock, retention: Retention) {
-    tokio::spawn(async move {
+/// Starts the sweeper; it runs until `background` stops.
+pub(crate) fn spawn(background: &crate::background::Background, store: Store, clock: Clock, retention: Retention) {
+    background.spawn(|stop| async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         let period = retention.period_s();
         let mut lease = None;
         for second in 0u64.. {
-            tick.tick().await;
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
             if store.writable().is_err() {
                 continue;
             }
