@@ -1,12 +1,13 @@
 //! A topic broadcast split into partitions that engines sharing a database
 //! claim, run and take over, each under its own lease.
 //!
-//! A broadcast starts as a job (see `deliveries`) with its lease
-//! `job/<tenant>/<id>` offered. The engine that claims it splits the job:
-//! each app's valid tokens are cut into partitions of a given size (ranges
-//! of the token index), each stored with its own cursor, read mark and
-//! counts, and its lease `part/<tenant>/<id>/<n>` offered; the job's lease is
-//! then parked. Any engine claims a partition, sends to its range and
+//! A broadcast is created as a job (see `deliveries`) already split: each
+//! app's valid tokens cut into partitions of a given size (ranges of the
+//! token index, read once with the count the send answers), each stored
+//! with its own cursor, read mark and counts, and its lease
+//! `part/<tenant>/<id>/<n>` offered; the job's lease `job/<tenant>/<id>` is
+//! parked. A job stored unsplit (by an engine from before partitions) has
+//! its lease offered instead, and the engine that claims it splits it. Any engine claims a partition, sends to its range and
 //! commits each batch under the partition's lease, so an engine that lost it
 //! (paused, partitioned) cannot write over its successor's progress. A
 //! partition done removes its lease and frees the job's: the engine that
