@@ -120,9 +120,10 @@ pub async fn execute(
     let d = channels.deliverer();
     match &req.recipient {
         Recipient::Topic { .. } => {
-            // Counting the targeted tokens reads each app's whole index (a
-            // second or so at a million): off the runtime's worker threads,
-            // whose other tasks (other tenants' sends) would wait meanwhile.
+            // Counting the targeted tokens and cutting the job into
+            // partitions reads each app's whole index once (2.6 s at a
+            // million): off the runtime's worker threads, whose other tasks
+            // (other tenants' sends) would wait meanwhile.
             let deliverer = d.clone();
             let (job, apps) = tokio::task::spawn_blocking(move || broadcast(&deliverer, &req))
                 .await

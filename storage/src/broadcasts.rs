@@ -7,8 +7,9 @@
 //! with its own cursor, read mark and counts, and its lease
 //! `part/<tenant>/<id>/<n>` offered; the job's lease `job/<tenant>/<id>` is
 //! parked. A job stored unsplit (by an engine from before partitions) has
-//! its lease offered instead, and the engine that claims it splits it. Any engine claims a partition, sends to its range and
-//! commits each batch under the partition's lease, so an engine that lost it
+//! its lease offered instead, and the engine that claims it splits it. Any
+//! engine claims a partition, sends to its range and commits each batch
+//! under the partition's lease, so an engine that lost it
 //! (paused, partitioned) cannot write over its successor's progress. A
 //! partition done removes its lease and frees the job's: the engine that
 //! claims it next finds every partition done and completes the report, or
@@ -171,7 +172,9 @@ impl Broadcasts<'_> {
     /// What the holder of a job's lease is to do with it.
     pub fn job_state(&self, tenant: &str, id: &str) -> Result<JobState> {
         let Some(job) = self.job(tenant, id)? else { return Ok(JobState::Gone) };
-        if job.parts == 0 {
+        // A job with no app to send to (none accepts its category) has no
+        // partitions to wait for: it is done as soon as it is looked at.
+        if job.parts == 0 && job.apps.iter().any(|a| !a.done) {
             return Ok(JobState::Unsplit(job));
         }
         let parts = self.parts(tenant, id)?;

@@ -75,6 +75,30 @@ async fn reaches_every_valid_client(w: PushWorld) {
     assert_eq!(clients[0]["state"], "INVALID");
 }
 
+/// A topic none of the tenant's apps accepts: each app's entry says why,
+/// and the broadcast, with nothing to send, completes at once (its job had
+/// stayed running for ever, waiting for partitions it never had).
+#[tokio::test]
+async fn a_topic_no_app_accepts_completes_with_nothing_sent() {
+    let w = PushWorld::start().await;
+    let mut payments_only = w.creds.app_json.clone();
+    payments_only["categories"] = json!(["payment"]);
+    let (st, r) = w.server.call(Method::PUT, "/v1/tenants/acme/apps/demo", Some(&w.admin), Some(payments_only)).await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    w.client("demo", "user1", &format!("APNS:{}", apns_token(1))).await;
+
+    let (st, r) = w.send(topic("chat")).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+    let entries = r.as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{r}");
+    assert_eq!(entries[0]["isSuccessful"], false, "{r}");
+    let id = entries[0]["notificationId"].as_str().unwrap();
+    let report = w.wait_report(id, 10).await;
+    assert_eq!(report["state"], "COMPLETED", "{report}");
+    assert_eq!((report["counts"]["targeted"].as_u64(), report["counts"]["sent"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(w.sims.stats().apns.accepted, 0);
+}
+
 /// Seeds `n` APNs clients of app `demo` straight into a stopped Herald's storage.
 fn seed(data_dir: &std::path::Path, n: u64) -> Vec<String> {
     let tokens = seed_clients(data_dir, n, |i| (PushProvider::Apns, apns_token(1_000_000 + i)));
