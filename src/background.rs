@@ -2,9 +2,9 @@
 //! heartbeat, the sweeper and the recovery of PKI issuances. They live until
 //! [`Background::stop`], which [`Engine::shutdown`](crate::Engine::shutdown)
 //! calls before it frees the engine's leases: a task still running then
-//! could take a lease again after it was freed (on PostgreSQL, where the
-//! store outlives `shutdown`, one that then stayed held for as long as the
-//! process ran, and the others took the sweeper's work only when it died).
+//! kept its lease alive, or could take one again after it was freed (on
+//! PostgreSQL the store outlives `shutdown`, so such a lease could stay
+//! held for as long as the process ran).
 
 use std::future::Future;
 use std::time::Duration;

@@ -164,11 +164,6 @@ impl Broadcasts<'_> {
         self.0.trees()?.cancels.get(key(&[tenant, id]))?.map(|v| codec::decode(&v)).transpose()
     }
 
-    /// Offers a new job's lease: an engine claims it and splits the job.
-    pub fn offer_job(&self, tenant: &str, id: &str) -> Result<()> {
-        self.0.write_fenced(None, Vec::new(), vec![LeaseOp::Offer(job_lease(tenant, id))])
-    }
-
     /// What the holder of a job's lease is to do with it.
     pub fn job_state(&self, tenant: &str, id: &str) -> Result<JobState> {
         let Some(job) = self.job(tenant, id)? else { return Ok(JobState::Gone) };

@@ -148,9 +148,8 @@ async fn builder_service_typed_api_and_draining_shutdown() {
         assert_ne!(herald_storage::test_newest_snapshot(dir.path()), "", "a snapshot in {}", dir.path().display());
     }
     // The heartbeat and the sweeper stopped before the leases were freed:
-    // a second later, past a sweeper's round, this engine holds none (on
-    // PostgreSQL the store outlives the shutdown, and a sweeper still
-    // running took its lease again).
+    // a second later, past a sweeper's round, this engine holds none (the
+    // heartbeat kept the node lease alive while the runtime ran).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(engine.store.leases().held_names(""), Vec::<String>::new(), "leases held after shutdown");
     sims.shutdown().await;
