@@ -75,6 +75,11 @@ impl Push {
     ) -> Result<Vec<Result<SendAnswer, SendError>>, SendError> {
         let running = self.tenant(tenant).await?;
         let sending = running.activity.sending(reqs.len());
+        // Queuing a broadcast reads its apps' whole token indexes (seconds
+        // at millions): storage work that ends, not a wait for providers.
+        // Cut off, it would still queue the broadcast behind a 500, and a
+        // retry would send it twice.
+        let queues_broadcast = reqs.iter().any(|r| matches!(r.recipient, crate::send::Recipient::Topic { .. }));
         let until = tokio::time::Instant::now().checked_add(deadline);
         let channels = running.channels;
         let task = tokio::spawn(async move {
@@ -89,8 +94,13 @@ impl Push {
             }
             answers
         });
-        // Each request stops at `until` on its own; the grace lets them answer first.
-        match tokio::time::timeout(deadline.saturating_add(Duration::from_secs(1)), task).await {
+        // Each one-client send stops at `until` on its own; the grace lets them answer first.
+        let answered = if queues_broadcast {
+            Ok(task.await)
+        } else {
+            tokio::time::timeout(deadline.saturating_add(Duration::from_secs(1)), task).await
+        };
+        match answered {
             Ok(Ok(answers)) => Ok(answers),
             Ok(Err(e)) => Err(SendError::Internal(format!("the send failed: {e}"))),
             Err(_) => Err(SendError::Internal("the providers did not answer within the deadline".into())),

@@ -39,6 +39,41 @@ fn event_to(user: &str) -> PushNotificationEvent {
     .unwrap()
 }
 
+/// A topic send answers once its broadcast is queued, however long that
+/// takes: the send deadline bounds the wait for providers only. Queuing is
+/// storage work (it reads each app's whole token index); cut off by the
+/// deadline and its one-second grace, the send answered 500 "the providers
+/// did not answer within the deadline" while the broadcast went out anyway,
+/// so a retry would have sent it twice (seen at a million tokens on an
+/// engine slowed by a heap profiler). Here the clock is paused: while the
+/// queuing works on other threads the runtime is idle, and its clock jumps
+/// past every timer, the grace's included.
+#[tokio::test(start_paused = true)]
+async fn a_topic_send_is_not_cut_off_by_the_send_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = herald::config::Config::for_data_dir(dir.path());
+    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
+    let engine = Engine::builder()
+        .config(config)
+        .operator_token("op-token")
+        .tune(|c| c.send_deadline = Duration::ZERO)
+        .build()
+        .await
+        .unwrap();
+    herald::demo::seed(&engine, &sims).await.unwrap();
+    let topic = serde_json::from_value(json!({
+        "category": "chat",
+        "recipient": { "tenantId": "demo", "topic": "all" },
+        "payload": { "message": { "title": "t", "body": "b" } }
+    }))
+    .unwrap();
+    let answer = engine.push().send(&herald::Caller::admin("demo"), "demo", topic).await;
+    let answer = answer.unwrap_or_else(|e| panic!("the broadcast is answered, not cut off: {e}"));
+    let targeted: u64 = answer.iter().filter_map(|a| a.metadata.as_ref()?.targeted).sum();
+    assert!(targeted > 0, "{answer:?}");
+    engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builder_service_typed_api_and_draining_shutdown() {
     let dir = tempfile::tempdir().unwrap();
