@@ -10,8 +10,10 @@
 //     --payload payload.json --tokens 200000 [--token-offset 0] \
 //     [--connections 4] [--in-flight 4000] [--priority 5] [--push-type alert]
 //
-// Device tokens are the 64-hex-digit rendering of token-offset + i, as in the
-// benchmark's seeding.
+// Device tokens are the 64-hex-digit rendering of token-offset + i: the
+// simulator accepts any, and their content costs a sender nothing. (Herald
+// reads its tokens from its store, where the benchmark seeds random-looking
+// ones: those compress as real tokens do.)
 
 'use strict';
 

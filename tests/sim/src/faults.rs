@@ -226,8 +226,9 @@ fn draw(seed: u64, n: u64, rate: f64) -> bool {
     ((splitmix(seed, n) >> 11) as f64 / (1u64 << 53) as f64) < rate
 }
 
-/// The `n`th value of SplitMix64 from `seed`.
-fn splitmix(seed: u64, n: u64) -> u64 {
+/// The `n`th value of SplitMix64 from `seed`: for one seed, a bijection of
+/// `n`, so distinct `n` never collide (the load benchmark's device tokens).
+pub fn splitmix(seed: u64, n: u64) -> u64 {
     let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

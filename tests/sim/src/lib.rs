@@ -141,7 +141,7 @@ pub use credentials::{
     Registration, SimUrls, DEMO_BUNDLE_ID,
 };
 pub use error::SimError;
-pub use faults::{BodyFault, FaultEndpoint, Faults, ProviderFaults, StatusFault};
+pub use faults::{splitmix, BodyFault, FaultEndpoint, Faults, ProviderFaults, StatusFault};
 pub use provider::Provider;
 pub use record::{RecordedRequest, RECORDED_REQUESTS};
 pub use stats::{ProviderStats, Stats};
