@@ -30,6 +30,19 @@ async fn mount(engine: &Arc<Engine>) -> String {
     format!("http://{addr}")
 }
 
+/// An engine on `dir` from the builder, `tune`d, with the simulators in
+/// process and the demo tenant seeded.
+async fn demo_engine(
+    dir: &std::path::Path,
+    tune: impl FnOnce(&mut herald::config::Config),
+) -> (Arc<Engine>, herald_sim::Simulators) {
+    let mut config = herald::config::Config::for_data_dir(dir);
+    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
+    let engine = Engine::builder().config(config).operator_token("op-token").tune(tune).build().await.unwrap();
+    herald::demo::seed(&engine, &sims).await.unwrap();
+    (engine, sims)
+}
+
 fn event_to(user: &str) -> PushNotificationEvent {
     serde_json::from_value(json!({
         "category": "chat",
@@ -51,16 +64,7 @@ fn event_to(user: &str) -> PushNotificationEvent {
 #[tokio::test(start_paused = true)]
 async fn a_topic_send_is_not_cut_off_by_the_send_deadline() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = herald::config::Config::for_data_dir(dir.path());
-    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
-    let engine = Engine::builder()
-        .config(config)
-        .operator_token("op-token")
-        .tune(|c| c.send_deadline = Duration::ZERO)
-        .build()
-        .await
-        .unwrap();
-    herald::demo::seed(&engine, &sims).await.unwrap();
+    let (engine, _sims) = demo_engine(dir.path(), |c| c.send_deadline = Duration::ZERO).await;
     let topic = serde_json::from_value(json!({
         "category": "chat",
         "recipient": { "tenantId": "demo", "topic": "all" },
@@ -77,16 +81,7 @@ async fn a_topic_send_is_not_cut_off_by_the_send_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builder_service_typed_api_and_draining_shutdown() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = herald::config::Config::for_data_dir(dir.path());
-    let sims = herald::demo::start_simulators(&mut config).await.unwrap();
-    let engine = Engine::builder()
-        .config(config)
-        .operator_token("op-token")
-        .tune(|c| c.webhooks.retry_schedule = vec![Duration::ZERO])
-        .build()
-        .await
-        .unwrap();
-    herald::demo::seed(&engine, &sims).await.unwrap();
+    let (engine, sims) = demo_engine(dir.path(), |c| c.webhooks.retry_schedule = vec![Duration::ZERO]).await;
 
     // Typed tenant and app set-up, validated like the HTTP bodies.
     let tenant = CreateTenant {
