@@ -2,7 +2,7 @@
 
 use crate::delivery::Deliverer;
 use crate::root::{Registry, Root, RootArgs, RootMsg, Running};
-use crate::send::{self, SendAnswer, SendError, SendRequest};
+use crate::send::{self, Recipient, SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
 use crate::tenant::TenantMsg;
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
@@ -79,7 +79,7 @@ impl Push {
         // at millions): storage work that ends, not a wait for providers.
         // Cut off, it would still queue the broadcast behind a 500, and a
         // retry would send it twice.
-        let queues_broadcast = reqs.iter().any(|r| matches!(r.recipient, crate::send::Recipient::Topic { .. }));
+        let queues_broadcast = reqs.iter().any(|r| matches!(r.recipient, Recipient::Topic { .. }));
         let until = tokio::time::Instant::now().checked_add(deadline);
         let channels = running.channels;
         let task = tokio::spawn(async move {
@@ -94,7 +94,7 @@ impl Push {
             }
             answers
         });
-        // Each one-client send stops at `until` on its own; the grace lets them answer first.
+        // Each one-client or one-user send stops at `until` on its own; the grace lets them answer first.
         let answered = if queues_broadcast {
             Ok(task.await)
         } else {
