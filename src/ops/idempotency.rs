@@ -12,6 +12,11 @@
 //! so the retry runs. The work runs in a task of its own: a caller that goes
 //! away (a client timing out) does not stop it, and its answer is still
 //! stored for the retry.
+//!
+//! A claim not renewed for [`stale`] is taken to be a dead engine's, and
+//! the next request with its key runs again. The work renews its claim
+//! every quarter of that while it runs: a topic send queuing a broadcast
+//! to millions of tokens may work for longer, and must not run twice.
 
 use crate::engine::Engine;
 use crate::error::{subsystem, ApiError, ApiResult, ErrorKind, Family};
@@ -77,10 +82,11 @@ where
             Claimed::Run(started) => started,
         };
         let node = engine.store.node_id().to_string();
-        let mine = (node.as_str(), engine.boot.as_str(), started);
         let ours = (tenant.as_str(), key.as_str());
         let store = engine.store.idempotency();
-        let encoded = work(engine.clone()).await.and_then(|answer| {
+        let (result, started) = renewing(&engine, ours, started, work(engine.clone())).await;
+        let mine = (node.as_str(), engine.boot.as_str(), started);
+        let encoded = result.and_then(|answer| {
             serde_json::to_vec(&answer).map_err(|e| ApiError::internal(format!("encoding the answer: {e}")))
         });
         match encoded {
@@ -106,6 +112,43 @@ where
     task.await.map_err(|e| ApiError::internal(format!("the idempotent send stopped: {e}")))?
 }
 
+/// Runs `work`, renewing the claim stamped `started` of `ours` every
+/// quarter of [`stale`]; its result and the claim's stamp when it ended.
+/// A renewal that fails is logged and tried again at the next; one that
+/// finds the claim taken over stops renewing (the answer will not be stored).
+async fn renewing<T>(engine: &Engine, ours: (&str, &str), mut started: u64, work: impl Future<Output = T>) -> (T, u64) {
+    // At most hourly: a huge configured deadline must not overflow the clock.
+    let every = Duration::from_millis(stale(engine) / 4).min(Duration::from_secs(3600));
+    let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut work = std::pin::pin!(work);
+    let mut held = true;
+    loop {
+        tokio::select! {
+            result = &mut work => return (result, started),
+            _ = renewal.tick(), if held => {
+                let mine = (engine.store.node_id(), engine.boot.as_str(), started);
+                match engine.store.idempotency().renew(ours, mine, now_ms()) {
+                    Ok(Some(stamp)) => started = stamp,
+                    Ok(None) => held = false,
+                    Err(e) => tracing::warn!(tenant = ours.0, error = %e, "renewing an idempotency claim"),
+                }
+            }
+        }
+    }
+}
+
+/// After how long (ms) a claim not renewed is taken to be a dead engine's:
+/// three send deadlines, at least a minute, so that a busy engine's late
+/// renewal is not mistaken for its death.
+fn stale(engine: &Engine) -> u64 {
+    ms(engine.config.send_deadline).saturating_mul(3).max(60_000)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 enum Claimed {
     /// This request runs; it claimed the key at this instant (ms).
     Run(u64),
@@ -115,9 +158,7 @@ enum Claimed {
 /// Claims the key, or waits for the request that holds it, for at most the send deadline.
 async fn claim(engine: &Engine, tenant: &str, key: &str, fingerprint: &[u8]) -> ApiResult<Claimed> {
     let deadline = Instant::now().checked_add(engine.config.send_deadline);
-    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    // A claim this old is a dead engine's: the send it made is long over.
-    let stale = ms(engine.config.send_deadline).saturating_mul(3).max(60_000);
+    let stale = stale(engine);
     loop {
         let now = now_ms();
         let c = Claim {
@@ -154,5 +195,59 @@ async fn claim(engine: &Engine, tenant: &str, key: &str, fingerprint: &[u8]) -> 
             }
             Begin::Wait => tokio::time::sleep(POLL).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    /// A run longer than the staleness renews its claim: a request from
+    /// another engine a staleness after the claim waits instead of running
+    /// the send again, and the run's answer is stored under its renewed
+    /// claim for retries to replay. The clock is paused: the runtime's
+    /// timers jump forward, while the store's stamps follow the wall clock.
+    #[tokio::test(start_paused = true)]
+    async fn a_long_run_renews_its_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_data_dir(dir.path());
+        let engine = Engine::builder().config(config).metrics_recorder(false).build().await.unwrap();
+        let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+        let work = |_| async move { finished.await.map_err(|_| ApiError::internal("dropped")).map(|()| 7) };
+        let shared = engine.clone();
+        let run = tokio::spawn(async move {
+            let key = IdempotencyKey::parse("k").unwrap();
+            once(shared, "acme", &key, b"fp".to_vec(), StatusCode::ACCEPTED, work).await
+        });
+        let ids = engine.store.idempotency();
+        let claimed = loop {
+            match ids.get("acme", "k").unwrap().map(|r| r.progress) {
+                Some(herald_storage::idempotency::Progress::Running { started_ms, .. }) => break started_ms,
+                _ => tokio::task::yield_now().await,
+            }
+        };
+
+        std::thread::sleep(Duration::from_millis(5)); // the wall clock moves on
+        tokio::time::sleep(Duration::from_millis(stale(&engine) / 4 + 1)).await; // a renewal is due
+        let (stale, boot) = (stale(&engine), "another-process");
+        let elsewhere = |now_ms| Claim {
+            tenant: "acme",
+            key: "k",
+            fingerprint: b"fp",
+            node: "another-engine",
+            boot,
+            now_ms,
+            ttl_ms: ms(TTL),
+            stale_ms: stale,
+        };
+        assert_eq!(ids.begin(&elsewhere(claimed + stale + 1)).unwrap(), Begin::Wait, "stale unless renewed");
+
+        finish.send(()).unwrap();
+        let answer = run.await.unwrap().unwrap();
+        assert_eq!((answer.status, answer.body.as_slice(), answer.replayed), (StatusCode::ACCEPTED, &b"7"[..], false));
+        let replay = Begin::Replay { status: 202, body: b"7".to_vec() };
+        assert_eq!(ids.begin(&elsewhere(now_ms())).unwrap(), replay, "answered under the renewed claim");
+        engine.shutdown().await;
     }
 }

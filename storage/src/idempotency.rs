@@ -8,7 +8,9 @@
 //! reading the record again. The marker names the engine and the process
 //! (`boot`) running it: a marker left by a process that died is taken over by
 //! the next request once it is stale, or at once by the same engine after a
-//! restart (its boot differs). The answer replaces the marker.
+//! restart (its boot differs). A run that outlasts the staleness (a topic
+//! send queuing a large broadcast) renews its marker while it works, so a
+//! live run is never taken over. The answer replaces the marker.
 //!
 //! Records are keyed by the SHA-256 of the key (any visible ASCII, up to 255
 //! characters: the digest keeps storage keys short and uniform) and expire
@@ -36,13 +38,15 @@ pub struct Record {
 /// How far the first request with a key got.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Progress {
-    /// Running on engine `node`, in its process `boot`, since `started_ms`.
+    /// Running on engine `node`, in its process `boot`, last heard of at `started_ms`.
     Running {
         /// The node id of the engine running it.
         node: String,
         /// Unique to one run of that engine's process.
         boot: String,
-        /// When it was claimed, ms since the epoch.
+        /// When it was claimed or last renewed, ms since the epoch: the
+        /// marker is stale this long after. With node and boot, it names
+        /// the claim.
         started_ms: u64,
     },
     /// Answered with this HTTP status and JSON body.
@@ -151,6 +155,29 @@ impl Idempotency<'_> {
             r.progress = Progress::Answered { status, body: body.to_vec() };
             tx.put(&tx.t.idempotency, &rk, &r)?;
             Ok(true)
+        })
+    }
+
+    /// Renews the claim stamped `started_ms` to `now_ms` (see
+    /// [`Progress::Running`]): the stamp that names it from now on, or `None`
+    /// when it was taken over meanwhile (the record is then left alone).
+    pub fn renew(
+        &self,
+        (tenant, k): (&str, &str),
+        (node, boot, started_ms): (&str, &str, u64),
+        now_ms: u64,
+    ) -> Result<Option<u64>> {
+        let rk = record_key(tenant, k);
+        // A clock stepped back does not age the claim.
+        let stamp = now_ms.max(started_ms);
+        self.0.transact(|tx| {
+            let Some(mut r) = tx.get::<Record>(&tx.t.idempotency, &rk)? else { return Ok(None) };
+            if !claimed_by(&r.progress, node, boot, started_ms) {
+                return Ok(None);
+            }
+            r.progress = Progress::Running { node: node.to_string(), boot: boot.to_string(), started_ms: stamp };
+            tx.put(&tx.t.idempotency, &rk, &r)?;
+            Ok(Some(stamp))
         })
     }
 
@@ -290,6 +317,25 @@ mod tests {
         ids.abandon(("acme", "k"), ("n2", "b9", 120)).unwrap();
         assert_eq!(ids.get("acme", "k").unwrap(), None);
         assert_eq!(ids.begin(&claim("k", b"z", "b1", 130)).unwrap(), Begin::Run, "free again, any body");
+    }
+
+    /// A renewed claim is not stale until its renewal is, and is named by
+    /// its new stamp; a claim taken over is not renewed.
+    #[test]
+    fn a_renewed_claim_is_not_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
+        let ids = store.idempotency();
+        assert_eq!(ids.begin(&claim("k", b"a", "b1", 10)).unwrap(), Begin::Run);
+        assert_eq!(ids.renew(("acme", "k"), ("n1", "b1", 10), 90).unwrap(), Some(90));
+        let elsewhere = |now| Claim { node: "n2", ..claim("k", b"a", "b9", now) };
+        assert_eq!(ids.begin(&elsewhere(150)).unwrap(), Begin::Wait, "stale at 110 unless renewed");
+        assert_eq!(ids.renew(("acme", "k"), ("n1", "b1", 90), 50).unwrap(), Some(90), "the clock stepped back");
+        assert!(!ids.answer(("acme", "k"), ("n1", "b1", 10), 202, b"[]").unwrap(), "named by its new stamp");
+        assert_eq!(ids.begin(&elsewhere(190)).unwrap(), Begin::Run, "stale 100 ms after its renewal");
+        assert_eq!(ids.renew(("acme", "k"), ("n1", "b1", 90), 200).unwrap(), None, "taken over");
+        assert!(ids.answer(("acme", "k"), ("n2", "b9", 190), 202, b"[2]").unwrap());
+        assert_eq!(ids.renew(("acme", "k"), ("n2", "b9", 190), 210).unwrap(), None, "answered");
     }
 
     /// Past its expiry a key is used afresh; the sweep deletes expired
