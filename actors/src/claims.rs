@@ -153,7 +153,7 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
         JobState::Gone => store.broadcasts().drop_lease(lease).or_else(fenced),
         JobState::Running => store.broadcasts().park(lease).or_else(fenced),
         JobState::Unsplit(job) => {
-            let (parts, _) = split(store, &job, d.settings().partition_size).map_err(|e| e.to_string())?;
+            let parts = split(store, &job, d.settings().partition_size).map_err(|e| e.to_string())?;
             store.broadcasts().split(lease, &job, &parts).or_else(fenced)?;
             tracing::info!(tenant, job = id, partitions = parts.len(), "broadcast split into partitions");
             d.claims().wake();
@@ -187,17 +187,14 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
 /// Cuts each app of a job still to do into partitions of `size` tokens (at
 /// least one per app): ranges of its token index, from the app's cursor of
 /// a job stored before partitions. The read mark of such a job goes to the
-/// partitions of its app in progress. Answers the partitions and how many
-/// tokens each app still to do has in its index (what it targets): one
-/// read of the index gives both.
-pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<(Vec<Part>, BTreeMap<String, u64>)> {
-    let (mut parts, mut targeted) = (Vec::new(), BTreeMap::new());
+/// partitions of its app in progress.
+pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<Vec<Part>> {
+    let mut parts = Vec::new();
     let in_progress = job.apps.iter().position(|a| !a.done);
     for (i, app) in job.apps.iter().enumerate().filter(|(_, a)| !a.done) {
         let read_mark = if Some(i) == in_progress { job.read_mark.clone() } else { None };
         let mut after = app.cursor.clone();
-        let (ends, count) = store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?;
-        targeted.insert(app.app.clone(), count);
+        let (ends, _) = store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?;
         for until in ends {
             let next = Some(until.clone());
             parts.push(Part {
@@ -211,7 +208,7 @@ pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Resu
         }
         parts.push(Part { app: app.app.clone(), after, until: None, read_mark, ..Part::default() });
     }
-    Ok((parts, targeted))
+    Ok(parts)
 }
 
 #[cfg(test)]
@@ -265,7 +262,7 @@ mod tests {
         let apps = (0..apps).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
         let job = Job { tenant: tenant.into(), ..job(apps, None) };
         let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
-        let (parts, _) = split(store, &job, 10).unwrap();
+        let parts = split(store, &job, 10).unwrap();
         store.deliveries().create_job(&job, &report, &parts).unwrap();
         parts.len()
     }
@@ -351,8 +348,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_tokens(dir.path(), &[("a", 25), ("b", 0)]);
         let apps = ["a", "b"].map(|a| JobApp { app: a.into(), cursor: None, done: false }).to_vec();
-        let (parts, targeted) = split(&store, &job(apps, None), 10).unwrap();
-        assert_eq!(targeted, BTreeMap::from([("a".into(), 25), ("b".into(), 0)]));
+        let parts = split(&store, &job(apps, None), 10).unwrap();
         let ranges: Vec<_> = parts.iter().map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref())).collect();
         assert_eq!(
             ranges,
@@ -378,9 +374,7 @@ mod tests {
             JobApp { app: "b".into(), cursor: Some("b-c003".into()), done: false },
             JobApp { app: "c".into(), cursor: None, done: false },
         ];
-        let (parts, targeted) = split(&store, &job(apps, Some("b-c007")), 5).unwrap();
-        // What is left of each app still to do: b after its cursor, all of c.
-        assert_eq!(targeted, BTreeMap::from([("b".into(), 8), ("c".into(), 3)]));
+        let parts = split(&store, &job(apps, Some("b-c007")), 5).unwrap();
         let ranges: Vec<_> = parts
             .iter()
             .map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref(), p.read_mark.as_deref()))

@@ -9,7 +9,7 @@ use crate::providers::Notification;
 use herald_storage::deliveries::{BatchRecord, ClientOutcome, Job as BroadcastJob, JobApp, Report, SendRecord, State};
 use herald_storage::now_ms;
 use herald_storage::push_tokens::TokenRef;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Who a send goes to: one client, every client of a user, or the subscribers of
@@ -345,21 +345,26 @@ fn target(
 }
 
 /// Writes the broadcast job: every app of the tenant accepting the category,
-/// with the count of its valid tokens, already cut into partitions (one read
-/// of each app's token index gives both). Delivery happens in `FanOut` actors.
+/// with the count of its valid tokens (kept beside the index, so a topic
+/// send answers at once however many there are). The engine that claims
+/// the job cuts it into partitions; `FanOut` actors deliver them.
 fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQueued>), SendError> {
     let store = d.store();
     let tenant = req.tenant.as_str();
     let (apps, _) = store.apps().list(tenant, 0, usize::MAX)?;
     let mut queued = Vec::new();
     let mut job_apps = Vec::new();
+    let mut targeted = BTreeMap::new();
     for app in apps {
         let refused = (!app.categories.contains(&req.notification.category))
             .then(|| format!("app {} does not accept category {}", app.name, req.notification.category));
+        let mut count = 0;
         if refused.is_none() {
+            count = store.push_tokens().count_valid_of_app(tenant, &app.name)?;
+            targeted.insert(app.name.clone(), count);
             job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
         }
-        queued.push(AppQueued { app: app.name, targeted: 0, refused });
+        queued.push(AppQueued { app: app.name, targeted: count, refused });
     }
     let notification_json = serde_json::to_string(&req.notification).map_err(|e| SendError::Internal(e.to_string()))?;
     let job = BroadcastJob {
@@ -372,15 +377,11 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
         parts: 0,
         max_per_second: req.max_per_second,
     };
-    let (parts, targeted) = crate::claims::split(store, &job, d.settings().partition_size)?;
-    for q in queued.iter_mut().filter(|q| q.refused.is_none()) {
-        q.targeted = targeted.get(&q.app).copied().unwrap_or(0);
-    }
     let mut report =
         Report { id: job.id.clone(), kind: "topic".into(), created_ms: job.created_ms, targeted, ..Report::default() };
     if let Recipient::Topic { topic } = &req.recipient {
         report.recipient = topic.clone();
     }
-    store.deliveries().create_job(&job, &report, &parts)?;
+    store.deliveries().create_job(&job, &report, &[])?;
     Ok((job, queued))
 }

@@ -137,6 +137,9 @@ trees! {
         generations,
         push_tokens,
         tokens_by_app,
+        /// Counts of tokens per app's index and per tenant (see `token_counts`).
+        app_token_counts,
+        tenant_token_counts,
         provider_tokens,
         webhooks,
         outbox,

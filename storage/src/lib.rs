@@ -18,7 +18,7 @@
 //! - `flusher`, `space`: grouped flushes, and refusing writes on a full disk
 //! - one module per record kind: `tenants`, `users` (and `user_directory`),
 //!   `identity` (addresses, sessions, realm configuration), `clients`, `links`,
-//!   `push_tokens`, `provider_tokens`, `apps`, `versions`, `properties`,
+//!   `push_tokens` (and `token_counts`, how many a broadcast targets), `provider_tokens`, `apps`, `versions`, `properties`,
 //!   `nonces`, `catalogue`, `settings`, `signers`, `certificates`, `webhooks`,
 //!   `deliveries`, `broadcasts` (a broadcast's partitions), `idempotency`
 //!   (the send routes' idempotency keys), `schedules` (scheduled sends)
@@ -41,6 +41,7 @@ mod pg;
 mod seal;
 mod space;
 mod store;
+mod token_counts;
 mod tx;
 
 pub mod apps;

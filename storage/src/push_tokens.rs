@@ -168,19 +168,16 @@ impl PushTokens<'_> {
         Ok((iter, p))
     }
 
-    /// How many push tokens the tenant stores (valid or not): what its
-    /// `pushTokens` quota counts. Reads every key of the tenant's tokens.
+    /// How many push tokens the tenant stores, valid or not: what its
+    /// `pushTokens` quota counts (a few keys: see `token_counts`).
     pub fn count_of_tenant(&self, tenant: &str) -> Result<u64> {
-        self.0.trees()?.push_tokens.count_prefix(prefix(&[tenant]))
+        crate::token_counts::sum(&self.0.trees()?.tenant_token_counts, &prefix(&[tenant]))
     }
 
-    /// How many valid tokens an app's broadcast index holds: what a broadcast targets.
-    pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> usize {
-        // A count for metrics and reports: 0 while the database is being reopened.
-        self.0
-            .trees()
-            .and_then(|t| t.tokens_by_app.count_prefix(prefix(&[tenant, app])))
-            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX))
+    /// How many tokens an app's broadcast index holds: what a broadcast
+    /// targets (a few keys: see `token_counts`).
+    pub fn count_valid_of_app(&self, tenant: &str, app: &str) -> Result<u64> {
+        crate::token_counts::sum(&self.0.trees()?.app_token_counts, &prefix(&[tenant, app]))
     }
 }
 
@@ -191,11 +188,14 @@ impl Tx<'_> {
     }
 
     /// Stores or replaces a client's token, moving its index entry (a locked
-    /// client's token stays out of the index until it is unlocked).
+    /// client's token stays out of the index until it is unlocked), and
+    /// keeps the counts (see `token_counts`).
     pub fn put_push_token(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
         let k = key(&[tenant, client_id]);
-        if let Some(old) = self.get::<PushToken>(&self.t.push_tokens, &k)? {
-            self.remove(&self.t.tokens_by_app, &index_key(tenant, &old.app_name, client_id))?;
+        match self.get::<PushToken>(&self.t.push_tokens, &k)? {
+            Some(old) if old.app_name != token.app_name => self.unindex(tenant, &old.app_name, client_id)?,
+            Some(_) => {}
+            None => self.count_stored(tenant, client_id, true)?,
         }
         self.put(&self.t.push_tokens, &k, token)?;
         let locked = self.get::<crate::clients::Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
@@ -207,18 +207,29 @@ impl Tx<'_> {
         let Some(old) = self.take::<PushToken>(&self.t.push_tokens, &key(&[tenant, client_id]))? else {
             return Ok(false);
         };
-        self.remove(&self.t.tokens_by_app, &index_key(tenant, &old.app_name, client_id))?;
+        self.count_stored(tenant, client_id, false)?;
+        self.unindex(tenant, &old.app_name, client_id)?;
         Ok(true)
     }
 
     /// Puts a token in its app's broadcast index when it is valid and its
     /// client unlocked, takes it out otherwise.
     pub(crate) fn index_token(&self, tenant: &str, client_id: &str, token: &PushToken, locked: bool) -> Result<()> {
-        let ik = index_key(tenant, &token.app_name, client_id);
-        if token.is_valid && !locked {
-            self.put(&self.t.tokens_by_app, &ik, &TokenRef { provider: token.provider, token: token.token.clone() })
-        } else {
-            self.remove(&self.t.tokens_by_app, &ik).map(drop)
+        if !token.is_valid || locked {
+            return self.unindex(tenant, &token.app_name, client_id);
         }
+        let ik = index_key(tenant, &token.app_name, client_id);
+        if !self.has(&self.t.tokens_by_app, &ik)? {
+            self.count_indexed(tenant, &token.app_name, client_id, true)?;
+        }
+        self.put(&self.t.tokens_by_app, &ik, &TokenRef { provider: token.provider, token: token.token.clone() })
+    }
+
+    /// Takes a client's token out of `app`'s broadcast index, if it is there.
+    fn unindex(&self, tenant: &str, app: &str, client_id: &str) -> Result<()> {
+        if self.remove(&self.t.tokens_by_app, &index_key(tenant, app, client_id))? {
+            self.count_indexed(tenant, app, client_id, false)?;
+        }
+        Ok(())
     }
 }

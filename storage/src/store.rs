@@ -117,6 +117,7 @@ impl Store {
         });
         watch_disk(Arc::downgrade(&inner));
         let store = Store { inner };
+        store.build_token_counts()?;
         store.broadcasts().offer_unfinished()?;
         Ok(store)
     }
@@ -142,6 +143,7 @@ impl Store {
             closed: Default::default(),
         });
         let store = Store { inner };
+        store.build_token_counts()?;
         store.listen();
         Ok(store)
     }

@@ -69,23 +69,63 @@ fn token_index_follows_set_move_invalidate_and_remove() {
     tokens.set("t", "C1", &token("app1", "aa")).unwrap();
     tokens.set("t", "C2", &token("app1", "bb")).unwrap();
     tokens.set("t2", "C3", &token("app1", "cc")).unwrap();
-    assert_eq!(tokens.count_valid_of_app("t", "app1"), 2);
+    assert_eq!(tokens.count_valid_of_app("t", "app1").unwrap(), 2);
     let page = tokens.valid_of_app("t", "app1", None, 1).unwrap();
     assert_eq!(page[0].0, "C1");
     let next = tokens.valid_of_app("t", "app1", Some("C1"), 10).unwrap();
     assert_eq!(next.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), vec!["C2"]);
     // moving C1 to another app moves its index entry
     tokens.set("t", "C1", &token("app2", "aa")).unwrap();
-    assert_eq!(tokens.count_valid_of_app("t", "app1"), 1);
-    assert_eq!(tokens.count_valid_of_app("t", "app2"), 1);
+    assert_eq!(tokens.count_valid_of_app("t", "app1").unwrap(), 1);
+    assert_eq!(tokens.count_valid_of_app("t", "app2").unwrap(), 1);
     // invalidation of a token the client no longer holds changes nothing
     assert!(!tokens.invalidate("t", "C2", "old", 2).unwrap());
     assert!(tokens.invalidate("t", "C2", "bb", 2).unwrap());
     assert!(!tokens.get("t", "C2").unwrap().unwrap().is_valid);
-    assert_eq!(tokens.count_valid_of_app("t", "app1"), 0);
+    assert_eq!(tokens.count_valid_of_app("t", "app1").unwrap(), 0);
     assert!(s.transact(|tx| tx.remove_push_token("t", "C1")).unwrap());
-    assert_eq!(tokens.count_valid_of_app("t", "app2"), 0);
-    assert_eq!(tokens.count_valid_of_app("t2", "app1"), 1);
+    assert_eq!(tokens.count_valid_of_app("t", "app2").unwrap(), 0);
+    assert_eq!(tokens.count_valid_of_app("t2", "app1").unwrap(), 1);
+    // The tenant's count is of tokens stored, valid or not.
+    assert_eq!((tokens.count_of_tenant("t").unwrap(), tokens.count_of_tenant("t2").unwrap()), (1, 1));
+}
+
+/// The counts follow every change of the index, each counted once: a
+/// token set again, a token replaced, a client locked and unlocked, a
+/// client deleted; they equal what a walk of the index finds.
+#[test]
+fn token_counts_follow_the_index() {
+    use herald_storage::clients::Client;
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let tokens = s.push_tokens();
+    let walked = |app: &str| tokens.every_nth_of_app("t", app, None, 1).unwrap().1;
+    let check = |app1: u64, stored: u64| {
+        assert_eq!((tokens.count_valid_of_app("t", "app1").unwrap(), walked("app1")), (app1, app1));
+        assert_eq!(tokens.count_of_tenant("t").unwrap(), stored);
+    };
+    for i in 0..100 {
+        let id = format!("C{i:02}");
+        s.clients().create("t", &Client { id: id.clone(), lock_state: "NONE".into(), ..Client::default() }).unwrap();
+        tokens.set("t", &id, &token("app1", "aa")).unwrap();
+    }
+    check(100, 100);
+    tokens.set("t", "C01", &token("app1", "aa")).unwrap();
+    tokens.set("t", "C02", &token("app1", "new")).unwrap();
+    check(100, 100);
+    let mut c3 = s.clients().get("t", "C03").unwrap().unwrap();
+    c3.lock_state = "LOCKED".into();
+    s.transact(|tx| tx.put_client("t", &c3)).unwrap();
+    s.transact(|tx| tx.put_client("t", &c3)).unwrap();
+    check(99, 100);
+    c3.lock_state = "NONE".into();
+    s.transact(|tx| tx.put_client("t", &c3)).unwrap();
+    check(100, 100);
+    assert!(s.transact(|tx| tx.delete_client("t", "C04")).unwrap());
+    assert!(tokens.invalidate("t", "C05", "aa", 2).unwrap());
+    check(98, 99);
+    assert!(s.transact(|tx| tx.remove_push_token("t", "C05")).unwrap());
+    check(98, 98);
 }
 
 #[test]
@@ -689,7 +729,7 @@ fn sixteen_writers_creating_clients_in_one_tenant_all_commit() {
             });
         }
     });
-    assert_eq!(s.push_tokens().count_valid_of_app("acme", "shop"), 16 * per_writer);
+    assert_eq!(s.push_tokens().count_valid_of_app("acme", "shop").unwrap(), 16 * per_writer);
 }
 
 /// `close` leaves a snapshot of sled's page table covering every write, so

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_limits.sql"),
     include_str!("migrations/0005_webpush.sql"),
     include_str!("migrations/0006_batches.sql"),
+    include_str!("migrations/0007_token_counts.sql"),
 ];
 
 /// The schema version this engine runs on.

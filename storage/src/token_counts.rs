@@ -1,0 +1,191 @@
+//! Counts of push tokens kept beside the tokens: what a broadcast targets
+//! and what a tenant's `pushTokens` quota counts are then read in a few keys
+//! instead of a walk over millions (a topic send answers at once however
+//! large the tenant, and registering a token under a quota stays cheap).
+//!
+//! Two counts, each spread over 64 keys by a hash of the client id,
+//! so that concurrent registrations seldom write the same key (on
+//! PostgreSQL, two serializable transactions writing one row conflict and
+//! one of them runs again):
+//! - `app_token_counts`, `tenant \0 app \0 shard`: the tokens in the app's
+//!   broadcast index (valid, client unlocked);
+//! - `tenant_token_counts`, `tenant \0 shard`: the tokens the tenant stores,
+//!   valid or not.
+//!
+//! They change in the transactions that change the tokens and the index
+//! (`push_tokens`). A store from before them is counted once as it opens
+//! ([`Store::build_token_counts`]); a marker says it was.
+
+use crate::keys::key;
+use crate::kv::{Tree, TxTree};
+use crate::{codec, Result, Store, Tx};
+use std::collections::BTreeMap;
+
+/// How many keys a count is spread over: 2^(32 - SHARD_SHIFT).
+#[cfg(test)]
+const SHARDS: usize = 64;
+const SHARD_SHIFT: u32 = 26;
+
+/// The marker of a store whose counts were built: no tenant id starts with 0xFF.
+const BUILT: &[u8] = &[0xff];
+
+/// The shard of a client's tokens: stable, since a count's keys must each
+/// stay the number of their own clients.
+fn shard(client_id: &str) -> String {
+    // FNV-1a, then the top bits of a Fibonacci hash: every byte moves them.
+    let h = client_id.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("{:02x}", h.wrapping_mul(0x9e37_79b1) >> SHARD_SHIFT)
+}
+
+/// The sum of the counts under `p`.
+pub(crate) fn sum(tree: &Tree, p: &[u8]) -> Result<u64> {
+    let mut total = 0u64;
+    for kv in tree.scan_prefix(p) {
+        total = total.saturating_add(codec::decode::<u64>(&kv?.1)?);
+    }
+    Ok(total)
+}
+
+impl Tx<'_> {
+    /// Counts one token more (`up`) or less under `parts` in `tree`, in
+    /// `client_id`'s shard; a count back at zero is removed.
+    fn count(&self, tree: &TxTree, parts: &[&str], client_id: &str, up: bool) -> Result<()> {
+        let s = shard(client_id);
+        let k = key(&[parts, &[s.as_str()]].concat());
+        let n: u64 = self.get(tree, &k)?.unwrap_or(0);
+        match if up { n.saturating_add(1) } else { n.saturating_sub(1) } {
+            0 => self.remove(tree, &k).map(drop),
+            n => self.put(tree, &k, &n),
+        }
+    }
+
+    /// A token of `app` entered (`up`) or left its broadcast index.
+    pub(crate) fn count_indexed(&self, tenant: &str, app: &str, client_id: &str, up: bool) -> Result<()> {
+        self.count(&self.t.app_token_counts, &[tenant, app], client_id, up)
+    }
+
+    /// The tenant stores a token more (`up`) or one less.
+    pub(crate) fn count_stored(&self, tenant: &str, client_id: &str, up: bool) -> Result<()> {
+        self.count(&self.t.tenant_token_counts, &[tenant], client_id, up)
+    }
+}
+
+impl Store {
+    /// Counts the tokens of a store written before the counts existed, once
+    /// (see the module documentation): a walk of the token index and the
+    /// tokens as the store opens, before any write. Engines opening one
+    /// database together count alike, and the first to commit wins.
+    pub(crate) fn build_token_counts(&self) -> Result<()> {
+        let t = self.trees()?;
+        if t.tenant_token_counts.contains_key(BUILT)? {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let mut indexed: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        for k in t.tokens_by_app.iter().keys() {
+            let k = k?;
+            let parts: Vec<String> = k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+            if let [tenant, app, client] = parts.as_slice() {
+                let n = indexed.entry(key(&[tenant, app, &shard(client)])).or_default();
+                *n = n.saturating_add(1);
+            }
+        }
+        let mut stored: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        for k in t.push_tokens.iter().keys() {
+            let k = k?;
+            let parts: Vec<String> = k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+            if let [tenant, client] = parts.as_slice() {
+                let n = stored.entry(key(&[tenant, &shard(client)])).or_default();
+                *n = n.saturating_add(1);
+            }
+        }
+        self.transact(|tx| {
+            if tx.has(&tx.t.tenant_token_counts, BUILT)? {
+                return Ok(());
+            }
+            for (k, n) in &indexed {
+                tx.put(&tx.t.app_token_counts, k, n)?;
+            }
+            for (k, n) in &stored {
+                tx.put(&tx.t.tenant_token_counts, k, n)?;
+            }
+            tx.put(&tx.t.tenant_token_counts, BUILT, &())
+        })?;
+        let tokens = stored.values().fold(0u64, |a, n| a.saturating_add(*n));
+        let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        tracing::info!(tokens, took_ms, "push tokens counted");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::push_tokens::{PushProvider, PushToken};
+
+    fn token(app: &str) -> PushToken {
+        PushToken {
+            app_name: app.into(),
+            provider: PushProvider::Apns,
+            token: "aa".into(),
+            is_valid: true,
+            updated_ms: 1,
+        }
+    }
+
+    /// A store from before the counts (its tokens written, no count and no
+    /// marker) is counted as it opens, once: counts changed afterwards are
+    /// not counted again at the next open.
+    #[test]
+    fn a_store_from_before_the_counts_is_counted_once_as_it_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = crate::test_options(dir.path());
+        {
+            let store = Store::open(&opts).unwrap();
+            for i in 0..200 {
+                store.push_tokens().set("t", &format!("c{i:03}"), &token(if i < 150 { "a" } else { "b" })).unwrap();
+            }
+            store.push_tokens().set("u", "c1", &token("a")).unwrap();
+            assert!(store.push_tokens().invalidate("t", "c000", "aa", 2).unwrap());
+            // What an older engine left: tokens, no counts.
+            let t = store.trees().unwrap();
+            let counts: Vec<Vec<u8>> = [&t.app_token_counts, &t.tenant_token_counts]
+                .into_iter()
+                .flat_map(|tree| tree.iter().keys().map(|k| k.unwrap().to_vec()).collect::<Vec<_>>())
+                .collect();
+            drop(t); // the store closes once nobody holds its trees
+            assert!(counts.len() > 2, "counted while written: {}", counts.len());
+            store
+                .transact(|tx| {
+                    for k in &counts {
+                        tx.remove(&tx.t.app_token_counts, k)?;
+                        tx.remove(&tx.t.tenant_token_counts, k)?;
+                    }
+                    Ok::<_, crate::Error>(())
+                })
+                .unwrap();
+            assert_eq!(store.push_tokens().count_of_tenant("t").unwrap(), 0);
+            store.close().unwrap();
+        }
+        let store = Store::open(&opts).unwrap();
+        let tokens = store.push_tokens();
+        assert_eq!(
+            (tokens.count_valid_of_app("t", "a").unwrap(), tokens.count_valid_of_app("t", "b").unwrap()),
+            (149, 50)
+        );
+        assert_eq!((tokens.count_of_tenant("t").unwrap(), tokens.count_of_tenant("u").unwrap()), (200, 1));
+        assert_eq!(tokens.count_valid_of_app("u", "a").unwrap(), 1);
+        assert!(store.transact(|tx| tx.remove_push_token("t", "c199")).unwrap());
+        store.close().unwrap();
+        let store = Store::open(&opts).unwrap();
+        assert_eq!(store.push_tokens().count_valid_of_app("t", "b").unwrap(), 49, "not counted again");
+        assert_eq!(store.push_tokens().count_of_tenant("t").unwrap(), 199);
+    }
+
+    /// Shards spread clients: ULID-like ids fill every one.
+    #[test]
+    fn clients_spread_over_every_shard() {
+        let shards: std::collections::BTreeSet<String> = (0..4096u32).map(|i| shard(&format!("01JD{i:022}"))).collect();
+        assert_eq!(shards.len(), SHARDS);
+    }
+}
