@@ -2467,7 +2467,9 @@ impl Bench {
         let foreign = Foreign::start(&[herald.pid(), sims.proc.pid()]);
         let provider_before = provider_hist(&self.http, herald, "bulk").await;
         let perf = Perf::start(self.opts.perf && round == 1, herald.pid(), &self.out_dir.join("perf-fanout.data"));
+        let posted = Instant::now();
         let id = start_broadcast(&self.http, herald, TENANT_A, admin).await;
+        res.add("fanout_answer_ms", Some(posted.elapsed().as_secs_f64() * 1e3));
         let deadline = Duration::from_secs(60 + n / 1000);
         let b = watch(&self.http, herald, sims, &[(TENANT_A, admin, id)], n + 2, deadline).await.remove(0);
         perf.stop();
@@ -3184,6 +3186,7 @@ fn table(res: &Results, opts: &Options) -> String {
             0,
             "/s",
         ),
+        row("  the topic send's answer (POST → 202)".into(), "fanout_answer_ms", 1, " ms"),
         row("  end to end (POST → COMPLETED, Herald's report)".into(), "fanout_herald_completion_ms", 0, " ms"),
         (
             "  connections opened (the most of a round) / streams in flight (mean, max)".into(),
