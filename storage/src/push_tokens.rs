@@ -134,8 +134,8 @@ impl PushTokens<'_> {
 
     /// Every `n`th client of an app's broadcast index after `after` (the
     /// `n`th, the `2n`th, ...): where a broadcast's partitions end; and how
-    /// many clients the index holds after `after`, what the broadcast
-    /// targets. Reads the index in order once, holding nothing of it.
+    /// many clients the index holds after `after`. Reads the index in order
+    /// once, holding nothing of it.
     pub fn every_nth_of_app(&self, tenant: &str, app: &str, after: Option<&str>, n: u64) -> Result<(Vec<String>, u64)> {
         let (iter, p) = self.index_after(tenant, app, after)?;
         let (mut out, mut seen) = (Vec::new(), 0u64);
