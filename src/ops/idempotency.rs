@@ -119,8 +119,9 @@ where
 async fn renewing<T>(engine: &Engine, ours: (&str, &str), mut started: u64, work: impl Future<Output = T>) -> (T, u64) {
     // At most hourly: a huge configured deadline must not overflow the clock.
     let every = Duration::from_millis(stale(engine) / 4).min(Duration::from_secs(3600));
-    let mut renewal = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let mut renewal = tokio::time::interval(every);
     renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    renewal.tick().await; // the first tick is at once: the claim was just made
     let mut work = std::pin::pin!(work);
     let mut held = true;
     loop {
