@@ -37,6 +37,11 @@ fn shard(client_id: &str) -> String {
     format!("{:02x}", h.wrapping_mul(0x9e37_79b1) >> SHARD_SHIFT)
 }
 
+/// The parts of a stored key (see `keys`).
+fn parts(k: &[u8]) -> Vec<String> {
+    k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect()
+}
+
 /// The sum of the counts under `p`.
 pub(crate) fn sum(tree: &Tree, p: &[u8]) -> Result<u64> {
     let mut total = 0u64;
@@ -83,18 +88,14 @@ impl Store {
         let started = std::time::Instant::now();
         let mut indexed: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         for k in t.tokens_by_app.iter().keys() {
-            let k = k?;
-            let parts: Vec<String> = k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-            if let [tenant, app, client] = parts.as_slice() {
+            if let [tenant, app, client] = parts(&k?).as_slice() {
                 let n = indexed.entry(key(&[tenant, app, &shard(client)])).or_default();
                 *n = n.saturating_add(1);
             }
         }
         let mut stored: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         for k in t.push_tokens.iter().keys() {
-            let k = k?;
-            let parts: Vec<String> = k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-            if let [tenant, client] = parts.as_slice() {
+            if let [tenant, client] = parts(&k?).as_slice() {
                 let n = stored.entry(key(&[tenant, &shard(client)])).or_default();
                 *n = n.saturating_add(1);
             }
