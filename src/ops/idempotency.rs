@@ -13,7 +13,7 @@
 //! away (a client timing out) does not stop it, and its answer is still
 //! stored for the retry.
 //!
-//! A claim not renewed for [`stale`] is taken to be a dead engine's, and
+//! A claim not renewed for `stale()` is taken to be a dead engine's, and
 //! the next request with its key runs again. The work renews its claim
 //! every quarter of that while it runs: a topic send queuing a broadcast
 //! to millions of tokens may work for longer, and must not run twice.
