@@ -194,7 +194,7 @@ pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Resu
     for (i, app) in job.apps.iter().enumerate().filter(|(_, a)| !a.done) {
         let read_mark = if Some(i) == in_progress { job.read_mark.clone() } else { None };
         let mut after = app.cursor.clone();
-        let (ends, _) = store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?;
+        let ends = store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?;
         for until in ends {
             let next = Some(until.clone());
             parts.push(Part {

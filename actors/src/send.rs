@@ -358,12 +358,14 @@ fn broadcast(d: &Deliverer, req: &SendRequest) -> Result<(BroadcastJob, Vec<AppQ
     for app in apps {
         let refused = (!app.categories.contains(&req.notification.category))
             .then(|| format!("app {} does not accept category {}", app.name, req.notification.category));
-        let mut count = 0;
-        if refused.is_none() {
-            count = store.push_tokens().count_valid_of_app(tenant, &app.name)?;
+        let count = if refused.is_none() {
+            let count = store.push_tokens().count_valid_of_app(tenant, &app.name)?;
             targeted.insert(app.name.clone(), count);
             job_apps.push(JobApp { app: app.name.clone(), cursor: None, done: false });
-        }
+            count
+        } else {
+            0
+        };
         queued.push(AppQueued { app: app.name, targeted: count, refused });
     }
     let notification_json = serde_json::to_string(&req.notification).map_err(|e| SendError::Internal(e.to_string()))?;

@@ -133,10 +133,9 @@ impl PushTokens<'_> {
     }
 
     /// Every `n`th client of an app's broadcast index after `after` (the
-    /// `n`th, the `2n`th, ...): where a broadcast's partitions end; and how
-    /// many clients the index holds after `after`. Reads the index in order
-    /// once, holding nothing of it.
-    pub fn every_nth_of_app(&self, tenant: &str, app: &str, after: Option<&str>, n: u64) -> Result<(Vec<String>, u64)> {
+    /// `n`th, the `2n`th, ...): where a broadcast's partitions end. Reads the
+    /// index in order once, holding nothing of it.
+    pub fn every_nth_of_app(&self, tenant: &str, app: &str, after: Option<&str>, n: u64) -> Result<Vec<String>> {
         let (iter, p) = self.index_after(tenant, app, after)?;
         let (mut out, mut seen) = (Vec::new(), 0u64);
         for k in iter.keys() {
@@ -149,7 +148,7 @@ impl PushTokens<'_> {
                 out.push(last_part(&k));
             }
         }
-        Ok((out, seen))
+        Ok(out)
     }
 
     /// The app's broadcast index from the client after `after` (from its

@@ -42,6 +42,19 @@ fn parts(k: &[u8]) -> Vec<String> {
     k.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect()
 }
 
+/// How many keys of `tree` fall under each count key that `count_key`
+/// makes of a key's parts (none: the key is not counted).
+fn tally(tree: &Tree, count_key: impl Fn(&[String]) -> Option<Vec<u8>>) -> Result<BTreeMap<Vec<u8>, u64>> {
+    let mut counts: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    for k in tree.iter().keys() {
+        if let Some(ck) = count_key(&parts(&k?)) {
+            let n = counts.entry(ck).or_default();
+            *n = n.saturating_add(1);
+        }
+    }
+    Ok(counts)
+}
+
 /// The sum of the counts under `p`.
 pub(crate) fn sum(tree: &Tree, p: &[u8]) -> Result<u64> {
     let mut total = 0u64;
@@ -86,20 +99,14 @@ impl Store {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let mut indexed: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
-        for k in t.tokens_by_app.iter().keys() {
-            if let [tenant, app, client] = parts(&k?).as_slice() {
-                let n = indexed.entry(key(&[tenant, app, &shard(client)])).or_default();
-                *n = n.saturating_add(1);
-            }
-        }
-        let mut stored: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
-        for k in t.push_tokens.iter().keys() {
-            if let [tenant, client] = parts(&k?).as_slice() {
-                let n = stored.entry(key(&[tenant, &shard(client)])).or_default();
-                *n = n.saturating_add(1);
-            }
-        }
+        let indexed = tally(&t.tokens_by_app, |parts| match parts {
+            [tenant, app, client] => Some(key(&[tenant, app, &shard(client)])),
+            _ => None,
+        })?;
+        let stored = tally(&t.push_tokens, |parts| match parts {
+            [tenant, client] => Some(key(&[tenant, &shard(client)])),
+            _ => None,
+        })?;
         self.transact(|tx| {
             if tx.has(&tx.t.tenant_token_counts, BUILT)? {
                 return Ok(());

@@ -99,7 +99,7 @@ fn token_counts_follow_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     let tokens = s.push_tokens();
-    let walked = |app: &str| tokens.every_nth_of_app("t", app, None, 1).unwrap().1;
+    let walked = |app: &str| tokens.every_nth_of_app("t", app, None, 1).unwrap().len() as u64;
     let check = |app1: u64, stored: u64| {
         assert_eq!((tokens.count_valid_of_app("t", "app1").unwrap(), walked("app1")), (app1, app1));
         assert_eq!(tokens.count_of_tenant("t").unwrap(), stored);
