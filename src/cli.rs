@@ -1,9 +1,10 @@
-//! The command line: `herald serve` and the offline `herald tenant create`.
+//! The command line: `herald serve`, and the offline `herald tenant create`
+//! and `herald store recount-tokens`.
 
 use crate::config::{Config, Settings};
 use crate::engine::Engine;
 use crate::models::tenant::CreateTenant;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use herald_storage::{Store, StoreOptions};
 use std::path::PathBuf;
 
@@ -37,6 +38,12 @@ pub enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Maintenance of the store without a running server.
+    Store {
+        /// Which store command.
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// The configuration reference.
     Config {
         /// Which configuration command.
@@ -65,16 +72,47 @@ pub enum TenantCommand {
         /// Password of the first admin (8 to 1024 characters).
         #[arg(long, env = "HERALD_ADMIN_PASSWORD", hide_env_values = true)]
         password: String,
-        /// Directory of the database.
-        #[arg(long, env = "HERALD_DATA_DIR", default_value = "./data")]
-        data_dir: PathBuf,
-        /// Hex file with the key that seals secrets (the data dir's when absent).
-        #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
-        master_key_file: Option<PathBuf>,
-        /// The store of `herald serve --store`, when not the data directory.
-        #[arg(long, env = "HERALD_STORE")]
-        store: Option<String>,
+        /// Where the store is.
+        #[command(flatten)]
+        store: StoreArgs,
     },
+}
+
+/// The commands of `herald store`, which work on the store directly (stop every engine first).
+#[derive(Subcommand, Debug)]
+pub enum StoreCommand {
+    /// Count the push tokens again and replace the stored counts that
+    /// broadcasts and the `pushTokens` quota read: after an engine of a
+    /// version from before the counts wrote tokens into the store.
+    RecountTokens {
+        /// Where the store is.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Where an offline command finds the store: the options of `herald serve` that name it.
+#[derive(Args, Debug)]
+pub struct StoreArgs {
+    /// Directory of the database.
+    #[arg(long, env = "HERALD_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+    /// Hex file with the key that seals secrets (the data dir's when absent).
+    #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
+    master_key_file: Option<PathBuf>,
+    /// The store of `herald serve --store`, when not the data directory.
+    #[arg(long, env = "HERALD_STORE")]
+    store: Option<String>,
+}
+
+impl StoreArgs {
+    fn open(self) -> Result<Store, String> {
+        crate::engine::install_crypto_providers();
+        let dir = self.data_dir.display().to_string();
+        let (master_key_file, store_url) = (self.master_key_file, self.store);
+        Store::open(&StoreOptions { master_key_file, store_url, ..StoreOptions::new(&self.data_dir) })
+            .map_err(|e| format!("opening storage in {dir}: {e}"))
+    }
 }
 
 /// Runs the command line; the exit code is the process's.
@@ -93,17 +131,19 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             print!("{}", crate::config_reference::defaults_toml());
             Ok(())
         }
-        Command::Tenant {
-            command: TenantCommand::Create { tenant_id, admin, password, data_dir, master_key_file, store },
-        } => {
-            crate::engine::install_crypto_providers();
-            let store =
-                Store::open(&StoreOptions { master_key_file, store_url: store, ..StoreOptions::new(&data_dir) })
-                    .map_err(|e| format!("opening storage in {}: {e}", data_dir.display()))?;
+        Command::Tenant { command: TenantCommand::Create { tenant_id, admin, password, store } } => {
+            let store = store.open()?;
             let body = CreateTenant { tenant_id: tenant_id.clone(), admin_username: admin, admin_password: password };
             crate::api::tenants::create_tenant(&store, &body).map_err(|e| e.message)?;
             store.durable().await.map_err(|e| e.to_string())?;
             println!("created tenant {tenant_id}");
+            Ok(())
+        }
+        Command::Store { command: StoreCommand::RecountTokens { store } } => {
+            let store = store.open()?;
+            let tokens = store.recount_push_tokens().map_err(|e| format!("counting push tokens: {e}"))?;
+            store.close().map_err(|e| e.to_string())?;
+            println!("counted {tokens} push tokens");
             Ok(())
         }
     }

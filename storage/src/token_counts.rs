@@ -94,10 +94,26 @@ impl Store {
     /// tokens as the store opens, before any write. Engines opening one
     /// database together count alike, and the first to commit wins.
     pub(crate) fn build_token_counts(&self) -> Result<()> {
-        let t = self.trees()?;
-        if t.tenant_token_counts.contains_key(BUILT)? {
+        if self.trees()?.tenant_token_counts.contains_key(BUILT)? {
             return Ok(());
         }
+        self.count_tokens(false).map(drop)
+    }
+
+    /// Counts every push token again and replaces all the counts: for a
+    /// store whose counts drifted (an engine of a version from before them
+    /// kept writing tokens into a PostgreSQL database a newer one had
+    /// counted). Run it with every engine stopped: a token registered while
+    /// it walks the tokens would be counted wrong. Returns the tokens stored.
+    pub fn recount_push_tokens(&self) -> Result<u64> {
+        self.count_tokens(true)
+    }
+
+    /// Walks the index and the tokens and writes their counts and the
+    /// marker in one transaction; `replace`: over whatever counts there
+    /// are, else only if no engine counted them meanwhile.
+    fn count_tokens(&self, replace: bool) -> Result<u64> {
+        let t = self.trees()?;
         let started = std::time::Instant::now();
         let indexed = tally(&t.tokens_by_app, |parts| match parts {
             [tenant, app, client] => Some(key(&[tenant, app, &shard(client)])),
@@ -107,9 +123,17 @@ impl Store {
             [tenant, client] => Some(key(&[tenant, &shard(client)])),
             _ => None,
         })?;
+        let keys = |tree: &Tree| if replace { tree.iter().keys().collect::<Result<Vec<_>>>() } else { Ok(Vec::new()) };
+        let (old_indexed, old_stored) = (keys(&t.app_token_counts)?, keys(&t.tenant_token_counts)?);
         self.transact(|tx| {
-            if tx.has(&tx.t.tenant_token_counts, BUILT)? {
+            if !replace && tx.has(&tx.t.tenant_token_counts, BUILT)? {
                 return Ok(());
+            }
+            for k in &old_indexed {
+                tx.remove(&tx.t.app_token_counts, k)?;
+            }
+            for k in &old_stored {
+                tx.remove(&tx.t.tenant_token_counts, k)?;
             }
             for (k, n) in &indexed {
                 tx.put(&tx.t.app_token_counts, k, n)?;
@@ -122,7 +146,7 @@ impl Store {
         let tokens = stored.values().fold(0u64, |a, n| a.saturating_add(*n));
         let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         tracing::info!(tokens, took_ms, "push tokens counted");
-        Ok(())
+        Ok(tokens)
     }
 }
 
@@ -188,6 +212,34 @@ mod tests {
         let store = Store::open(&opts).unwrap();
         assert_eq!(store.push_tokens().count_valid_of_app("t", "b").unwrap(), 49, "not counted again");
         assert_eq!(store.push_tokens().count_of_tenant("t").unwrap(), 199);
+    }
+
+    /// Counts that drifted (tokens an older engine wrote without counting
+    /// them, a count left for an app with no tokens) are replaced whole by
+    /// a recount, marker included.
+    #[test]
+    fn a_recount_replaces_counts_that_drifted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&crate::test_options(dir.path())).unwrap();
+        for i in 0..30 {
+            store.push_tokens().set("t", &format!("c{i:02}"), &token("a")).unwrap();
+        }
+        store
+            .transact(|tx| {
+                // An older engine's writes: a token and its index entry, uncounted.
+                tx.put(&tx.t.push_tokens, &key(&["t", "old"]), &token("a"))?;
+                let entry = crate::push_tokens::TokenRef { provider: PushProvider::Apns, token: "aa".into() };
+                tx.put(&tx.t.tokens_by_app, &key(&["t", "a", "old"]), &entry)?;
+                tx.put(&tx.t.app_token_counts, &key(&["t", "gone", "00"]), &5u64)
+            })
+            .unwrap();
+        let tokens = store.push_tokens();
+        assert_eq!((tokens.count_of_tenant("t").unwrap(), tokens.count_valid_of_app("t", "gone").unwrap()), (30, 5));
+        assert_eq!(store.recount_push_tokens().unwrap(), 31);
+        assert_eq!(tokens.count_of_tenant("t").unwrap(), 31);
+        assert_eq!(tokens.count_valid_of_app("t", "a").unwrap(), 31);
+        assert_eq!(tokens.count_valid_of_app("t", "gone").unwrap(), 0, "a stale count is removed");
+        assert!(store.trees().unwrap().tenant_token_counts.contains_key(BUILT).unwrap());
     }
 
     /// Shards spread clients: ULID-like ids fill every one.

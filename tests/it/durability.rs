@@ -97,6 +97,39 @@ async fn offline_tenant_creation_is_served() {
     h.kill9();
 }
 
+/// `herald store recount-tokens` counts a stopped engine's store and leaves
+/// counts that match its tokens.
+#[tokio::test]
+async fn offline_recount_of_push_tokens() {
+    use herald_storage::push_tokens::{PushProvider, PushToken};
+    let dir = tempfile::tempdir().unwrap();
+    let token = |app: &str, is_valid| PushToken {
+        app_name: app.into(),
+        provider: PushProvider::Fcm,
+        token: "t".into(),
+        is_valid,
+        updated_ms: 1,
+    };
+    {
+        let store = herald_storage::Store::open(&herald_storage::test_options(dir.path())).unwrap();
+        store.push_tokens().set("acme", "c1", &token("shop", true)).unwrap();
+        store.push_tokens().set("acme", "c2", &token("shop", false)).unwrap();
+        store.push_tokens().set("other", "c1", &token("shop", true)).unwrap();
+        store.close().unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["store", "recount-tokens", "--data-dir"])
+        .arg(dir.path())
+        .envs(crate::common::store_for(dir.path()).map(|url| ("HERALD_STORE", url)))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "counted 3 push tokens");
+    let store = herald_storage::Store::open(&herald_storage::test_options(dir.path())).unwrap();
+    let tokens = store.push_tokens();
+    assert_eq!((tokens.count_of_tenant("acme").unwrap(), tokens.count_valid_of_app("acme", "shop").unwrap()), (2, 1));
+}
+
 /// A test that fails while holding a child Herald must not leak it: the drop kills
 /// and reaps the process (a leaked or unreaped one would still answer `kill(pid, 0)`).
 #[test]
