@@ -190,11 +190,6 @@ impl Connection {
 
     /// Sends one POST and reads the whole answer, within `timeout`.
     pub async fn post(&self, req: WireRequest, timeout: Duration) -> Result<Reply, TransportError> {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let r = WireRequest { authority: None, path: String::new(), headers: vec![], body: Bytes::new() };
-            eprintln!("PROBE exchange {}", std::mem::size_of_val(&self.exchange(r)));
-        });
         match tokio::time::timeout(timeout, self.exchange(req)).await {
             Ok(r) => r,
             Err(_) => Err(TransportError::Timeout),
