@@ -62,20 +62,26 @@ impl TenantChannels {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::webhooks::EventBus;
     use herald_storage::apps::App;
+
+    /// A deliverer over a store in `dir` holding tenant `acme`'s app `shop`
+    /// (no credentials).
+    pub(crate) fn deliverer_of_shop(dir: &std::path::Path) -> Arc<Deliverer> {
+        let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(dir)).unwrap();
+        store.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
+        let bus = Arc::new(EventBus::new(store.clone()));
+        Arc::new(Deliverer::new(store, crate::PushSettings::default(), bus).unwrap())
+    }
 
     /// Sends that find an app's channels unbuilt at the same moment all get
     /// the one built for them.
     #[test]
     fn sends_starting_together_share_one_build() {
         let dir = tempfile::tempdir().unwrap();
-        let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(dir.path())).unwrap();
-        store.apps().create("acme", &App { name: "shop".into(), ..Default::default() }).unwrap();
-        let bus = Arc::new(EventBus::new(store.clone()));
-        let deliverer = Arc::new(Deliverer::new(store, crate::PushSettings::default(), bus).unwrap());
+        let deliverer = deliverer_of_shop(dir.path());
         for _ in 0..20 {
             let channels = TenantChannels::new("acme", deliverer.clone());
             let barrier = std::sync::Barrier::new(8);

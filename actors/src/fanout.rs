@@ -675,11 +675,7 @@ mod tests {
     #[test]
     fn a_request_waiting_for_its_permits_is_small() {
         let dir = tempfile::tempdir().unwrap();
-        let store = herald_storage::Store::open(&herald_storage::StoreOptions::new(dir.path())).unwrap();
-        let app = herald_storage::apps::App { name: "shop".into(), ..Default::default() };
-        store.apps().create("acme", &app).unwrap();
-        let bus = Arc::new(crate::webhooks::EventBus::new(store.clone()));
-        let d = Arc::new(Deliverer::new(store, crate::PushSettings::default(), bus).unwrap());
+        let d = crate::channels::tests::deliverer_of_shop(dir.path());
         let channels = TenantChannels::new("acme", d.clone()).of_app("shop").unwrap().unwrap();
         let (prepared, notification) = (Prepared::default(), Notification::default());
         let send = Job {
