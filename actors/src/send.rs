@@ -134,9 +134,10 @@ pub async fn execute(
         _ => {
             let (results, record) = interactive(channels, &req, deadline).await?;
             // The notification has reached the providers: that, not the report, is
-            // what the answer acknowledges. The report joins the next grouped flush
-            // instead of holding the answer for one (an fsync is most of a send's time).
-            d.store().deliveries().finish_send(&req.tenant, &record.report, &record.outcomes)?;
+            // what the answer acknowledges. The report is written with others'
+            // (read from memory until then) and joins the next grouped flush,
+            // rather than holding the answer for an insert and a flush of its own.
+            d.store().deliveries().record_send(&req.tenant, record)?;
             Ok(SendAnswer::Clients(results))
         }
     }
@@ -179,7 +180,7 @@ pub async fn execute_many(
     let (store, tenant) = (channels.deliverer().store().deliveries(), reqs.first().map_or("", |r| r.tenant.as_str()));
     let written = match BatchRecord::of(sent) {
         Ok(batch) => store.finish_batch(tenant, &batch),
-        Err(sent) => sent.iter().try_for_each(|(_, r)| store.finish_send(tenant, &r.report, &r.outcomes)),
+        Err(sent) => sent.into_iter().try_for_each(|(_, r)| store.record_send(tenant, r)),
     };
     match written {
         Ok(()) => answers,

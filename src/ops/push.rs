@@ -22,7 +22,19 @@ pub async fn send(
     event: PushNotificationEvent,
     options: SendOptions,
 ) -> ApiResult<Vec<NotificationResponse>> {
-    send_as(engine, tenant, ulid::Ulid::generate().to_string(), event, options).await
+    send_as(engine, tenant, notification_id().to_string(), event, options).await
+}
+
+/// The next notification id: monotonic across the process, so the ids of
+/// one millisecond's sends are consecutive and their records are written
+/// together (see `herald_storage::deliveries::Deliveries::record_send`).
+fn notification_id() -> ulid::Ulid {
+    static IDS: std::sync::Mutex<ulid::Generator> = std::sync::Mutex::new(ulid::Generator::new());
+    match IDS.lock() {
+        // Past the last random value of its millisecond: a fresh random one.
+        Ok(mut ids) => ids.generate().unwrap_or_else(|overflow| overflow.commit_overflow_random()),
+        Err(_) => ulid::Ulid::generate(),
+    }
 }
 
 /// [`send`] as notification `id`, chosen beforehand (a scheduled send's,
@@ -215,4 +227,24 @@ fn client_responses(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The ids of one millisecond are consecutive, so their sends' records
+    /// are written together; later ids are greater, from any thread.
+    #[test]
+    fn notification_ids_are_consecutive_within_a_millisecond() {
+        let ids: Vec<ulid::Ulid> = (0..1000).map(|_| super::notification_id()).collect();
+        for pair in ids.windows(2) {
+            assert!(pair[1] > pair[0], "increasing: {} then {}", pair[0], pair[1]);
+        }
+        let same_ms: Vec<_> = ids.windows(2).filter(|p| p[1].timestamp_ms() == p[0].timestamp_ms()).collect();
+        assert!(!same_ms.is_empty(), "a thousand ids span more than a thousand milliseconds");
+        for pair in same_ms {
+            assert_eq!(Some(pair[1].0), pair[0].0.checked_add(1), "consecutive within a millisecond");
+        }
+        let other = std::thread::spawn(super::notification_id).join().unwrap();
+        assert!(other > ids[999]);
+    }
 }

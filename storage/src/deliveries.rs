@@ -412,6 +412,53 @@ impl BatchRecord {
     }
 }
 
+/// [`BatchRecord`] borrowed, to encode without copying (same encoding): a
+/// run of sends gathered by `send_groups`.
+#[derive(Serialize)]
+pub(crate) struct BatchRecordRef<'a> {
+    first: String,
+    created_ms: u64,
+    reports: u32,
+    sends: Vec<Option<&'a SendRecord>>,
+    #[serde(skip)]
+    first_id: ulid::Ulid,
+}
+
+impl<'a> BatchRecordRef<'a> {
+    /// The record of `run`: ids increasing, each less than [`BATCH_SPAN`]
+    /// past the first (the caller cuts the runs so).
+    pub(crate) fn of_run(run: impl IntoIterator<Item = (ulid::Ulid, &'a SendRecord)>) -> Self {
+        let mut record = BatchRecordRef {
+            first: String::new(),
+            created_ms: 0,
+            reports: 0,
+            sends: Vec::new(),
+            first_id: ulid::Ulid::nil(),
+        };
+        for (id, send) in run {
+            if record.sends.is_empty() {
+                record.first_id = id;
+                record.first = id.to_string();
+            }
+            let at = usize::try_from(id.0.saturating_sub(record.first_id.0)).unwrap_or(usize::MAX).min(BATCH_SPAN);
+            if at < record.sends.len() || at >= BATCH_SPAN {
+                continue; // not increasing, or too far: the caller's runs never are
+            }
+            record.sends.resize(at, None);
+            record.created_ms = record.created_ms.max(send.report.created_ms);
+            record.reports = record.reports.saturating_add(1);
+            record.sends.push(Some(send));
+        }
+        record
+    }
+
+    /// The notification id of the last position: the record's key.
+    pub(crate) fn last(&self) -> ulid::Ulid {
+        let span = u128::try_from(self.sends.len().saturating_sub(1)).unwrap_or(0);
+        ulid::Ulid(self.first_id.0.saturating_add(span))
+    }
+}
+
 /// The most positions one [`BatchRecord`] spans: a send-batch request
 /// takes 500 events, each with the next id.
 pub const BATCH_SPAN: usize = 4096;
@@ -461,11 +508,21 @@ impl Deliveries<'_> {
         self.0.trees()?.jobs.iter().map(|kv| decode_job(&kv?.1)).collect()
     }
 
+    /// Hands in the record of a finished one-client or one-user send: on
+    /// sled it is written with others within milliseconds and read from
+    /// memory until then (see `send_groups`); elsewhere as [`Self::finish_send`].
+    pub fn record_send(&self, tenant: &str, record: SendRecord) -> Result<()> {
+        match (&self.0.inner.send_groups, record.report.id.parse::<ulid::Ulid>()) {
+            (Some(groups), Ok(id)) => groups.record(tenant, id, record),
+            _ => self.finish_send(tenant, &record.report, &record.outcomes),
+        }
+    }
+
     /// The report of a notification, whether a one-client send or a
     /// broadcast (with the counts of its partitions while it runs); `None` when unknown.
     pub fn report(&self, tenant: &str, notification: &str) -> Result<Option<Report>> {
         let k = key(&[tenant, notification]);
-        if let Some(send) = self.send(&k)? {
+        if let Some(send) = self.send(tenant, notification, &k)? {
             return Ok(Some(send.report));
         }
         let Some(mut report) = self.0.trees()?.reports.get(&k)?.map(|v| decode_broadcast_report(&v)).transpose()?
@@ -479,27 +536,38 @@ impl Deliveries<'_> {
         Ok(Some(report))
     }
 
-    fn send(&self, k: &[u8]) -> Result<Option<SendRecord>> {
+    /// The send of `notification` (key `k`) while handed in but not yet
+    /// written, or in a record of its own.
+    fn send(&self, tenant: &str, notification: &str, k: &[u8]) -> Result<Option<SendRecord>> {
+        if let (Some(groups), Ok(id)) = (&self.0.inner.send_groups, notification.parse::<ulid::Ulid>()) {
+            if let Some(send) = groups.find(tenant, id)? {
+                return Ok(Some(send));
+            }
+        }
         get(&self.0.trees()?.sends, k)
     }
 
-    /// The send of `notification` in a batch's record: the first record at
-    /// or after its id, if that record covers it.
+    /// The send of `notification` in a record of several: one keyed by its
+    /// last id, at most [`BATCH_SPAN`] past the first, so among those keyed
+    /// from `notification` to [`BATCH_SPAN`] past it. Records of runs
+    /// gathered while others' sends were in flight may interleave, so each
+    /// that starts at or before the id is looked in.
     fn batched(&self, tenant: &str, notification: &str) -> Result<Option<SendRecord>> {
         let Ok(id) = notification.parse::<ulid::Ulid>() else { return Ok(None) };
-        let p = prefix(&[tenant]);
-        let Some(found) = self.0.trees()?.batches.range_from(key(&[tenant, notification])).next() else {
-            return Ok(None);
-        };
-        let (k, v) = found?;
-        if !k.starts_with(&p) {
-            return Ok(None);
+        let end = key(&[tenant, &ulid::Ulid(id.0.saturating_add(BATCH_SPAN as u128)).to_string()]);
+        for found in self.0.trees()?.batches.range_from(key(&[tenant, notification])) {
+            let (k, v) = found?;
+            if k.as_ref() >= end.as_slice() {
+                break;
+            }
+            let head: BatchHead = codec::decode(&v)?;
+            if head.first.parse::<ulid::Ulid>().is_ok_and(|first| first <= id) {
+                if let Some(send) = codec::decode::<BatchRecord>(&v)?.take(id) {
+                    return Ok(Some(send));
+                }
+            }
         }
-        let head: BatchHead = codec::decode(&v)?;
-        if head.first.parse::<ulid::Ulid>().map_or(true, |first| first > id) {
-            return Ok(None);
-        }
-        Ok(codec::decode::<BatchRecord>(&v)?.take(id))
+        Ok(None)
     }
 
     /// Client outcomes of a notification in client-id order.
@@ -510,7 +578,7 @@ impl Deliveries<'_> {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<(String, ClientOutcome)>> {
-        let send = match self.send(&key(&[tenant, notification]))? {
+        let send = match self.send(tenant, notification, &key(&[tenant, notification]))? {
             Some(send) => Some(send),
             None => self.batched(tenant, notification)?,
         };

@@ -39,6 +39,7 @@ mod keys;
 mod kv;
 mod pg;
 mod seal;
+mod send_groups;
 mod space;
 mod store;
 mod token_counts;

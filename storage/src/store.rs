@@ -2,6 +2,7 @@ use crate::databases::{Dbs, Engine, Slot};
 use crate::flusher::Flusher;
 use crate::kv::Tree;
 use crate::seal::{MasterKey, Secret};
+use crate::send_groups::SendGroups;
 use crate::space::{Space, SAMPLE_EVERY};
 use crate::{codec, Error, Result};
 use serde::{de::DeserializeOwned, Serialize};
@@ -66,6 +67,10 @@ pub(crate) struct Inner {
     dbs: Slot,
     /// How they were opened, to open them again.
     pub(crate) opts: StoreOptions,
+    /// The writer of one-client send records, grouped; `None` on PostgreSQL
+    /// (see `send_groups`). Stopped, its records written, before the last
+    /// flush of [`Store::close`] or as the store drops.
+    pub(crate) send_groups: Option<SendGroups>,
     /// Grouped flushes of the sled databases; `None` on PostgreSQL, where a
     /// commit is durable when it returns.
     flusher: Option<Flusher>,
@@ -104,6 +109,7 @@ impl Store {
         let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
         let inner = Arc::new(Inner {
             flusher: Some(Flusher::start(dbs.clone())?),
+            send_groups: Some(SendGroups::start(dbs.clone())?),
             dbs,
             opts: opts.clone(),
             master,
@@ -131,6 +137,7 @@ impl Store {
         }
         let inner = Arc::new(Inner {
             flusher: None,
+            send_groups: None,
             dbs: Slot::new(dbs),
             opts: opts.clone(),
             master,
@@ -151,6 +158,9 @@ impl Store {
     /// Returns once every write made before the call is on disk; flushes are
     /// shared between concurrent callers. Call it before acknowledging a write.
     pub async fn durable(&self) -> Result<()> {
+        if let Some(groups) = &self.inner.send_groups {
+            groups.written().await?;
+        }
         let Some(flusher) = &self.inner.flusher else { return Ok(()) };
         let flushed = flusher.durable().await;
         if flushed.is_err() && !self.inner.closed.load(std::sync::atomic::Ordering::Acquire) {
@@ -196,6 +206,9 @@ impl Store {
         }
         if self.inner.opts.store_url.is_some() {
             return Ok(()); // PostgreSQL
+        }
+        if let Some(groups) = &self.inner.send_groups {
+            groups.stop();
         }
         self.flush_now()?;
         if !self.inner.dbs.close(std::time::Duration::from_secs(5)) {
@@ -345,6 +358,16 @@ pub fn test_newest_snapshot(data_dir: &Path) -> String {
         .filter(|n| n.starts_with("snap.") && !n.ends_with(".generating"))
         .max()
         .unwrap_or_default()
+}
+
+impl Store {
+    /// How many records the one-client sends' tree and the batches' tree
+    /// hold: tests of how sends are grouped into records.
+    #[cfg(feature = "test-support")]
+    pub fn test_send_records(&self) -> Result<(u64, u64)> {
+        let t = self.trees()?;
+        Ok((t.sends.count_prefix([])?, t.batches.count_prefix([])?))
+    }
 }
 
 /// Whether tests run on PostgreSQL (`HERALD_TEST_STORE=postgres`) rather than sled.

@@ -767,3 +767,73 @@ async fn a_closed_store_leaves_a_snapshot_covering_its_writes() {
     let s = reopened(|| Store::open(&herald_storage::test_options(dir.path())));
     assert_eq!(s.apps().list("acme", 0, 1000).unwrap().1, 201);
 }
+
+/// A one-client send's record as the push engine hands it in.
+fn send_record(id: &str, client: &str) -> herald_storage::deliveries::SendRecord {
+    use herald_storage::deliveries::{ClientOutcome, Report, SendRecord, State};
+    let outcome =
+        ClientOutcome { app: "shop".into(), provider: "apns".into(), state: State::Sent, code: 200, message: None };
+    let mut report =
+        Report { id: id.into(), kind: "client".into(), recipient: format!("u/{client}"), ..Report::default() };
+    report.record(&outcome);
+    SendRecord { report, outcomes: vec![(client.into(), outcome)] }
+}
+
+/// Sends handed in are read back at once, before they are written; on sled
+/// a run of consecutive ids is written as one record (a lone id as its
+/// own), on PostgreSQL each at once; another tenant sees none of them; and
+/// they are still there after the store closes and opens again.
+#[tokio::test]
+async fn sends_handed_in_are_read_at_once_and_written_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let first = ulid::Ulid::generate();
+    let ids: Vec<String> = (0..40).map(|i| ulid::Ulid(first.0 + i).to_string()).collect();
+    let lone = ulid::Ulid(first.0 + 10_000).to_string();
+    for (i, id) in ids.iter().chain([&lone]).enumerate() {
+        s.deliveries().record_send("acme", send_record(id, &format!("c{i}"))).unwrap();
+        let report = s.deliveries().report("acme", id).unwrap().expect("read back at once");
+        assert_eq!(report.recipient, format!("u/c{i}"));
+        assert_eq!(s.deliveries().outcomes("acme", id, 0, 5).unwrap()[0].0, format!("c{i}"));
+        assert!(s.deliveries().report("other", id).unwrap().is_none(), "another tenant sees nothing");
+    }
+    s.durable().await.unwrap();
+    let records = s.test_send_records().unwrap();
+    if herald_storage::test_on_postgres() {
+        assert_eq!(records, (41, 0), "each send in its own record");
+    } else {
+        assert_eq!(records, (1, 1), "the run in one record, the lone send in its own");
+    }
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(s.deliveries().report("acme", id).unwrap().unwrap().recipient, format!("u/c{i}"));
+    }
+    assert_eq!(s.stored_reports().unwrap(), 41);
+
+    let more = ulid::Ulid(first.0 + 20_000).to_string();
+    s.deliveries().record_send("acme", send_record(&more, "c-last")).unwrap();
+    s.close().unwrap();
+    drop(s);
+    let s = open(dir.path());
+    for id in ids.iter().chain([&lone, &more]) {
+        assert!(s.deliveries().report("acme", id).unwrap().is_some(), "{id} after closing");
+    }
+}
+
+/// Runs gathered while other sends were in flight interleave: records
+/// {0, 2} and {1, 3}. Each id is found in whichever holds it.
+#[test]
+fn interleaved_records_each_find_their_sends() {
+    use herald_storage::deliveries::BatchRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let first = ulid::Ulid::from_parts(1_000_000, 40);
+    let id = |i: u128| ulid::Ulid(first.0 + i).to_string();
+    let record = |of: [u128; 2]| BatchRecord::of(of.map(|i| (id(i), send_record(&id(i), &format!("c{i}")))).to_vec());
+    s.deliveries().finish_batch("acme", &record([0, 2]).unwrap()).unwrap();
+    s.deliveries().finish_batch("acme", &record([1, 3]).unwrap()).unwrap();
+    for i in 0..4 {
+        let report = s.deliveries().report("acme", &id(i)).unwrap();
+        assert_eq!(report.map(|r| r.recipient), Some(format!("u/c{i}")), "send {i}");
+    }
+    assert!(s.deliveries().report("acme", &id(4)).unwrap().is_none());
+}

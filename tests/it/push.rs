@@ -322,3 +322,50 @@ async fn a_batch_past_the_send_rate_is_refused_event_by_event() {
     let (st, b) = w.server.call(Method::POST, path, Some(&w.admin), Some(batch)).await;
     assert_eq!(st, StatusCode::TOO_MANY_REQUESTS, "{b}");
 }
+
+/// Concurrent one-client sends are each reported as soon as they are
+/// answered (their records are written in groups, and read from memory
+/// until then), and every report is still there once the engine has
+/// stopped and started again on the same data.
+#[tokio::test]
+async fn concurrent_sends_are_reported_at_once_and_after_a_restart() {
+    let mut w = PushWorld::start().await;
+    let mut clients = Vec::new();
+    for i in 0..8 {
+        clients.push(w.client("demo", "alice", &format!("APNS:{}", apns_token(300 + i))).await);
+    }
+    let report_path = |id: &str| format!("/v1/tenants/acme/push_notification/{id}");
+    let sends = (0..64).map(|i| {
+        let (w, client) = (&w, clients[i % clients.len()].clone());
+        async move {
+            let (st, r) = w.send(to_client("alice", &client, json!({"title": format!("n{i}")}))).await;
+            assert_eq!(st, StatusCode::ACCEPTED, "{r}");
+            assert_eq!(r[0]["isSuccessful"], true, "{r}");
+            let id = r[0]["notificationId"].as_str().unwrap().to_string();
+            // Read once, at once: no polling.
+            let (st, report) = w.server.call(Method::GET, &report_path(&id), Some(&w.admin), None).await;
+            assert_eq!(st, StatusCode::OK, "{report}");
+            assert_eq!(report["state"], "COMPLETED", "{report}");
+            assert_eq!(report["clients"][0]["astClientId"], client.as_str(), "{report}");
+            (id, client)
+        }
+    });
+    let sent = futures::future::join_all(sends).await;
+
+    let data = w.server.data_dir();
+    w.server.running.take().unwrap().shutdown().await;
+    let mut config = config_for(&data);
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    let again = herald::server::spawn(config).await.expect("the engine starts again");
+    let base = format!("http://{}", again.addr);
+    let login = [("grant_type", "password"), ("username", "admin"), ("password", PASSWORD)];
+    let r = w.server.http.post(format!("{base}/auth/realms/acme/protocol/openid-connect/token")).form(&login);
+    let admin = r.send().await.unwrap().json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string();
+    for (id, client) in &sent {
+        let r = w.server.http.get(format!("{base}{}", report_path(id))).bearer_auth(&admin);
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{id} after the restart");
+        assert_eq!(r.json::<Value>().await.unwrap()["clients"][0]["astClientId"], client.as_str());
+    }
+    again.shutdown().await;
+}
