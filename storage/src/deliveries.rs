@@ -349,7 +349,7 @@ struct SendRecordRef<'a> {
 /// `None` where that id was not a recorded send (an event refused, or a
 /// broadcast, whose report has its own record).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchRecord {
+pub struct BatchRecord<S = SendRecord> {
     /// The notification id of position 0.
     pub first: String,
     /// The latest creation time of its reports: what retention compares.
@@ -357,8 +357,9 @@ pub struct BatchRecord {
     /// How many positions hold a send: kept beside them so that retention
     /// and the stored-reports gauge read it without decoding the sends.
     pub reports: u32,
-    /// The sends by position.
-    pub sends: Vec<Option<SendRecord>>,
+    /// The sends by position; borrowed (`&SendRecord`, the same encoding)
+    /// to write the sends gathered by `send_groups` without copying them.
+    pub sends: Vec<Option<S>>,
 }
 
 /// The fields [`BatchRecord`] starts with, decoded without its sends.
@@ -385,23 +386,7 @@ impl BatchRecord {
                 _ => return Err(sends),
             }
         }
-        let mut record = BatchRecord { first: first.to_string(), ..BatchRecord::default() };
-        for (p, (_, send)) in at.into_iter().zip(sends) {
-            record.sends.resize(p, None);
-            record.created_ms = record.created_ms.max(send.report.created_ms);
-            record.reports = record.reports.saturating_add(1);
-            record.sends.push(Some(send));
-        }
-        Ok(record)
-    }
-
-    /// The notification id of the last position: the record's key.
-    fn last(&self) -> Result<String> {
-        let first = self.first.parse::<ulid::Ulid>().map_err(|e| crate::Error::Codec(e.to_string()))?;
-        let span = u128::try_from(self.sends.len().saturating_sub(1)).unwrap_or(u128::MAX);
-        let last =
-            first.0.checked_add(span).ok_or_else(|| crate::Error::Codec("batch ids past the last ULID".into()))?;
-        Ok(ulid::Ulid(last).to_string())
+        Ok(Self::placed(first, at.into_iter().zip(sends.into_iter().map(|(_, send)| send))))
     }
 
     /// The send of notification `id`, if this record holds it.
@@ -412,40 +397,17 @@ impl BatchRecord {
     }
 }
 
-/// [`BatchRecord`] borrowed, to encode without copying (same encoding): a
-/// run of sends gathered by `send_groups`.
-#[derive(Serialize)]
-pub(crate) struct BatchRecordRef<'a> {
-    first: String,
-    created_ms: u64,
-    reports: u32,
-    sends: Vec<Option<&'a SendRecord>>,
-    #[serde(skip)]
-    first_id: ulid::Ulid,
-}
-
-impl<'a> BatchRecordRef<'a> {
-    /// The record of `run`: ids increasing, each less than [`BATCH_SPAN`]
-    /// past the first (the caller cuts the runs so).
-    pub(crate) fn of_run(run: impl IntoIterator<Item = (ulid::Ulid, &'a SendRecord)>) -> Self {
-        let mut record = BatchRecordRef {
-            first: String::new(),
-            created_ms: 0,
-            reports: 0,
-            sends: Vec::new(),
-            first_id: ulid::Ulid::nil(),
-        };
-        for (id, send) in run {
-            if record.sends.is_empty() {
-                record.first_id = id;
-                record.first = id.to_string();
-            }
-            let at = usize::try_from(id.0.saturating_sub(record.first_id.0)).unwrap_or(usize::MAX).min(BATCH_SPAN);
+impl<S: std::borrow::Borrow<SendRecord>> BatchRecord<S> {
+    /// The record of `sends` at increasing positions below [`BATCH_SPAN`]
+    /// from notification id `first`; a send at any other is left out.
+    pub(crate) fn placed(first: ulid::Ulid, sends: impl IntoIterator<Item = (usize, S)>) -> Self {
+        let mut record = BatchRecord { first: first.to_string(), created_ms: 0, reports: 0, sends: Vec::new() };
+        for (at, send) in sends {
             if at < record.sends.len() || at >= BATCH_SPAN {
-                continue; // not increasing, or too far: the caller's runs never are
+                continue;
             }
-            record.sends.resize(at, None);
-            record.created_ms = record.created_ms.max(send.report.created_ms);
+            record.sends.resize_with(at, || None);
+            record.created_ms = record.created_ms.max(send.borrow().report.created_ms);
             record.reports = record.reports.saturating_add(1);
             record.sends.push(Some(send));
         }
@@ -453,9 +415,12 @@ impl<'a> BatchRecordRef<'a> {
     }
 
     /// The notification id of the last position: the record's key.
-    pub(crate) fn last(&self) -> ulid::Ulid {
-        let span = u128::try_from(self.sends.len().saturating_sub(1)).unwrap_or(0);
-        ulid::Ulid(self.first_id.0.saturating_add(span))
+    pub(crate) fn last(&self) -> Result<String> {
+        let first = self.first.parse::<ulid::Ulid>().map_err(|e| crate::Error::Codec(e.to_string()))?;
+        let span = u128::try_from(self.sends.len().saturating_sub(1)).unwrap_or(u128::MAX);
+        let last =
+            first.0.checked_add(span).ok_or_else(|| crate::Error::Codec("batch ids past the last ULID".into()))?;
+        Ok(ulid::Ulid(last).to_string())
     }
 }
 

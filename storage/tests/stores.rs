@@ -780,15 +780,16 @@ fn send_record(id: &str, client: &str) -> herald_storage::deliveries::SendRecord
 }
 
 /// Sends handed in are read back at once, before they are written; on sled
-/// a run of consecutive ids is written as one record (a lone id as its
-/// own), on PostgreSQL each at once; another tenant sees none of them; and
-/// they are still there after the store closes and opens again.
+/// each tenant's run of close ids is written as one record (a lone id as
+/// its own), on PostgreSQL each at once; a tenant sees none of another's,
+/// even with their ids between its own; and they are still there after the
+/// store closes and opens again.
 #[tokio::test]
 async fn sends_handed_in_are_read_at_once_and_written_together() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     let first = ulid::Ulid::generate();
-    let ids: Vec<String> = (0..40).map(|i| ulid::Ulid(first.0 + i).to_string()).collect();
+    let ids: Vec<String> = (0..40).map(|i| ulid::Ulid(first.0 + 2 * i).to_string()).collect();
     let lone = ulid::Ulid(first.0 + 10_000).to_string();
     for (i, id) in ids.iter().chain([&lone]).enumerate() {
         s.deliveries().record_send("acme", send_record(id, &format!("c{i}"))).unwrap();
@@ -797,21 +798,33 @@ async fn sends_handed_in_are_read_at_once_and_written_together() {
         assert_eq!(s.deliveries().outcomes("acme", id, 0, 5).unwrap()[0].0, format!("c{i}"));
         assert!(s.deliveries().report("other", id).unwrap().is_none(), "another tenant sees nothing");
     }
+    // Another tenant's sends, their ids between the first tenant's.
+    let others: Vec<String> = (0..5).map(|i| ulid::Ulid(first.0 + 2 * i + 1).to_string()).collect();
+    for id in &others {
+        s.deliveries().record_send("other", send_record(id, "theirs")).unwrap();
+        assert!(s.deliveries().report("acme", id).unwrap().is_none(), "the first tenant sees none of them");
+    }
     s.durable().await.unwrap();
     let records = s.test_send_records().unwrap();
     if herald_storage::test_on_postgres() {
-        assert_eq!(records, (41, 0), "each send in its own record");
+        assert_eq!(records, (46, 0), "each send in its own record");
     } else {
-        assert_eq!(records, (1, 1), "the run in one record, the lone send in its own");
+        assert_eq!(records, (1, 2), "each tenant's run in one record, the lone send in its own");
+    }
+    for id in &others {
+        assert_eq!(s.deliveries().report("other", id).unwrap().unwrap().recipient, "u/theirs");
+        assert!(s.deliveries().report("acme", id).unwrap().is_none(), "still none of them once written");
     }
     for (i, id) in ids.iter().enumerate() {
         assert_eq!(s.deliveries().report("acme", id).unwrap().unwrap().recipient, format!("u/c{i}"));
     }
-    assert_eq!(s.stored_reports().unwrap(), 41);
+    assert_eq!(s.stored_reports().unwrap(), 46);
 
     let more = ulid::Ulid(first.0 + 20_000).to_string();
     s.deliveries().record_send("acme", send_record(&more, "c-last")).unwrap();
     s.close().unwrap();
+    let late = s.deliveries().record_send("acme", send_record(&ulid::Ulid(first.0 + 30_000).to_string(), "late"));
+    assert_eq!(late.is_err(), !herald_storage::test_on_postgres(), "refused once closed (sled)");
     drop(s);
     let s = open(dir.path());
     for id in ids.iter().chain([&lone, &more]) {
