@@ -9,10 +9,12 @@
 //!
 //! The one-client and one-user sends of a send-batch request are one record
 //! together ([`BatchRecord`]): a batch's notification ids are consecutive
-//! ULIDs, so the record is keyed by the last and a notification is found as
-//! the first record at or after its id that covers it. One insert per
-//! request rather than per event: the report inserts were 15% of a batch's
-//! CPU (`cargo bench --bench load -- --perf`).
+//! ULIDs, so the record is keyed by the last and a notification is found in
+//! a record keyed at or after its id, at most [`BATCH_SPAN`] past it. One
+//! insert per request rather than per event: the report inserts were 15% of
+//! a batch's CPU (`cargo bench --bench load -- --perf`). On sled, single
+//! sends are written so too, a tenant's sends of a millisecond together
+//! (see `send_groups`); their records may interleave with others'.
 //!
 //! A broadcast commits each batch of clients in one transaction: the job's
 //! cursor, the report's counts and the batch's undelivered clients together.

@@ -247,3 +247,43 @@ fn write(dbs: &Slot, records: &[Pending]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::databases::Dbs;
+    use crate::deliveries::Report;
+    use crate::StoreOptions;
+
+    fn record(id: ulid::Ulid) -> SendRecord {
+        SendRecord { report: Report { id: id.to_string(), ..Report::default() }, outcomes: Vec::new() }
+    }
+
+    /// A failed write loses nothing: a wait for it fails, its record is
+    /// still read from memory, and it is written once the databases are back.
+    #[tokio::test]
+    async fn records_of_a_failed_write_are_kept_and_written_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions::new(dir.path().to_path_buf());
+        let slot = Slot::new(Dbs::open(&opts).unwrap());
+        let groups = SendGroups::start(slot.clone()).unwrap();
+        assert!(slot.close(Duration::from_secs(5)), "the databases closed, as while reopened");
+        let id = ulid::Ulid::generate();
+        groups.record("acme", id, record(id)).unwrap();
+        assert!(groups.written().await.is_err(), "the wait fails with the write");
+        assert!(groups.find("acme", id).unwrap().is_some(), "kept in memory");
+
+        slot.put(Dbs::open(&opts).unwrap());
+        let written_again = async {
+            while groups.find("acme", id).unwrap().is_some() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), written_again).await.expect("written again after the retry wait");
+        groups.written().await.unwrap();
+        let stored = slot.get().unwrap().sends.get(key(&["acme", &id.to_string()])).unwrap();
+        assert!(stored.is_some(), "in its own record");
+        groups.stop();
+        assert!(groups.record("acme", id, record(id)).is_err(), "refused once stopped");
+    }
+}
