@@ -377,13 +377,11 @@ impl BatchRecord {
     /// unless the ids are ULIDs, increasing, and less than [`BATCH_SPAN`]
     /// apart from the first to the last (then each send needs a record of its own).
     pub fn of(sends: Vec<(String, SendRecord)>) -> std::result::Result<BatchRecord, Vec<(String, SendRecord)>> {
-        let position = |first: u128, id: &str| -> Option<usize> {
-            usize::try_from(id.parse::<ulid::Ulid>().ok()?.0.checked_sub(first)?).ok().filter(|at| *at < BATCH_SPAN)
-        };
+        let position = |first, id: &str| position(first, id.parse().ok()?).filter(|at| *at < BATCH_SPAN);
         let Some(first) = sends.first().and_then(|(id, _)| id.parse::<ulid::Ulid>().ok()) else { return Err(sends) };
         let mut at = Vec::with_capacity(sends.len());
         for (id, _) in &sends {
-            match position(first.0, id) {
+            match position(first, id) {
                 Some(p) if at.last().is_none_or(|last| p > *last) => at.push(p),
                 _ => return Err(sends),
             }
@@ -393,10 +391,15 @@ impl BatchRecord {
 
     /// The send of notification `id`, if this record holds it.
     fn take(self, id: ulid::Ulid) -> Option<SendRecord> {
-        let first = self.first.parse::<ulid::Ulid>().ok()?;
-        let at = usize::try_from(id.0.checked_sub(first.0)?).ok()?;
+        let at = position(self.first.parse().ok()?, id)?;
         self.sends.into_iter().nth(at).flatten()
     }
+}
+
+/// The position of notification `id` in a [`BatchRecord`] starting at
+/// `first`; `None` before it or past any `usize`.
+pub(crate) fn position(first: ulid::Ulid, id: ulid::Ulid) -> Option<usize> {
+    usize::try_from(id.0.checked_sub(first.0)?).ok()
 }
 
 impl<S: std::borrow::Borrow<SendRecord>> BatchRecord<S> {

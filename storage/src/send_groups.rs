@@ -21,7 +21,7 @@
 //! [`Store::durable`]: crate::Store::durable
 
 use crate::databases::Slot;
-use crate::deliveries::{BatchRecord, SendRecord, BATCH_SPAN};
+use crate::deliveries::{position, BatchRecord, SendRecord, BATCH_SPAN};
 use crate::keys::key;
 use crate::store::put;
 use crate::{Error, Result};
@@ -239,7 +239,7 @@ fn write(dbs: &Slot, records: &[Pending]) -> Result<()> {
         match run {
             [one] => put(&trees.sends, &key(&[&one.tenant, &one.record.report.id]), &one.record)?,
             run => {
-                let at = |p: &Pending| usize::try_from(p.id.0.saturating_sub(first.id.0)).unwrap_or(BATCH_SPAN);
+                let at = |p: &Pending| position(first.id, p.id).unwrap_or(BATCH_SPAN);
                 let record = BatchRecord::placed(first.id, run.iter().map(|p| (at(p), &p.record)));
                 put(&trees.batches, &key(&[&first.tenant, &record.last()?]), &record)?
             }
