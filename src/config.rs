@@ -49,7 +49,7 @@ pub struct Settings {
     /// Hex file with the 256-bit key that seals secrets (created in the data dir when absent).
     #[arg(long, env = "HERALD_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
-    /// Page cache of the database in MiB (sled's; the process uses a multiple of it).
+    /// Page cache of the sled databases in MiB: 11/16 for the records, 1/16 for the broadcast index, 4/16 for delivery records (the process uses a multiple of it).
     #[arg(long, env = "HERALD_CACHE_MIB")]
     pub cache_mib: Option<u64>,
     /// Bearer token of the platform operator (tenant creation); random when absent.

@@ -1,7 +1,7 @@
 //! Device clients: one installation of an app, identified by a ULID.
 
 use crate::keys::key;
-use crate::push_tokens::PushToken;
+use crate::push_tokens::{listed, PushToken};
 use crate::store::{get, Store};
 use crate::{Error, Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -110,19 +110,22 @@ impl Tx<'_> {
     /// gets no push), so the index entry moves with it.
     pub fn put_client(&self, tenant: &str, client: &Client) -> Result<()> {
         let k = key(&[tenant, &client.id]);
+        let was_locked = self.get::<Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
         self.put(&self.t.clients, &k, client)?;
-        if let Some(token) = self.get::<PushToken>(&self.t.push_tokens, &k)? {
-            self.index_token(tenant, &client.id, &token, client.is_locked())?;
+        if was_locked != client.is_locked() {
+            let token = self.get::<PushToken>(&self.t.push_tokens, &k)?;
+            let listed = |locked| listed(token.as_ref(), locked);
+            self.reindex(tenant, &client.id, listed(was_locked), listed(client.is_locked()))?;
         }
         Ok(())
     }
 
     /// Deletes a client with its push token; false when there was none.
     pub fn delete_client(&self, tenant: &str, id: &str) -> Result<bool> {
-        if !self.remove(&self.t.clients, &key(&[tenant, id]))? {
+        let Some(client) = self.take::<Client>(&self.t.clients, &key(&[tenant, id]))? else {
             return Ok(false);
-        }
-        self.remove_push_token(tenant, id)?;
+        };
+        self.remove_token(tenant, id, client.is_locked())?;
         Ok(true)
     }
 }

@@ -1,8 +1,9 @@
-//! The backend (two sled databases, or a PostgreSQL database) and its trees,
+//! The backend (three sled databases, or a PostgreSQL database) and its trees,
 //! held in a [`Slot`] that can be emptied and filled again: after a failed
 //! write (a full disk) sled refuses every further write until it is reopened,
 //! and reopening needs the old handles closed first (sled locks its files).
 
+use crate::index_db::{Change, IndexDb, IndexWrites};
 use crate::kv::{Tree, TxTree, Write};
 use crate::leases::{Fence, LeaseOp};
 use crate::pg::{Pg, Txn};
@@ -22,7 +23,8 @@ pub(crate) struct Dbs {
 
 /// The backend behind the trees.
 pub(crate) enum Engine {
-    /// Two sled databases: `db` for records, compressed, and `delivery_db`
+    /// Three sled databases: `db` for records, compressed, `index` for the
+    /// broadcast index (see `index_db`), and `delivery_db`
     /// for delivery records, not (sled compresses each write on its own with
     /// a new zstd context, which costs about 120 µs per send report for
     /// little gain on records written once and mostly never read: `cargo
@@ -33,6 +35,9 @@ pub(crate) enum Engine {
         /// Delivery records (reports, outcomes, broadcast jobs): written by
         /// every send, rarely read, so stored without compression.
         delivery_db: sled::Db,
+        /// The broadcast index, written after each transaction (boxed: the
+        /// variant would be large).
+        index: Box<IndexDb>,
         /// The records trees, which every [`crate::Tx`] spans.
         records: Vec<sled::Tree>,
     },
@@ -52,27 +57,35 @@ impl std::ops::Deref for Dbs {
 /// them (on sled, in the delivery database). A tree is named as its field,
 /// and on PostgreSQL its table too.
 macro_rules! trees {
-    (records: { $($(#[$ra:meta])* $r:ident,)* } deliveries: { $($(#[$da:meta])* $d:ident,)* }) => {
+    (
+        records: { $($(#[$ra:meta])* $r:ident,)* }
+        index: { $(#[$ia:meta])* $i:ident, }
+        deliveries: { $($(#[$da:meta])* $d:ident,)* }
+    ) => {
         pub(crate) struct Trees {
             $($(#[$ra])* pub(crate) $r: Tree,)*
+            $(#[$ia])* pub(crate) $i: Tree,
             $($(#[$da])* pub(crate) $d: Tree,)*
         }
 
         /// The records trees as one transaction sees them: all of them, so
-        /// that any operation can touch any record kind.
+        /// that any operation can touch any record kind, and where it writes
+        /// the broadcast index.
         #[allow(dead_code)] // kinds written only outside transactions (the outbox...)
         pub(crate) struct TxTrees {
             $(pub(crate) $r: TxTree,)*
+            pub(crate) index: IndexWrites,
         }
 
         /// Every tree's name: the tables of the PostgreSQL schema.
         #[cfg(test)]
-        pub(crate) const TREE_NAMES: &[&str] = &[$(stringify!($r),)* $(stringify!($d),)*];
+        pub(crate) const TREE_NAMES: &[&str] = &[$(stringify!($r),)* stringify!($i), $(stringify!($d),)*];
 
         impl Trees {
-            fn open_sled(db: &sled::Db, delivery_db: &sled::Db) -> Result<Trees> {
+            fn open_sled(db: &sled::Db, index: &IndexDb, delivery_db: &sled::Db) -> Result<Trees> {
                 Ok(Trees {
                     $($r: Tree::Sled(db.open_tree(stringify!($r))?),)*
+                    $i: Tree::Sled(index.tree().clone()),
                     $($d: Tree::Sled(delivery_db.open_tree(stringify!($d))?),)*
                 })
             }
@@ -80,6 +93,7 @@ macro_rules! trees {
             fn open_pg(pg: &Arc<Pg>) -> Trees {
                 Trees {
                     $($r: Tree::Pg(pg.table(stringify!($r))),)*
+                    $i: Tree::Pg(pg.table(stringify!($i))),
                     $($d: Tree::Pg(pg.table(stringify!($d))),)*
                 }
             }
@@ -96,12 +110,18 @@ macro_rules! trees {
             /// Names the views of a sled transaction over the records trees; `None` if they do not match.
             pub(crate) fn sled(view: &[sled::transaction::TransactionalTree]) -> Option<TxTrees> {
                 let mut views = view.iter().cloned();
-                Some(TxTrees { $($r: TxTree::Sled(views.next()?),)* })
+                Some(TxTrees {
+                    $($r: TxTree::Sled(views.next()?),)*
+                    index: IndexWrites::After(Default::default()),
+                })
             }
 
             /// The tables of a PostgreSQL transaction.
             pub(crate) fn pg(txn: &Rc<Txn>) -> TxTrees {
-                TxTrees { $($r: TxTree::Pg(txn.table(stringify!($r))),)* }
+                TxTrees {
+                    $($r: TxTree::Pg(txn.table(stringify!($r))),)*
+                    index: IndexWrites::Direct(TxTree::Pg(txn.table(stringify!($i)))),
+                }
             }
         }
     };
@@ -136,7 +156,6 @@ trees! {
         /// its transaction can tell that it grew meanwhile.
         generations,
         push_tokens,
-        tokens_by_app,
         /// Counts of tokens per app's index and per tenant (see `token_counts`).
         app_token_counts,
         tenant_token_counts,
@@ -176,6 +195,11 @@ trees! {
         /// Apps' Web Push credentials (see `web_push`).
         app_web_push,
     }
+    index: {
+        /// Per app, its clients' valid tokens: what a broadcast walks (on
+        /// sled in a database of its own: see `index_db`).
+        tokens_by_app,
+    }
     deliveries: {
         jobs,
         /// Partitions of running broadcasts (see `broadcasts`).
@@ -200,30 +224,45 @@ impl Dbs {
             let trees = Trees::open_pg(&pg);
             return Ok(Dbs { engine: Engine::Pg(pg), trees });
         }
-        // A modest page cache: Herald's working set is its indexes, and the process
-        // must stay small during million-token broadcasts.
-        let db = open_db(&opts.data_dir.join("db"), (opts.cache_bytes / 4).saturating_mul(3), opts.compression_level)?;
-        let delivery_db = open_db(&opts.data_dir.join("deliveries"), opts.cache_bytes / 4, 0)?;
-        move_delivery_trees(&db, &delivery_db)?;
-        let trees = Trees::open_sled(&db, &delivery_db)?;
+        // A modest page cache: Herald's working set is its indexes, and the
+        // process must stay small during million-token broadcasts. A 16th
+        // for the broadcast index: a broadcast walks it once, end to end,
+        // so a larger cache would only hold pages it has passed.
+        let cache = |sixteenths: u64| (opts.cache_bytes / 16).saturating_mul(sixteenths);
+        let db = open_db(&opts.data_dir.join("db"), cache(11), opts.compression_level)?;
+        let delivery_db = open_db(&opts.data_dir.join("deliveries"), cache(4), 0)?;
+        move_trees(&db, &delivery_db, &MOVED_DELIVERY_TREES)?;
+        let index = Box::new(IndexDb::open(&opts.data_dir.join("index"), cache(1), opts.compression_level, &db)?);
+        let trees = Trees::open_sled(&db, &index, &delivery_db)?;
         let records = trees.sled_records();
-        Ok(Dbs { engine: Engine::Sled { db, delivery_db, records }, trees })
+        Ok(Dbs { engine: Engine::Sled { db, index, delivery_db, records }, trees })
     }
 
     /// Writes the sled databases' buffers to disk; nothing to do on
     /// PostgreSQL, where a commit is durable when it returns.
     pub(crate) fn flush(&self) -> Result<()> {
-        if let Engine::Sled { db, delivery_db, .. } = &self.engine {
+        if let Engine::Sled { db, index, delivery_db, .. } = &self.engine {
             db.flush()?;
+            index.flush()?;
             delivery_db.flush()?;
         }
         Ok(())
     }
 
+    /// Brings the broadcast index up to what a committed transaction changed (see `index_db`).
+    pub(crate) fn apply_index(&self, changes: Vec<Change>) -> Result<()> {
+        match &self.engine {
+            Engine::Sled { index, .. } if !changes.is_empty() => index.apply(&self.trees, changes),
+            _ => Ok(()),
+        }
+    }
+
     /// Bytes the backend takes on disk.
     pub(crate) fn size_on_disk(&self) -> Result<u64> {
         match &self.engine {
-            Engine::Sled { db, delivery_db, .. } => Ok(db.size_on_disk()?.saturating_add(delivery_db.size_on_disk()?)),
+            Engine::Sled { db, index, delivery_db, .. } => {
+                Ok(db.size_on_disk()?.saturating_add(index.size_on_disk()?).saturating_add(delivery_db.size_on_disk()?))
+            }
             Engine::Pg(pg) => pg.size_on_disk(),
         }
     }
@@ -287,6 +326,17 @@ impl Dbs {
     }
 }
 
+impl Drop for Dbs {
+    /// A clean close: the broadcast index is marked as matching the records.
+    fn drop(&mut self) {
+        if let Engine::Sled { db, index, .. } = &self.engine {
+            if let Err(e) = index.close(db) {
+                tracing::warn!(error = %e, "closing the broadcast index: the next start rebuilds it");
+            }
+        }
+    }
+}
+
 /// The databases in use; empty while they are being reopened.
 #[derive(Clone, Default)]
 pub(crate) struct Slot(Arc<RwLock<Option<Arc<Dbs>>>>);
@@ -332,7 +382,7 @@ impl Slot {
     }
 }
 
-fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled::Db> {
+pub(crate) fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled::Db> {
     Ok(sled::Config::new()
         .path(path)
         .cache_capacity(cache_bytes)
@@ -344,16 +394,16 @@ fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled
 /// The delivery trees that once lived in the records database.
 const MOVED_DELIVERY_TREES: [&str; 3] = ["jobs", "reports", "outcomes"];
 
-/// A data directory written before delivery records had their own database
+/// A data directory written before some trees had a database of their own
 /// holds them in the records one: they are copied over, made durable, then
 /// dropped there. A crash part way copies again on the next start (nothing
-/// writes to them before this returns).
-fn move_delivery_trees(from: &sled::Db, to: &sled::Db) -> Result<()> {
-    let names = from.tree_names();
+/// writes to them before this returns). True when there were trees to move.
+pub(crate) fn move_trees(from: &sled::Db, to: &sled::Db, names: &[&str]) -> Result<bool> {
+    let existing = from.tree_names();
     let present: Vec<&str> =
-        MOVED_DELIVERY_TREES.into_iter().filter(|n| names.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
+        names.iter().copied().filter(|n| existing.iter().any(|t| t.as_ref() == n.as_bytes())).collect();
     if present.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     for name in &present {
         let (old, new) = (from.open_tree(name)?, to.open_tree(name)?);
@@ -363,10 +413,10 @@ fn move_delivery_trees(from: &sled::Db, to: &sled::Db) -> Result<()> {
         }
     }
     to.flush()?;
-    for name in present {
+    for name in &present {
         from.drop_tree(name)?;
     }
     from.flush()?;
-    tracing::info!("moved the delivery records to their own database");
-    Ok(())
+    tracing::info!(trees = ?present, "moved trees out of the records database");
+    Ok(true)
 }

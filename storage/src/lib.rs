@@ -35,6 +35,7 @@ mod coherence;
 mod databases;
 mod error;
 mod flusher;
+mod index_db;
 mod keys;
 mod kv;
 mod pg;

@@ -72,6 +72,13 @@ pub struct TokenRef {
     pub token: String,
 }
 
+impl TokenRef {
+    /// What the index lists of `token`.
+    pub(crate) fn of(token: &PushToken) -> TokenRef {
+        TokenRef { provider: token.provider, token: token.token.clone() }
+    }
+}
+
 /// Reads of push tokens and the writes sends make (set, invalidate).
 pub struct PushTokens<'a>(&'a Store);
 
@@ -191,44 +198,64 @@ impl Tx<'_> {
     /// keeps the counts (see `token_counts`).
     pub fn put_push_token(&self, tenant: &str, client_id: &str, token: &PushToken) -> Result<()> {
         let k = key(&[tenant, client_id]);
-        match self.get::<PushToken>(&self.t.push_tokens, &k)? {
-            Some(old) if old.app_name != token.app_name => self.unindex(tenant, &old.app_name, client_id)?,
-            Some(_) => {}
-            None => self.count_stored(tenant, client_id, true)?,
+        let old = self.get::<PushToken>(&self.t.push_tokens, &k)?;
+        if old.is_none() {
+            self.count_stored(tenant, client_id, true)?;
         }
         self.put(&self.t.push_tokens, &k, token)?;
         let locked = self.get::<crate::clients::Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
-        self.index_token(tenant, client_id, token, locked)
+        self.reindex(tenant, client_id, listed(old.as_ref(), locked), listed(Some(token), locked))
     }
 
     /// Removes a client's token and its index entry; true when there was one.
     pub fn remove_push_token(&self, tenant: &str, client_id: &str) -> Result<bool> {
+        let locked = self.client(tenant, client_id)?.is_some_and(|c| c.is_locked());
+        self.remove_token(tenant, client_id, locked)
+    }
+
+    /// [`Tx::remove_push_token`] of a client whose lock state is known
+    /// (one being deleted, whose record is gone).
+    pub(crate) fn remove_token(&self, tenant: &str, client_id: &str, locked: bool) -> Result<bool> {
         let Some(old) = self.take::<PushToken>(&self.t.push_tokens, &key(&[tenant, client_id]))? else {
             return Ok(false);
         };
         self.count_stored(tenant, client_id, false)?;
-        self.unindex(tenant, &old.app_name, client_id)?;
+        self.reindex(tenant, client_id, listed(Some(&old), locked), None)?;
         Ok(true)
     }
 
-    /// Puts a token in its app's broadcast index when it is valid and its
-    /// client unlocked, takes it out otherwise.
-    pub(crate) fn index_token(&self, tenant: &str, client_id: &str, token: &PushToken, locked: bool) -> Result<()> {
-        if !token.is_valid || locked {
-            return self.unindex(tenant, &token.app_name, client_id);
-        }
-        let ik = index_key(tenant, &token.app_name, client_id);
-        if !self.has(&self.t.tokens_by_app, &ik)? {
-            self.count_indexed(tenant, &token.app_name, client_id, true)?;
-        }
-        self.put(&self.t.tokens_by_app, &ik, &TokenRef { provider: token.provider, token: token.token.clone() })
-    }
-
-    /// Takes a client's token out of `app`'s broadcast index, if it is there.
-    fn unindex(&self, tenant: &str, app: &str, client_id: &str) -> Result<()> {
-        if self.remove(&self.t.tokens_by_app, &index_key(tenant, app, client_id))? {
+    /// Moves a client's broadcast index entry from what `before` listed to
+    /// what `after` lists (each the token listed, see [`listed`]), keeping
+    /// the app counts. Both come from the records, never from the index,
+    /// which on sled is written after the transaction (see `index_db`).
+    pub(crate) fn reindex(
+        &self,
+        tenant: &str,
+        client_id: &str,
+        before: Option<&PushToken>,
+        after: Option<&PushToken>,
+    ) -> Result<()> {
+        let from = before.map(|t| t.app_name.as_str());
+        let to = after.map(|t| t.app_name.as_str());
+        if let Some(app) = from.filter(|app| to != Some(*app)) {
             self.count_indexed(tenant, app, client_id, false)?;
+            self.write_index(tenant, app, client_id, None)?;
         }
-        Ok(())
+        let Some(token) = after else { return Ok(()) };
+        match before {
+            Some(b) if b.app_name == token.app_name => {
+                if b.provider == token.provider && b.token == token.token {
+                    return Ok(()); // listed as it is
+                }
+            }
+            _ => self.count_indexed(tenant, &token.app_name, client_id, true)?,
+        }
+        self.write_index(tenant, &token.app_name, client_id, Some(&TokenRef::of(token)))
     }
+}
+
+/// The token a client's broadcast index entry lists: its token while valid
+/// and the client unlocked.
+pub(crate) fn listed(token: Option<&PushToken>, locked: bool) -> Option<&PushToken> {
+    token.filter(|t| t.is_valid && !locked)
 }

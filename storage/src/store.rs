@@ -22,9 +22,9 @@ pub struct StoreOptions {
     pub connections: usize,
     /// File holding the hex master key; created in the data dir when `None`.
     pub master_key_file: Option<PathBuf>,
-    /// sled's page cache in bytes.
+    /// sled's page cache in bytes, shared out among its databases (see `databases.rs`).
     pub cache_bytes: u64,
-    /// zstd level of the records database, 1 to 22, or 0 for none (fixed when
+    /// zstd level of the records database and the broadcast index, 1 to 22, or 0 for none (fixed when
     /// the database is created). Compression cuts the bytes on disk per client
     /// by about 3× but is paid on every write: `cargo bench -p herald-storage --bench storage`
     /// weighs it. Delivery records are never compressed (see [`Store::open`]).
@@ -93,8 +93,8 @@ pub(crate) struct Inner {
 
 impl Store {
     /// Opens the store: the PostgreSQL database of `opts.store_url`
-    /// (migrated to this engine's schema), or else the two sled databases
-    /// under the data directory (records compressed, delivery records not:
+    /// (migrated to this engine's schema), or else the sled databases under
+    /// the data directory (records, the broadcast index, delivery records:
     /// see `databases.rs`). On a full disk the ballast is given up so sled
     /// can open (it writes when it opens); the store then serves reads and
     /// refuses writes until space is freed.

@@ -32,9 +32,14 @@ const BUILT: &[u8] = &[0xff];
 /// The shard of a client's tokens: stable, since a count's keys must each
 /// stay the number of their own clients.
 fn shard(client_id: &str) -> String {
-    // FNV-1a, then the top bits of a Fibonacci hash: every byte moves them.
+    format!("{:02x}", client_hash(client_id) >> SHARD_SHIFT)
+}
+
+/// A hash of a client id whose top bits spread clients evenly: FNV-1a,
+/// then a Fibonacci hash, so that every byte moves them.
+pub(crate) fn client_hash(client_id: &str) -> u32 {
     let h = client_id.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
-    format!("{:02x}", h.wrapping_mul(0x9e37_79b1) >> SHARD_SHIFT)
+    h.wrapping_mul(0x9e37_79b1)
 }
 
 /// The parts of a stored key (see `keys`).
@@ -229,7 +234,7 @@ mod tests {
                 // An older engine's writes: a token and its index entry, uncounted.
                 tx.put(&tx.t.push_tokens, &key(&["t", "old"]), &token("a"))?;
                 let entry = crate::push_tokens::TokenRef { provider: PushProvider::Apns, token: "aa".into() };
-                tx.put(&tx.t.tokens_by_app, &key(&["t", "a", "old"]), &entry)?;
+                tx.write_index("t", "a", "old", Some(&entry))?;
                 tx.put(&tx.t.app_token_counts, &key(&["t", "gone", "00"]), &5u64)
             })
             .unwrap();

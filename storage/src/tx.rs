@@ -15,13 +15,14 @@
 //! (a generation, such as a client's link generation) inside it.
 
 use crate::databases::{Engine, TxTrees};
+use crate::index_db::IndexWrites;
 use crate::kv::TxTree;
 use crate::pg::Txn;
 use crate::{codec, Error, Result, Store};
 use serde::{de::DeserializeOwned, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, UnabortableTransactionError};
 use sled::Transactional;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// How many times a PostgreSQL transaction runs before a conflict is given up as unavailability.
 const PG_ATTEMPTS: u32 = 32;
@@ -58,18 +59,29 @@ impl Store {
         };
         // The lease table before sled's transaction lock (see `LocalLeases`).
         let table = self.inner.local_leases.map();
+        // The broadcast index keys the run that commits changed (see `index_db`).
+        let changed = RefCell::new(Vec::new());
         let done = records.as_slice().transaction(|view| {
             let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
             let tx = Tx { t: &trees, leases: Leases::Local(&table), conflict: Cell::new(false) };
             match f(&tx) {
-                Ok(value) => Ok(value),
+                Ok(value) => {
+                    if let IndexWrites::After(keys) = &trees.index {
+                        changed.replace(keys.take());
+                    }
+                    Ok(value)
+                }
                 Err(_) if tx.conflict.get() => Err(ConflictableTransactionError::Conflict),
                 Err(e) => Err(ConflictableTransactionError::Abort(e)),
             }
         });
+        drop(table); // held for the transaction only
         match done {
-            Ok(value) => Ok(value),
+            Ok(value) => {
+                dbs.apply_index(changed.into_inner())?;
+                Ok(value)
+            }
             Err(TransactionError::Abort(e)) => Err(e),
             Err(TransactionError::Storage(e)) => Err(Error::from(e).into()),
         }

@@ -113,6 +113,8 @@ fn token_counts_follow_the_index() {
     tokens.set("t", "C01", &token("app1", "aa")).unwrap();
     tokens.set("t", "C02", &token("app1", "new")).unwrap();
     check(100, 100);
+    let c02 = tokens.valid_of_app("t", "app1", Some("C01"), 1).unwrap();
+    assert_eq!((c02[0].0.as_str(), c02[0].1.token.as_str()), ("C02", "new"), "a replaced token is listed anew");
     let mut c3 = s.clients().get("t", "C03").unwrap().unwrap();
     c3.lock_state = "LOCKED".into();
     s.transact(|tx| tx.put_client("t", &c3)).unwrap();
