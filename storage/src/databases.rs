@@ -252,7 +252,7 @@ impl Dbs {
     /// Brings the broadcast index up to what a committed transaction changed (see `index_db`).
     pub(crate) fn apply_index(&self, changes: Vec<Change>) -> Result<()> {
         match &self.engine {
-            Engine::Sled { index, .. } if !changes.is_empty() => index.apply(&self.trees, changes),
+            Engine::Sled { index, .. } if !changes.is_empty() => index.apply(changes),
             _ => Ok(()),
         }
     }

@@ -32,13 +32,13 @@ const BUILT: &[u8] = &[0xff];
 /// The shard of a client's tokens: stable, since a count's keys must each
 /// stay the number of their own clients.
 fn shard(client_id: &str) -> String {
-    format!("{:02x}", client_hash(client_id) >> SHARD_SHIFT)
+    format!("{:02x}", client_hash(client_id.as_bytes()) >> SHARD_SHIFT)
 }
 
 /// A hash of a client id whose top bits spread clients evenly: FNV-1a,
 /// then a Fibonacci hash, so that every byte moves them.
-pub(crate) fn client_hash(client_id: &str) -> u32 {
-    let h = client_id.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+pub(crate) fn client_hash(client_id: &[u8]) -> u32 {
+    let h = client_id.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193));
     h.wrapping_mul(0x9e37_79b1)
 }
 
