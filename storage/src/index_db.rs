@@ -28,7 +28,7 @@ use crate::kv::TxTree;
 use crate::push_tokens::{index_key, listed, PushToken, TokenRef};
 use crate::{codec, Error, Result, Tx};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,6 +85,10 @@ struct Keeper {
     unchecked: AtomicBool,
     /// Set to stop the check early (the store closes).
     stop: AtomicBool,
+    /// While the check runs: the apps (`tenant \0 app \0`) whose entries
+    /// transactions changed meanwhile, which it checks whole (a count of
+    /// theirs may have moved under it, see [`check`]).
+    touched: Mutex<Option<HashSet<Vec<u8>>>>,
 }
 
 impl IndexDb {
@@ -107,6 +111,7 @@ impl IndexDb {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             unchecked: AtomicBool::new(!clean),
             stop: AtomicBool::new(false),
+            touched: Mutex::new((!clean).then(HashSet::new)),
         });
         let check = match clean {
             true => None,
@@ -142,7 +147,13 @@ impl IndexDb {
     /// and the index may lag it until the next open checks it.
     pub(crate) fn apply(&self, changes: Vec<Change>) -> Result<()> {
         let k = &self.keeper;
-        let done = changes.iter().try_for_each(|c| k.set(c.tenant.as_bytes(), c.app.as_bytes(), c.client.as_bytes()));
+        let done = changes.iter().try_for_each(|c| {
+            let (tenant, app) = (c.tenant.as_bytes(), c.app.as_bytes());
+            if let Some(apps) = k.touched.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                apps.insert([tenant, &[0], app, &[0]].concat()); // before the write the check may count
+            }
+            k.set(tenant, app, c.client.as_bytes())
+        });
         if done.is_err() {
             k.unchecked.store(true, Ordering::Release);
         }
@@ -208,13 +219,16 @@ impl Keeper {
 /// lock, so a write the engine makes meanwhile is never undone. First
 /// every token, walked in step with the clients (both in key order:
 /// tenant, client), is checked to be listed as it should, counting the
-/// entries each app's index should hold; then an app's index holding more
-/// than that has each of its entries checked against its token and client.
+/// entries each app's index should hold; then an app's index holding
+/// another number, or changed by a transaction meanwhile, has each of its
+/// entries checked against its token and client.
 /// Writes only what differs: after a crash little does, and a write costs
 /// far more than a read (sled compresses each one with a new zstd context).
 fn reconcile(keeper: &Keeper) {
     let started = Instant::now();
-    match check(keeper) {
+    let checked = check(keeper);
+    *keeper.touched.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    match checked {
         Ok(Some((set, removed))) => {
             keeper.unchecked.store(false, Ordering::Release);
             let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -234,11 +248,21 @@ fn reconcile(keeper: &Keeper) {
     }
 }
 
+/// Entries per app's index, by the app's prefix (`tenant \0 app \0`).
+type PerApp = HashMap<Vec<u8>, u64>;
+
 /// [`reconcile`]'s work: the entries it set and removed, or `None` when stopped.
 fn check(k: &Keeper) -> Result<Option<(u64, u64)>> {
-    let (mut set, mut removed) = (0u64, 0u64);
-    // Per app (tenant \0 app \0), the entries its index should hold.
-    let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+    let Some((set, expected)) = list_tokens(k)? else { return Ok(None) };
+    Ok(remove_unlisted(k, &expected)?.map(|removed| (set, removed)))
+}
+
+/// The first part of [`check`]: every listed token is in the index as it
+/// should be. Returns the entries it set, and per app (`tenant \0 app \0`)
+/// how many its index should hold; `None` when stopped.
+fn list_tokens(k: &Keeper) -> Result<Option<(u64, PerApp)>> {
+    let mut set = 0u64;
+    let mut expected = PerApp::new();
     let mut walk = k.clients.iter();
     let mut client = walk.next().transpose()?;
     for (i, kv) in k.tokens.iter().enumerate() {
@@ -269,8 +293,19 @@ fn check(k: &Keeper) -> Result<Option<(u64, u64)>> {
             set = set.saturating_add(1);
         }
     }
-    for (prefix, held) in app_counts(&k.index)? {
-        if expected.get(&prefix).copied().unwrap_or(0) == held {
+    Ok(Some((set, expected)))
+}
+
+/// The second part of [`check`]: an app's index that holds another number
+/// of entries than `expected`, or that a transaction changed meanwhile,
+/// loses each entry its token and client do not account for. Returns how
+/// many; `None` when stopped.
+fn remove_unlisted(k: &Keeper, expected: &PerApp) -> Result<Option<u64>> {
+    let mut removed = 0u64;
+    let held = app_counts(&k.index)?;
+    let touched = k.touched.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
+    for (prefix, held) in held {
+        if expected.get(&prefix).copied().unwrap_or(0) == held && !touched.contains(&prefix) {
             continue; // it holds every listed token, hence nothing else
         }
         for ik in k.index.scan_prefix(&prefix).keys() {
@@ -286,12 +321,12 @@ fn check(k: &Keeper) -> Result<Option<(u64, u64)>> {
             }
         }
     }
-    Ok(Some((set, removed)))
+    Ok(Some(removed))
 }
 
 /// How many entries each app's index holds, by its prefix (tenant \0 app \0).
-fn app_counts(index: &sled::Tree) -> Result<HashMap<Vec<u8>, u64>> {
-    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
+fn app_counts(index: &sled::Tree) -> Result<PerApp> {
+    let mut counts = PerApp::new();
     for k in index.iter().keys() {
         let k = k?;
         let Some(end) = k.iter().enumerate().filter(|(_, b)| **b == 0).nth(1).map(|(i, _)| i) else { continue };
@@ -420,6 +455,27 @@ mod tests {
             pairs(&[("c1", "aa"), ("c2", "bb"), ("c9", "ghost")]),
             "checked once: closed cleanly"
         );
+    }
+
+    /// A transaction that removes an entry while the check runs, between
+    /// its count of what an app's index should hold and its count of what
+    /// it holds, leaves the two equal although the index holds a ghost: the
+    /// app is checked whole all the same.
+    #[test]
+    fn a_ghost_is_found_although_a_removal_meanwhile_evens_the_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&sled_options(dir.path())).unwrap();
+        store.push_tokens().set("t", "c1", &token("a", "aa")).unwrap();
+        store.push_tokens().set("t", "c2", &token("a", "bb")).unwrap();
+        tamper(&store, "c9", Some("ghost"));
+        let dbs = store.trees().unwrap();
+        let Engine::Sled { index, .. } = &dbs.engine else { panic!("a sled store") };
+        let keeper = &index.keeper;
+        *keeper.touched.lock().unwrap() = Some(Default::default()); // as while a check runs
+        let (_, expected) = super::list_tokens(keeper).unwrap().unwrap();
+        assert!(store.transact(|tx| tx.remove_push_token("t", "c2")).unwrap());
+        assert_eq!(super::remove_unlisted(keeper, &expected).unwrap(), Some(1));
+        assert_eq!(listed(&store), pairs(&[("c1", "aa")]));
     }
 
     /// A clean close marks the index as matching the records: the next
