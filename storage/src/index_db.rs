@@ -185,6 +185,15 @@ impl IndexDb {
     }
 }
 
+impl Drop for IndexDb {
+    /// Stops a check still running, also when the databases did not open
+    /// whole (its thread holds the records' trees, and sled their files).
+    fn drop(&mut self) {
+        self.keeper.stop.store(true, Ordering::Release);
+        self.join_check();
+    }
+}
+
 impl Keeper {
     /// Sets `app`'s entry of `client` from the records as they are now,
     /// holding the client's lock (see the module documentation).
