@@ -17,7 +17,7 @@
 //! after a fixed time from the first request; a second tree indexes them by
 //! expiry so the sweeper deletes them with a range scan, as nonces.
 
-use crate::keys::key;
+use crate::keys::{key, key_bytes};
 use crate::store::{get, Store};
 use crate::{Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -211,7 +211,7 @@ impl Idempotency<'_> {
                 for k in &batch {
                     let parts: Vec<&[u8]> = k.split(|b| *b == 0).collect();
                     if let [expires, tenant, digest] = parts.as_slice() {
-                        let rk = [*tenant, &[0u8][..], *digest].concat();
+                        let rk = key_bytes(&[*tenant, *digest]);
                         let r: Option<Record> = tx.get(&tx.t.idempotency, &rk)?;
                         if r.is_some_and(|r| format!("{:020}", r.expires_ms).as_bytes() == *expires) {
                             tx.remove(&tx.t.idempotency, &rk)?;

@@ -24,6 +24,7 @@
 
 use crate::clients::Client;
 use crate::databases::{move_trees, open_db};
+use crate::keys;
 use crate::kv::TxTree;
 use crate::push_tokens::{index_key, listed, PushToken, TokenRef};
 use crate::{codec, Error, Result, Tx};
@@ -89,6 +90,10 @@ struct Keeper {
     /// transactions changed meanwhile, which it checks whole (a count of
     /// theirs may have moved under it, see [`check`]).
     touched: Mutex<Option<HashSet<Vec<u8>>>>,
+    /// Runs once in the next [`Keeper::set`], between its read of the
+    /// records and its write: a test's way to interleave two writers.
+    #[cfg(test)]
+    between: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl IndexDb {
@@ -112,6 +117,8 @@ impl IndexDb {
             unchecked: AtomicBool::new(!clean),
             stop: AtomicBool::new(false),
             touched: Mutex::new((!clean).then(HashSet::new)),
+            #[cfg(test)]
+            between: Mutex::new(None),
         });
         let check = match clean {
             true => None,
@@ -150,7 +157,7 @@ impl IndexDb {
         let done = changes.iter().try_for_each(|c| {
             let (tenant, app) = (c.tenant.as_bytes(), c.app.as_bytes());
             if let Some(apps) = k.touched.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                apps.insert([tenant, &[0], app, &[0]].concat()); // before the write the check may count
+                apps.insert(keys::prefix_bytes(&[tenant, app])); // before the write the check may count
             }
             k.set(tenant, app, c.client.as_bytes())
         });
@@ -200,8 +207,13 @@ impl Keeper {
     fn set(&self, tenant: &[u8], app: &[u8], client: &[u8]) -> Result<()> {
         let stripe = usize::try_from(crate::token_counts::client_hash(client) >> STRIPE_SHIFT).unwrap_or(0);
         let _one = self.stripes.get(stripe).map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
-        let ik = [tenant, &[0], app, &[0], client].concat();
-        match self.listed(tenant, client)?.filter(|t| t.app_name.as_bytes() == app) {
+        let ik = keys::key_bytes(&[tenant, app, client]);
+        let listed = self.listed(tenant, client)?.filter(|t| t.app_name.as_bytes() == app);
+        #[cfg(test)]
+        if let Some(between) = self.between.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            between();
+        }
+        match listed {
             Some(t) => self.index.insert(ik, codec::encode(&TokenRef::of(&t))?).map(drop)?,
             None => self.index.remove(ik).map(drop)?,
         }
@@ -210,7 +222,7 @@ impl Keeper {
 
     /// The token a client's index entry should list (see [`listed`]).
     fn listed(&self, tenant: &[u8], client: &[u8]) -> Result<Option<PushToken>> {
-        let rk = [tenant, &[0], client].concat();
+        let rk = keys::key_bytes(&[tenant, client]);
         let Some(token) = self.tokens.get(&rk)? else { return Ok(None) };
         let token: PushToken = codec::decode(&token)?;
         let locked = match self.clients.get(&rk)? {
@@ -293,9 +305,9 @@ fn list_tokens(k: &Keeper) -> Result<Option<(u64, PerApp)>> {
         let (tenant, client_id) =
             (rk.get(..at).unwrap_or_default(), rk.get(at.saturating_add(1)..).unwrap_or_default());
         let app = token.app_name.as_bytes();
-        let n = expected.entry([tenant, &[0], app, &[0]].concat()).or_default();
+        let n = expected.entry(keys::prefix_bytes(&[tenant, app])).or_default();
         *n = n.saturating_add(1);
-        let ik = [tenant, &[0], app, &[0], client_id].concat();
+        let ik = keys::key_bytes(&[tenant, app, client_id]);
         let entry = codec::encode(&TokenRef::of(token))?;
         if k.index.get(&ik)?.is_none_or(|v| *v != *entry) {
             k.set(tenant, app, client_id)?;
@@ -547,6 +559,45 @@ mod tests {
             assert_eq!(found, expected, "app {app}");
             assert_eq!(store.push_tokens().count_valid_of_app("t", app).unwrap(), expected.len() as u64);
         }
+    }
+
+    /// Two writers of one client's entry: the first has read the records
+    /// (its token) but not yet written the entry when the second removes
+    /// the token. The second waits for the first's write and then removes
+    /// the entry, as the records say; without the client's lock the first
+    /// would write its entry after the removal, a ghost a broadcast sends to.
+    #[test]
+    fn a_writer_of_a_client_waits_for_the_one_that_read_before_it() {
+        use std::sync::mpsc::channel;
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&sled_options(dir.path())).unwrap();
+        store.push_tokens().set("t", "c1", &token("a", "aa")).unwrap();
+        let dbs = store.trees().unwrap();
+        let Engine::Sled { index, .. } = &dbs.engine else { panic!("a sled store") };
+        let (reached, on_reached) = channel();
+        let (release, on_release) = channel::<()>();
+        *index.keeper.between.lock().unwrap() = Some(Box::new(move || {
+            reached.send(()).unwrap();
+            let _ = on_release.recv_timeout(Duration::from_secs(10));
+        }));
+        let store = &store;
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| store.push_tokens().set("t", "c1", &token("a", "bb")).unwrap());
+            on_reached.recv_timeout(Duration::from_secs(10)).unwrap();
+            let (done, on_done) = channel();
+            let second = scope.spawn(move || {
+                assert!(store.transact(|tx| tx.remove_push_token("t", "c1")).unwrap());
+                done.send(()).unwrap();
+            });
+            // Time for an unlocked second writer to finish before the first writes.
+            let _ = on_done.recv_timeout(Duration::from_millis(500));
+            release.send(()).unwrap();
+            first.join().unwrap();
+            second.join().unwrap();
+        });
+        assert_eq!(listed(store), pairs(&[]));
+        assert_eq!(store.push_tokens().count_valid_of_app("t", "a").unwrap(), 0);
     }
 
     /// A data directory from before the index had its own database keeps

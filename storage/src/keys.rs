@@ -4,22 +4,33 @@
 //! id that reaches a key, so a NUL never occurs inside a part: a prefix scan over
 //! `tenant \0` holds exactly that tenant's records.
 
+/// The key of `parts`; typed as text so that callers' `&String`s coerce.
 pub(crate) fn key(parts: &[&str]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(parts.iter().fold(0, |n, p| n.saturating_add(p.len()).saturating_add(1)));
+    key_bytes(parts)
+}
+
+/// [`key`] of parts that are bytes already (as read back from another key).
+pub(crate) fn key_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(parts.iter().fold(0, |n, p| n.saturating_add(p.as_ref().len()).saturating_add(1)));
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             k.push(0);
         }
-        k.extend_from_slice(p.as_bytes());
+        k.extend_from_slice(p.as_ref());
     }
+    k
+}
+
+/// [`prefix`] of parts that are bytes already.
+pub(crate) fn prefix_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
+    let mut k = key_bytes(parts);
+    k.push(0);
     k
 }
 
 /// The prefix of every key that starts with `parts`.
 pub(crate) fn prefix(parts: &[&str]) -> Vec<u8> {
-    let mut k = key(parts);
-    k.push(0);
-    k
+    prefix_bytes(parts)
 }
 
 /// The first part of a key (the tenant), as text.
