@@ -96,6 +96,12 @@ impl Tx<'_> {
         self.get(&self.t.clients, &key(&[tenant, id]))
     }
 
+    /// Whether a client is locked (a client not stored is not): a locked
+    /// client's token stays out of the broadcast index.
+    pub(crate) fn client_locked(&self, tenant: &str, id: &str) -> Result<bool> {
+        Ok(self.client(tenant, id)?.is_some_and(|c| c.is_locked()))
+    }
+
     /// Stores a new client (`Conflict("client")` if its id is taken).
     pub fn insert_client(&self, tenant: &str, client: &Client) -> Result<()> {
         let k = key(&[tenant, &client.id]);
@@ -110,7 +116,7 @@ impl Tx<'_> {
     /// gets no push), so the index entry moves with it.
     pub fn put_client(&self, tenant: &str, client: &Client) -> Result<()> {
         let k = key(&[tenant, &client.id]);
-        let was_locked = self.get::<Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
+        let was_locked = self.client_locked(tenant, &client.id)?;
         self.put(&self.t.clients, &k, client)?;
         if was_locked != client.is_locked() {
             let token = self.get::<PushToken>(&self.t.push_tokens, &k)?;

@@ -203,13 +203,13 @@ impl Tx<'_> {
             self.count_stored(tenant, client_id, true)?;
         }
         self.put(&self.t.push_tokens, &k, token)?;
-        let locked = self.get::<crate::clients::Client>(&self.t.clients, &k)?.is_some_and(|c| c.is_locked());
+        let locked = self.client_locked(tenant, client_id)?;
         self.reindex(tenant, client_id, listed(old.as_ref(), locked), listed(Some(token), locked))
     }
 
     /// Removes a client's token and its index entry; true when there was one.
     pub fn remove_push_token(&self, tenant: &str, client_id: &str) -> Result<bool> {
-        let locked = self.client(tenant, client_id)?.is_some_and(|c| c.is_locked());
+        let locked = self.client_locked(tenant, client_id)?;
         self.remove_token(tenant, client_id, locked)
     }
 
@@ -243,11 +243,10 @@ impl Tx<'_> {
         }
         let Some(token) = after else { return Ok(()) };
         match before {
-            Some(b) if b.app_name == token.app_name => {
-                if b.provider == token.provider && b.token == token.token {
-                    return Ok(()); // listed as it is
-                }
+            Some(b) if b.app_name == token.app_name && b.provider == token.provider && b.token == token.token => {
+                return Ok(()); // listed as it is
             }
+            Some(b) if b.app_name == token.app_name => {} // counted in this app already
             _ => self.count_indexed(tenant, &token.app_name, client_id, true)?,
         }
         self.write_index(tenant, &token.app_name, client_id, Some(&TokenRef::of(token)))
