@@ -106,6 +106,9 @@ pub struct Settings {
     /// Seconds without a send or broadcast after which a tenant's actor stops, freeing its provider connections (0: never).
     #[arg(long, env = "HERALD_TENANT_IDLE_STOP_S")]
     pub tenant_idle_stop_s: Option<u64>,
+    /// Nice steps (0 to 19) by which broadcast threads run below the rest, so sends with a caller waiting go first on busy cores.
+    #[arg(long, env = "HERALD_BULK_NICE")]
+    pub bulk_nice: Option<u8>,
     /// Milliseconds a one-client or one-user send waits for the providers.
     #[arg(long, env = "HERALD_SEND_DEADLINE_MS")]
     pub send_deadline_ms: Option<u64>,
@@ -215,6 +218,7 @@ impl Settings {
                 .or(other.allow_private_provider_endpoints),
             bulk_in_flight: self.bulk_in_flight.or(other.bulk_in_flight),
             tenant_idle_stop_s: self.tenant_idle_stop_s.or(other.tenant_idle_stop_s),
+            bulk_nice: self.bulk_nice.or(other.bulk_nice),
             send_deadline_ms: self.send_deadline_ms.or(other.send_deadline_ms),
             webhook_retry_schedule: self.webhook_retry_schedule.or(other.webhook_retry_schedule),
             webhook_timeout_ms: self.webhook_timeout_ms.or(other.webhook_timeout_ms),
@@ -474,6 +478,11 @@ impl Config {
                     Some(secs) => Some(Duration::from_secs(secs.min(DAY_S * 365))),
                     None => PushSettings::default().tenant_idle_stop,
                 },
+                bulk_nice: match s.bulk_nice {
+                    Some(n) if n > 19 => return Err("bulk_nice: must be 0 to 19".into()),
+                    Some(n) => Some(n),
+                    None => PushSettings::default().bulk_nice,
+                },
                 ..PushSettings::default()
             },
             send_deadline: Duration::from_millis(s.send_deadline_ms.unwrap_or(10_000)),
@@ -562,6 +571,9 @@ mod tests {
         assert_eq!(c.push.bulk_in_flight, 64);
         let zero = Config::resolve(toml::from_str("bulk_in_flight = 0").unwrap()).unwrap_err();
         assert!(zero.contains("bulk_in_flight"), "{zero}");
+        assert_eq!(Config::resolve(toml::from_str("bulk_nice = 4").unwrap()).unwrap().push.bulk_nice, Some(4));
+        let low = Config::resolve(toml::from_str("bulk_nice = 20").unwrap()).unwrap_err();
+        assert!(low.contains("bulk_nice"), "{low}");
         let c = Config::resolve(Settings::default()).unwrap();
         assert_eq!(
             (c.push.max_retry_after, c.webhooks.max_retry_after),

@@ -121,6 +121,7 @@ impl Config {
             allow_private_provider_endpoints: Some(self.push.allow_private_endpoints),
             bulk_in_flight: Some(self.push.bulk_in_flight),
             tenant_idle_stop_s: Some(self.push.tenant_idle_stop.map_or(0, |d| d.as_secs())),
+            bulk_nice: self.push.bulk_nice,
             send_deadline_ms: Some(self.send_deadline.as_millis() as u64),
             webhook_retry_schedule: Some(schedule.join(",")),
             webhook_timeout_ms: Some(w.timeout.as_millis() as u64),

@@ -57,8 +57,8 @@ pub(crate) fn start(deliverer: Arc<Deliverer>, root: ActorRef<RootMsg>) {
 async fn claim_all(d: &Arc<Deliverer>, root: &ActorRef<RootMsg>) -> Result<(), String> {
     let store = d.store();
     while let Some(lease) = store.leases().claim("job/").map_err(|e| e.to_string())? {
-        let d = d.clone();
-        let done = tokio::task::spawn_blocking(move || attend(&d, &lease)).await;
+        let work = d.clone();
+        let done = d.bulk().spawn_blocking(move || attend(&work, &lease)).await;
         if let Err(e) = done.map_err(|e| e.to_string()).and_then(|r| r) {
             tracing::warn!(error = %e, "a broadcast job could not be split or completed; it is claimed again");
         }

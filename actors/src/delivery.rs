@@ -127,6 +127,8 @@ pub struct Deliverer {
     pacer: OnceLock<Arc<dyn Pacer>>,
     /// The broadcast partitions this engine runs (see `claims`).
     claims: Arc<crate::claims::Claims>,
+    /// Where broadcast work runs.
+    bulk: crate::bulk::Bulk,
 }
 
 fn failed(app: &str, provider: &str, code: u16, message: impl Into<String>) -> ClientOutcome {
@@ -145,7 +147,9 @@ impl Deliverer {
         let auth_http = AuthHttp::new(tls.clone(), settings.endpoint_policy());
         let bulk_permits = tokio::sync::Semaphore::new(settings.bulk_in_flight.max(1));
         let claims = Arc::default();
+        let bulk = crate::bulk::Bulk::start(settings.bulk_nice)?;
         Ok(Deliverer {
+            bulk,
             store,
             events,
             settings,
@@ -156,6 +160,11 @@ impl Deliverer {
             pacer: OnceLock::new(),
             claims,
         })
+    }
+
+    /// Where broadcast work runs (see [`crate::bulk`]).
+    pub fn bulk(&self) -> &crate::bulk::Bulk {
+        &self.bulk
     }
 
     /// What this engine claims of the broadcasts (see `claims`).

@@ -123,9 +123,11 @@ pub async fn execute(
             // Counting the targeted tokens and cutting the job into
             // partitions reads each app's whole index once (2.6 s at a
             // million): off the runtime's worker threads, whose other tasks
-            // (other tenants' sends) would wait meanwhile.
+            // (other tenants' sends) would wait meanwhile, at broadcasts' priority.
             let deliverer = d.clone();
-            let (job, apps) = tokio::task::spawn_blocking(move || broadcast(&deliverer, &req))
+            let (job, apps) = d
+                .bulk()
+                .spawn_blocking(move || broadcast(&deliverer, &req))
                 .await
                 .map_err(|e| SendError::Internal(format!("queuing the broadcast stopped: {e}")))??;
             d.store().durable().await?;

@@ -71,6 +71,12 @@ pub struct PushSettings {
     /// A tenant's actor with no send and no broadcast for this long stops,
     /// freeing its provider channels and pools; `None`: never.
     pub tenant_idle_stop: Option<Duration>,
+    /// Broadcast work (partitions, their connections, queuing a topic send)
+    /// runs on threads of its own this many nice steps below the engine's,
+    /// so that sends with a caller waiting run first when the cores are
+    /// busy (`--bulk-nice`, see [`crate::bulk`]); `None`: on the caller's
+    /// runtime, for embedding programs that want no threads of Herald's.
+    pub bulk_nice: Option<u8>,
 }
 
 impl Default for PushSettings {
@@ -88,6 +94,7 @@ impl Default for PushSettings {
             partition_size: 10_000,
             partitions_per_node: 4,
             tenant_idle_stop: Some(Duration::from_secs(300)),
+            bulk_nice: Some(10),
         }
     }
 }

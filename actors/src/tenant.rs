@@ -157,13 +157,19 @@ impl Actor for Tenant {
                     return Ok(());
                 }
                 let args = FanOutArgs { channels: state.channels.clone(), lease: lease.clone(), job, part: (n, part) };
-                match Actor::spawn_linked(None, FanOut, args, myself.get_cell()).await {
+                // On the bulk threads: ractor runs an actor where it is spawned.
+                let spawn = Actor::spawn_linked(None, FanOut, args, myself.get_cell());
+                let started: Result<_, ActorProcessingErr> = match state.deliverer.bulk().spawn(spawn).await {
+                    Ok(started) => started.map_err(Into::into),
+                    Err(e) => Err(format!("starting a broadcast partition: {e}").into()),
+                };
+                match started {
                     Ok((actor, _)) => {
                         state.fanouts.insert(actor.get_id(), lease);
                     }
                     Err(e) => {
                         state.deliverer.claims().wake();
-                        return Err(e.into());
+                        return Err(e);
                     }
                 }
             }

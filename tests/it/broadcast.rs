@@ -118,7 +118,7 @@ async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Va
 
 #[tokio::test]
 async fn a_broadcast_killed_mid_way_completes_after_restart() {
-    const N: u64 = 20_000;
+    const N: u64 = 10_000;
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
@@ -556,4 +556,61 @@ async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
         let stored = store.push_tokens().get("acme", client).unwrap().unwrap();
         assert_eq!(stored.is_valid, !dead(i as u64), "{token}");
     }
+}
+
+/// CPU ticks (user and system) and nice value of each thread of process
+/// `pid` named `name`, from /proc.
+fn threads_named(pid: u32, name: &str) -> Vec<(u64, i64)> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        // `tid (comm) state ...`: the name may hold spaces, so split at its last ')'.
+        let (head, rest) = stat.rsplit_once(')').unwrap();
+        if head.split_once('(').unwrap().1 != name {
+            continue;
+        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // Fields 14, 15 (utime, stime) and 19 (nice) of proc(5), counted from `state` (3).
+        let ticks = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        found.push((ticks, f[16].parse().unwrap()));
+    }
+    found
+}
+
+/// Total CPU ticks of process `pid` so far.
+fn process_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// A broadcast runs on threads of its own, `--bulk-nice` steps below the
+/// engine's priority, so sends with a caller waiting go first on busy cores:
+/// most of the CPU the broadcast takes is theirs.
+#[tokio::test]
+async fn a_broadcast_runs_on_threads_of_lower_priority() {
+    const N: u64 = 10_000;
+    let w = ChildWorld::start().await;
+    let mut env = w.env.clone();
+    env.push(("HERALD_BULK_NICE", "7".into()));
+    acme_with_apns_clients(&w.data, &env, &w.creds, N, 0).await;
+    let http = http_client();
+    let h = Herald::start(&w.data, &env);
+    let pid = h.child.id();
+    let token = h.admin_token(&http).await;
+    let own = rustix::process::getpriority_process(rustix::process::Pid::from_raw(pid as i32)).unwrap();
+    let before = process_ticks(pid);
+    let answer = h.send(&http, &token, &topic("chat")).await;
+    assert_eq!(answer[0]["metadata"]["targeted"], N, "{answer}");
+    let id = answer[0]["notificationId"].as_str().unwrap();
+    assert_eq!(h.wait_report(&http, &token, id, 60).await["counts"]["sent"], N);
+    let spent = process_ticks(pid) - before;
+
+    let bulk = threads_named(pid, "herald-bulk");
+    assert!(!bulk.is_empty(), "the engine has broadcast threads");
+    assert!(bulk.iter().all(|(_, nice)| *nice == i64::from((own + 7).min(19))), "{bulk:?}, engine at {own}");
+    let theirs: u64 = bulk.iter().map(|(ticks, _)| ticks).sum();
+    println!("broadcast of {N}: {theirs} of the engine's {spent} CPU ticks on its broadcast threads");
+    assert!(theirs * 2 > spent, "most of the broadcast's CPU on the broadcast threads: {theirs} of {spent} ticks");
+    h.kill9();
 }
