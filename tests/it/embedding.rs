@@ -78,6 +78,44 @@ async fn a_topic_send_is_not_cut_off_by_the_send_deadline() {
     engine.shutdown().await;
 }
 
+/// An embedding program can keep broadcasts on its own runtime
+/// (`push.bulk_nice = None`): Herald then starts no threads for them, and a
+/// broadcast still completes. Alone in a process, so that no other test's
+/// engine has broadcast threads.
+#[tokio::test]
+async fn broadcasts_run_on_the_programs_runtime_when_asked() {
+    if !crate::common::alone_in_a_process("embedding::broadcasts_run_on_the_programs_runtime_when_asked") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, _sims) = demo_engine(dir.path(), |c| c.push.bulk_nice = None).await;
+    let admin = herald::Caller::admin("demo");
+    let topic = serde_json::from_value(json!({
+        "category": "chat",
+        "recipient": { "tenantId": "demo", "topic": "all" },
+        "payload": { "message": { "title": "t", "body": "b" } }
+    }))
+    .unwrap();
+    let answer = engine.push().send(&admin, "demo", topic).await.unwrap();
+    let id = answer[0].notification_id.clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let report = loop {
+        let report = engine.push().report(&admin, "demo", &id, 1, 10).await.unwrap();
+        if report.state != "RUNNING" || std::time::Instant::now() > deadline {
+            break report;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(report.state, "COMPLETED", "{report:?}");
+    let bulk = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.trim() == "herald-bulk"))
+        .count();
+    assert_eq!(bulk, 0, "no broadcast threads of Herald's");
+    engine.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builder_service_typed_api_and_draining_shutdown() {
     let dir = tempfile::tempdir().unwrap();
