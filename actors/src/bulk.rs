@@ -9,7 +9,7 @@
 //! nothing changes. See [`PushSettings::bulk_nice`](crate::PushSettings).
 
 use std::future::Future;
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 /// Runs broadcast work: on a runtime of its own, or on the caller's when
@@ -62,8 +62,9 @@ impl Bulk {
         }
     }
 
-    /// The bulk runtime, if it has one of its own.
-    pub fn handle(&self) -> Option<&Handle> {
+    /// The bulk runtime, if it has one of its own (tests spawn on it directly).
+    #[cfg(test)]
+    fn handle(&self) -> Option<&tokio::runtime::Handle> {
         self.runtime.as_ref().map(Runtime::handle)
     }
 }
