@@ -355,25 +355,17 @@ pub fn retry_after_value(value: &str, now: u64) -> Option<Duration> {
     Some(Duration::from_secs(u64::try_from(at.saturating_sub(now)).unwrap_or(0)))
 }
 
-/// Appends `segment` to a URL path, percent-encoding everything but unreserved
-/// characters. Device tokens and app ids come from clients and configuration; a
-/// `/`, `?` or space in one must not change which route the provider sees (it
-/// then answers "bad token", which is the truth).
+/// What a path segment keeps as is: RFC 3986's unreserved characters, `:` and `@`.
+const PATH_SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b':').remove(b'@');
+
+/// Appends `segment` to a URL path, percent-encoding everything else. Device
+/// tokens and app ids come from clients and configuration; a `/`, `?` or
+/// space in one must not change which route the provider sees (it then
+/// answers "bad token", which is the truth). A token (hex, base64url) is one
+/// plain run: checked by table and copied once, on every send of a broadcast.
 pub(crate) fn push_path_segment(path: &mut String, segment: &str) {
-    use std::fmt::Write;
-    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':' | b'@');
-    // Device tokens (hex, base64url) are plain: one copy, not a push per byte.
-    if segment.bytes().all(plain) {
-        path.push_str(segment);
-        return;
-    }
-    for b in segment.bytes() {
-        if plain(b) {
-            path.push(b as char);
-        } else {
-            let _ = write!(path, "%{b:02X}");
-        }
-    }
+    path.extend(percent_encoding::utf8_percent_encode(segment, PATH_SEGMENT));
 }
 
 /// A header value from text we were given, or a 400 naming the header.
@@ -541,5 +533,7 @@ mod tests {
         let mut p = String::from("/3/device/");
         push_path_segment(&mut p, "ab12/../x y?z");
         assert_eq!(p, "/3/device/ab12%2F..%2Fx%20y%3Fz");
+        push_path_segment(&mut p, "-_.~:@é");
+        assert_eq!(p, "/3/device/ab12%2F..%2Fx%20y%3Fz-_.~:@%C3%A9");
     }
 }
