@@ -183,6 +183,71 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     assert_eq!(done["counts"]["targeted"], N);
 }
 
+/// Apple refuses a newer provider token for 20 minutes after one it has
+/// seen. An engine killed right after its first request takes up that
+/// request's token on restart: the token was durable before it was sent.
+/// (Restarted in a later second, where a token signed anew would be newer
+/// than Apple's, so all its sends would be refused.)
+#[tokio::test]
+async fn the_provider_token_apple_saw_outlives_a_kill() {
+    // One read batch (256): nothing the partition writes after its first requests is flushed before the kill.
+    const N: u64 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
+    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
+    let env = sim_env(&sims, dir.path());
+    let data = dir.path().join("data");
+    let http = crate::common::http_client();
+    let h = Herald::start(&data, &env);
+    let token = h.create_tenant(&http, "acme").await;
+    let r = http
+        .post(format!("{}/v1/tenants/acme/apps/demo", h.base))
+        .bearer_auth(&token)
+        .json(&creds.app_json)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    h.kill9();
+    seed(&data, N);
+
+    // Answers spread over 3 s: Apple has seen the token in the first, while
+    // the batch (settled, written and flushed once all are in) is far from done.
+    sims.set_faults(Faults {
+        apns: ProviderFaults { latency_jitter_ms: Some(3_000), seed: Some(1), ..Default::default() },
+        ..Default::default()
+    });
+    let h = Herald::start(&data, &env);
+    let token = h.admin_token(&http).await;
+    let id = h.send(&http, &token, &topic("chat")).await[0]["notificationId"].as_str().unwrap().to_string();
+    while sims.stats().apns.accepted == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    h.kill9();
+    let unix_secs = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let killed_at = unix_secs();
+    while unix_secs() == killed_at {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+
+    sims.set_faults(Faults::default());
+    let h = Herald::start(&data, &env);
+    let token = h.admin_token(&http).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let done = loop {
+        let r = report(&http, &h, &token, &id).await;
+        if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    h.kill9();
+    let refusals = sims.stats().apns.by_reason;
+    assert_eq!(refusals.get("TooManyProviderTokenUpdates"), None, "the restarted engine signed a new token: {done}");
+    assert_eq!(done["state"], "COMPLETED", "{done}");
+    assert_eq!(done["counts"]["sent"], N, "{done}");
+}
+
 /// A broadcast token outlasts a fault streak longer than an interactive send's
 /// five tries (the long fault soak lost 4 of 200 000 tokens to such streaks).
 #[tokio::test]

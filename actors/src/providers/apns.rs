@@ -411,7 +411,10 @@ pub struct ProviderTokenAuth(Option<SavedJwt>);
 
 impl super::Authorizer for ProviderTokenAuth {
     async fn authorize(&self) -> Result<Option<Bearer>, AuthError> {
-        Ok(self.0.as_ref().map(SavedJwt::current))
+        Ok(match &self.0 {
+            Some(saved) => Some(saved.current().await),
+            None => None,
+        })
     }
 
     /// Apple refused the token: replaced if it is old enough ([`ApnsJwt::refused`]).
@@ -432,10 +435,26 @@ struct SavedJwt {
     app: String,
     /// `iat` of the token last saved.
     saved_iat: AtomicU64,
+    /// `iat` of the token last made durable.
+    durable_iat: tokio::sync::watch::Sender<u64>,
 }
 
 impl SavedJwt {
-    fn current(&self) -> Bearer {
+    fn new(jwt: ApnsJwt, env: &BuildEnv<'_>, adopted_iat: u64) -> SavedJwt {
+        SavedJwt {
+            jwt,
+            store: env.store.clone(),
+            tenant: env.tenant.to_string(),
+            app: env.app.to_string(),
+            saved_iat: AtomicU64::new(adopted_iat),
+            durable_iat: tokio::sync::watch::Sender::new(adopted_iat),
+        }
+    }
+
+    /// The token to present, durably saved before anyone presents it: a
+    /// token Apple saw but a crash lost would have the restarted engine's
+    /// new one refused for 20 minutes.
+    async fn current(&self) -> Bearer {
         let (token, iat) = self.jwt.signed();
         if self.saved_iat.swap(iat, Ordering::AcqRel) != iat {
             let record = ProviderToken {
@@ -443,9 +462,19 @@ impl SavedJwt {
                 token: token.token().to_owned(),
                 issued_at: iat,
             };
-            if let Err(e) = self.store.provider_tokens().put(&self.tenant, &self.app, "apns", &record) {
+            let saved = self.store.provider_tokens().put(&self.tenant, &self.app, "apns", &record);
+            let durable = match saved {
+                Ok(()) => self.store.durable().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = durable {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }
+            // Saved or not, it is used: without it nothing is sent at all.
+            self.durable_iat.send_modify(|d| *d = (*d).max(iat));
+        } else {
+            // Its saver is making it durable; the sender lives in `self`, so this ends.
+            let _ = self.durable_iat.subscribe().wait_for(|d| *d >= iat).await;
         }
         token
     }
@@ -480,14 +509,14 @@ fn built(a: &ApnsCredentials, env: &BuildEnv<'_>) -> Result<Built<Apns>, String>
     let (tls, jwt) = match &a.auth {
         ApnsAuth::Token { key, key_id, team_id } => {
             let jwt = ApnsJwt::new(key, key_id, team_id)?;
-            if let Ok(Some(saved)) = env.store.provider_tokens().get(env.tenant, env.app, "apns") {
-                if saved.key_id == *key_id {
-                    jwt.adopt(&saved.token, saved.issued_at);
+            // A token taken up from the store is durable already.
+            let adopted_iat = match env.store.provider_tokens().get(env.tenant, env.app, "apns") {
+                Ok(Some(saved)) if saved.key_id == *key_id && jwt.adopt(&saved.token, saved.issued_at) => {
+                    saved.issued_at
                 }
-            }
-            let (tenant, app) = (env.tenant.to_string(), env.app.to_string());
-            let saved = SavedJwt { jwt, store: env.store.clone(), tenant, app, saved_iat: AtomicU64::new(0) };
-            (env.tls.clone(), Some(saved))
+                _ => 0,
+            };
+            (env.tls.clone(), Some(SavedJwt::new(jwt, env, adopted_iat)))
         }
         ApnsAuth::Certificate { cert_pem, key_pem } => {
             let tls = tls_config(&env.settings.extra_ca_pem, Some((cert_pem, key_pem)));
