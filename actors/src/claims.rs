@@ -8,6 +8,7 @@
 //! broadcast, or a partition whose engine died (its lease expired), is
 //! claimed within that.
 
+use crate::cut_points::CutPoints;
 use crate::delivery::Deliverer;
 use crate::root::RootMsg;
 use crate::tenant::TenantMsg;
@@ -31,6 +32,8 @@ const POLL: Duration = Duration::from_millis(500);
 #[derive(Default)]
 pub struct Claims {
     wake: Notify,
+    /// Where the last broadcasts cut their apps' indexes.
+    cuts: CutPoints,
 }
 
 impl Claims {
@@ -153,7 +156,7 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
         JobState::Gone => store.broadcasts().drop_lease(lease).or_else(fenced),
         JobState::Running => store.broadcasts().park(lease).or_else(fenced),
         JobState::Unsplit(job) => {
-            let parts = split(store, &job, d.settings().partition_size).map_err(|e| e.to_string())?;
+            let parts = split(store, &d.claims().cuts, &job, d.settings().partition_size).map_err(|e| e.to_string())?;
             store.broadcasts().split(lease, &job, &parts).or_else(fenced)?;
             tracing::info!(tenant, job = id, partitions = parts.len(), "broadcast split into partitions");
             d.claims().wake();
@@ -187,14 +190,18 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
 /// Cuts each app of a job still to do into partitions of `size` tokens (at
 /// least one per app): ranges of its token index, from the app's cursor of
 /// a job stored before partitions. The read mark of such a job goes to the
-/// partitions of its app in progress.
-pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Result<Vec<Part>> {
+/// partitions of its app in progress. An app cut from its start is cut where
+/// its last broadcast was, while that still serves (see `cut_points`).
+pub(crate) fn split(store: &Store, cuts: &CutPoints, job: &Job, size: u64) -> herald_storage::Result<Vec<Part>> {
     let mut parts = Vec::new();
     let in_progress = job.apps.iter().position(|a| !a.done);
     for (i, app) in job.apps.iter().enumerate().filter(|(_, a)| !a.done) {
         let read_mark = if Some(i) == in_progress { job.read_mark.clone() } else { None };
         let mut after = app.cursor.clone();
-        let ends = store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?;
+        let ends = match after {
+            Some(_) => store.push_tokens().every_nth_of_app(&job.tenant, &app.app, after.as_deref(), size)?,
+            None => cut(store, cuts, &job.tenant, &app.app, size)?,
+        };
         for until in ends {
             let next = Some(until.clone());
             parts.push(Part {
@@ -211,6 +218,18 @@ pub(crate) fn split(store: &Store, job: &Job, size: u64) -> herald_storage::Resu
     Ok(parts)
 }
 
+/// Where `app`'s whole index is cut into partitions of `size` tokens: where
+/// it was last, or found by a walk of the index.
+fn cut(store: &Store, cuts: &CutPoints, tenant: &str, app: &str, size: u64) -> herald_storage::Result<Vec<String>> {
+    let tokens = store.push_tokens().count_valid_of_app(tenant, app)?;
+    if let Some(ends) = cuts.get(tenant, app, size, tokens, std::time::Instant::now()) {
+        return Ok(ends);
+    }
+    let ends = store.push_tokens().every_nth_of_app(tenant, app, None, size)?;
+    cuts.put(tenant, app, size, tokens, &ends);
+    Ok(ends)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,25 +241,24 @@ mod tests {
         let store = Store::open(&herald_storage::StoreOptions::new(dir)).unwrap();
         for (app, n) in apps {
             for i in 0..*n {
-                let id = format!("{app}-c{i:03}");
-                let client = Client {
-                    id: id.clone(),
-                    app_name: app.to_string(),
-                    lock_state: "NONE".into(),
-                    ..Client::default()
-                };
-                store.clients().create("t", &client).unwrap();
-                let token = PushToken {
-                    app_name: app.to_string(),
-                    provider: PushProvider::Apns,
-                    token: format!("{i:064x}"),
-                    is_valid: true,
-                    updated_ms: 1,
-                };
-                store.push_tokens().set("t", &id, &token).unwrap();
+                add_token(&store, app, &format!("{app}-c{i:03}"));
             }
         }
         store
+    }
+
+    fn add_token(store: &Store, app: &str, id: &str) {
+        let client = Client { id: id.into(), app_name: app.into(), lock_state: "NONE".into(), ..Client::default() };
+        store.clients().create("t", &client).unwrap();
+        let token = PushToken {
+            app_name: app.into(),
+            provider: PushProvider::Apns,
+            // One token per client: the id's bytes in hex.
+            token: format!("{:0>64}", id.bytes().map(|b| format!("{b:02x}")).collect::<String>()),
+            is_valid: true,
+            updated_ms: 1,
+        };
+        store.push_tokens().set("t", id, &token).unwrap();
     }
 
     fn job(apps: Vec<JobApp>, read_mark: Option<&str>) -> Job {
@@ -262,7 +280,7 @@ mod tests {
         let apps = (0..apps).map(|i| JobApp { app: format!("app{i}"), cursor: None, done: false }).collect();
         let job = Job { tenant: tenant.into(), ..job(apps, None) };
         let report = herald_storage::deliveries::Report { id: job.id.clone(), ..Default::default() };
-        let parts = split(store, &job, 10).unwrap();
+        let parts = split(store, &CutPoints::default(), &job, 10).unwrap();
         store.deliveries().create_job(&job, &report, &parts).unwrap();
         parts.len()
     }
@@ -348,7 +366,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_tokens(dir.path(), &[("a", 25), ("b", 0)]);
         let apps = ["a", "b"].map(|a| JobApp { app: a.into(), cursor: None, done: false }).to_vec();
-        let parts = split(&store, &job(apps, None), 10).unwrap();
+        let parts = split(&store, &CutPoints::default(), &job(apps, None), 10).unwrap();
         let ranges: Vec<_> = parts.iter().map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref())).collect();
         assert_eq!(
             ranges,
@@ -374,7 +392,7 @@ mod tests {
             JobApp { app: "b".into(), cursor: Some("b-c003".into()), done: false },
             JobApp { app: "c".into(), cursor: None, done: false },
         ];
-        let parts = split(&store, &job(apps, Some("b-c007")), 5).unwrap();
+        let parts = split(&store, &CutPoints::default(), &job(apps, Some("b-c007")), 5).unwrap();
         let ranges: Vec<_> = parts
             .iter()
             .map(|p| (p.app.as_str(), p.after.as_deref(), p.until.as_deref(), p.read_mark.as_deref()))
@@ -387,5 +405,29 @@ mod tests {
                 ("c", None, None, None),
             ]
         );
+    }
+
+    /// The next broadcast of an app is cut where the last one was while the
+    /// app's index holds within a tenth of the tokens it held then (a walk
+    /// would now cut elsewhere), and walked again past that.
+    #[test]
+    fn an_app_is_cut_again_where_its_last_broadcast_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_tokens(dir.path(), &[("a", 25)]);
+        let cuts = CutPoints::default();
+        let ends = |cuts: &CutPoints| {
+            let apps = vec![JobApp { app: "a".into(), cursor: None, done: false }];
+            let parts = split(&store, cuts, &job(apps, None), 10).unwrap();
+            parts.iter().filter_map(|p| p.until.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(ends(&cuts), ["a-c009", "a-c019"]);
+        // Two tokens more (25 to 27), both before the cut points.
+        add_token(&store, "a", "a-b000");
+        add_token(&store, "a", "a-b001");
+        assert_eq!(ends(&CutPoints::default()), ["a-c007", "a-c017"], "where a walk cuts now");
+        assert_eq!(ends(&cuts), ["a-c009", "a-c019"], "where the last broadcast cut");
+        // One more: over a tenth more than when the index was walked.
+        add_token(&store, "a", "a-b002");
+        assert_eq!(ends(&cuts), ["a-c006", "a-c016"]);
     }
 }

@@ -30,6 +30,7 @@ pub mod bulk;
 pub mod channels;
 pub mod claims;
 pub mod credentials;
+pub mod cut_points;
 pub mod delivery;
 pub mod fanout;
 pub mod filter;
