@@ -116,17 +116,24 @@ async fn report(http: &reqwest::Client, h: &Herald, token: &str, id: &str) -> Va
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_broadcast_killed_mid_way_completes_after_restart() {
-    const N: u64 = 10_000;
+/// Simulators and a stopped engine's data directory: tenant acme's app
+/// `demo` (made through the API) and `n` clients seeded straight into storage.
+struct Seeded {
+    _dir: tempfile::TempDir,
+    sims: herald_sim::Simulators,
+    env: Vec<(&'static str, String)>,
+    data: std::path::PathBuf,
+    http: reqwest::Client,
+    tokens: Vec<String>,
+}
+
+async fn seeded(n: u64) -> Seeded {
     let dir = tempfile::tempdir().unwrap();
     let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
     let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
     let env = sim_env(&sims, dir.path());
     let data = dir.path().join("data");
     let http = crate::common::http_client();
-
-    // Tenant and app through the API, then 20 000 clients straight into storage.
     let h = Herald::start(&data, &env);
     let token = h.create_tenant(&http, "acme").await;
     let r = http
@@ -138,7 +145,26 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::CREATED);
     h.kill9();
-    let tokens = seed(&data, N);
+    let tokens = seed(&data, n);
+    Seeded { _dir: dir, sims, env, data, http, tokens }
+}
+
+/// The report of broadcast `id` once completed, or as it is after `secs`.
+async fn completed(http: &reqwest::Client, h: &Herald, token: &str, id: &str, secs: u64) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let r = report(http, h, token, id).await;
+        if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_broadcast_killed_mid_way_completes_after_restart() {
+    const N: u64 = 10_000;
+    let Seeded { _dir, sims, env, data, http, tokens } = seeded(N).await;
 
     // Slow the simulator down so the kill lands mid-broadcast.
     sims.set_faults(Faults {
@@ -164,14 +190,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
     sims.set_faults(Faults::default());
     let h = Herald::start(&data, &env);
     let token = h.admin_token(&http).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let done = loop {
-        let r = report(&http, &h, &token, &id).await;
-        if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let done = completed(&http, &h, &token, &id, 120).await;
     h.kill9();
     assert_eq!(done["state"], "COMPLETED", "{done}");
     let accepted = sims.accepted(Provider::Apns);
@@ -192,24 +211,7 @@ async fn a_broadcast_killed_mid_way_completes_after_restart() {
 async fn the_provider_token_apple_saw_outlives_a_kill() {
     // One read batch (256): nothing the partition writes after its first requests is flushed before the kill.
     const N: u64 = 200;
-    let dir = tempfile::tempdir().unwrap();
-    let sims = herald_sim::Simulators::start(herald_sim::SimConfig::local(dir.path().join("certs"))).await.unwrap();
-    let creds = sims.generate_credentials(&dir.path().join("creds")).unwrap();
-    let env = sim_env(&sims, dir.path());
-    let data = dir.path().join("data");
-    let http = crate::common::http_client();
-    let h = Herald::start(&data, &env);
-    let token = h.create_tenant(&http, "acme").await;
-    let r = http
-        .post(format!("{}/v1/tenants/acme/apps/demo", h.base))
-        .bearer_auth(&token)
-        .json(&creds.app_json)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::CREATED);
-    h.kill9();
-    seed(&data, N);
+    let Seeded { _dir, sims, env, data, http, .. } = seeded(N).await;
 
     // Answers spread over 3 s: Apple has seen the token in the first, while
     // the batch (settled, written and flushed once all are in) is far from done.
@@ -233,14 +235,7 @@ async fn the_provider_token_apple_saw_outlives_a_kill() {
     sims.set_faults(Faults::default());
     let h = Herald::start(&data, &env);
     let token = h.admin_token(&http).await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let done = loop {
-        let r = report(&http, &h, &token, &id).await;
-        if r["state"] == "COMPLETED" || std::time::Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let done = completed(&http, &h, &token, &id, 60).await;
     h.kill9();
     let refusals = sims.stats().apns.by_reason;
     assert_eq!(refusals.get("TooManyProviderTokenUpdates"), None, "the restarted engine signed a new token: {done}");
