@@ -472,7 +472,7 @@ impl SavedJwt {
             }
             // Saved or not, it is used: without it nothing is sent at all.
             self.durable_iat.send_modify(|d| *d = (*d).max(iat));
-        } else {
+        } else if *self.durable_iat.borrow() < iat {
             // Its saver is making it durable; the sender lives in `self`, so this ends.
             let _ = self.durable_iat.subscribe().wait_for(|d| *d >= iat).await;
         }
