@@ -435,8 +435,10 @@ struct SavedJwt {
     app: String,
     /// `iat` of the token last saved.
     saved_iat: AtomicU64,
-    /// `iat` of the token last made durable.
-    durable_iat: tokio::sync::watch::Sender<u64>,
+    /// `iat` of the token last made durable (one load per request), and
+    /// the callers waiting for a newer one to be.
+    durable_iat: AtomicU64,
+    made_durable: tokio::sync::Notify,
 }
 
 impl SavedJwt {
@@ -447,7 +449,8 @@ impl SavedJwt {
             tenant: env.tenant.to_string(),
             app: env.app.to_string(),
             saved_iat: AtomicU64::new(adopted_iat),
-            durable_iat: tokio::sync::watch::Sender::new(adopted_iat),
+            durable_iat: AtomicU64::new(adopted_iat),
+            made_durable: tokio::sync::Notify::new(),
         }
     }
 
@@ -471,10 +474,19 @@ impl SavedJwt {
                 tracing::warn!(error = %e, "could not save the APNs provider token");
             }
             // Saved or not, it is used: without it nothing is sent at all.
-            self.durable_iat.send_modify(|d| *d = (*d).max(iat));
-        } else if *self.durable_iat.borrow() < iat {
-            // Its saver is making it durable; the sender lives in `self`, so this ends.
-            let _ = self.durable_iat.subscribe().wait_for(|d| *d >= iat).await;
+            self.durable_iat.fetch_max(iat, Ordering::AcqRel);
+            self.made_durable.notify_waiters();
+        } else {
+            // Its saver is making it durable. Registered before the check, so
+            // the saver's wake-up cannot fall between the two.
+            while self.durable_iat.load(Ordering::Acquire) < iat {
+                let mut woken = std::pin::pin!(self.made_durable.notified());
+                woken.as_mut().enable();
+                if self.durable_iat.load(Ordering::Acquire) >= iat {
+                    break;
+                }
+                woken.await;
+            }
         }
         token
     }
