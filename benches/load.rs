@@ -1013,11 +1013,9 @@ const SEED_THREADS: u64 = 4;
 /// [`SEED_THREADS`] threads, flushed once at the end, then closed as a
 /// stopping Herald closes it (on sled with the snapshot of the page table
 /// that spares the next start a replay of the log). Answers the time the
-/// writes took and the time the close took: the replay a crash would have
-/// left to the next start.
-/// Seeds `n` clients with tokens; how long the writes took, how long sled's
-/// cleaner then took to compact what they left fragmented (see [`settle`]),
-/// and how long the close took.
+/// writes took, the time sled's cleaner then took to compact what they left
+/// fragmented (see [`settle`]), and the time the close took: the replay a
+/// crash would have left to the next start.
 fn seed(data: &Path, tenant: &str, n: u64, offset: u64) -> Seeded {
     let t0 = Instant::now();
     let store =
