@@ -68,7 +68,10 @@ impl Queue {
         // with the notify below.
         drop(queue);
 
-        self.cv.notify_all();
+        // Herald: one task wakes one waiting thread. Upstream woke every
+        // waiting thread (seven or more) for each task, and all but one went
+        // back to sleep (see HERALD.md).
+        self.cv.notify_one();
 
         len
     }
