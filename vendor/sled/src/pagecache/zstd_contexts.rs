@@ -49,7 +49,10 @@ mod tests {
     #[test]
     fn reads_what_upstream_wrote_and_upstream_reads_what_it_writes() {
         let page: Vec<u8> = (0..10_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        let other: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
         let upstream = zstd::block::compress(&page, 5).unwrap();
+        // The second use of this thread's contexts, after a larger page.
+        assert_eq!(decompress(&compress(&other, 5).unwrap()).unwrap(), other);
         let ours = compress(&page, 5).unwrap();
         assert_eq!(ours, upstream);
         assert_eq!(decompress(&upstream).unwrap(), page);
