@@ -12,13 +12,21 @@
 //! a copy of sled that wakes one (`vendor/sled/HERALD.md`); this is its test.
 #![cfg(target_os = "linux")]
 
-/// Voluntary context switches so far of this process's threads named `sled-io-*`.
-fn sled_io_switches() -> u64 {
+/// This process's threads named `sled-io-*` (their `/proc/self/task` entries).
+fn sled_io_threads() -> Vec<std::path::PathBuf> {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
-        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("sled-io")))
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .map(|t| t.path())
+        .filter(|t| std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.starts_with("sled-io")))
+        .collect()
+}
+
+/// Voluntary context switches so far of this process's `sled-io` threads.
+fn sled_io_switches() -> u64 {
+    sled_io_threads()
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t.join("status")).ok())
         .filter_map(|status| {
             let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:"))?;
             line.split_whitespace().nth(1)?.parse::<u64>().ok()
@@ -38,11 +46,7 @@ fn a_flush_wakes_one_io_thread() {
     // The pool starts its threads on first use; let them all go idle.
     (0..20).for_each(write_and_flush);
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let threads = std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("sled-io")))
-        .count();
+    let threads = sled_io_threads().len();
     assert!(threads >= 7, "sled's pool keeps seven idle threads; found {threads}");
 
     const FLUSHES: u32 = 200;
