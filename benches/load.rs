@@ -20,7 +20,11 @@
 //!    a process of its own, this executable with `--proxy-child`, so that its
 //!    CPU per request is measured as Herald's is), plus p99 at half of the
 //!    proxy's C=64 rate (open loop, rate-limited; the proxy at the same rate
-//!    beside it), and `send-batch` with batches of 500 such sends, 4 at a time:
+//!    beside it; each Herald round is bracketed by a fixed piece of CPU work
+//!    timed in this process and shown as the machine's speed against the
+//!    run's fastest: this VM reports no steal time, and a host that slows it
+//!    for a while turns an open-loop round into a growing queue), and
+//!    `send-batch` with batches of 500 such sends, 4 at a time:
 //!    notifications/s against single sends at C=64 and against the fan-out.
 //! 5. **Bulk and interactive together**: a second broadcast of tenant A and a
 //!    broadcast of tenant B (each N tokens) started at once, while a user of
@@ -438,6 +442,31 @@ impl Foreign {
         let other = (machine_busy_secs() - self.machine) - (Self::ours(&self.pids) - self.ours);
         (other / (wall * cpus)).max(0.0)
     }
+}
+
+/// Iterations of [`speed_probe`]'s work: a millisecond or two here.
+const PROBE_WORK: u64 = 1_000_000;
+
+/// How fast the machine runs a fixed piece of CPU work now (work per
+/// second, the median of five timings). This VM reports no steal time, so a
+/// host that takes its cores away for a while shows only as everything
+/// taking longer: a round whose probes are well below the run's fastest ran
+/// on a slowed machine, whatever Herald did. Probes at full speed do not
+/// rule out a shorter slow spell within the round (see [`Results::speeds`]).
+fn speed_probe() -> f64 {
+    let mut secs: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+            for i in 0..PROBE_WORK {
+                x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x0100_0000_01b3);
+            }
+            std::hint::black_box(x);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    secs.sort_by(f64::total_cmp);
+    1.0 / secs[2].max(1e-9)
 }
 
 /// A `kB` field of `/proc/<pid>/status`, in MiB.
@@ -2155,6 +2184,11 @@ struct Results {
     api: Vec<ApiPoint>,
     /// The rate of the half-load runs and what it is half of.
     half_load_rate: Option<(f64, &'static str)>,
+    /// [`speed_probe`]s: every one taken (the run's fastest is the machine
+    /// at full speed), and per half-load round of Herald the slower of those
+    /// before and after it.
+    speeds: Vec<f64>,
+    half_load_speeds: Vec<f64>,
     /// Herald's storage flushes during the half-load runs and during phase 5.
     half_load_flushes: Option<Hist>,
     phase5_flushes: Option<Hist>,
@@ -2218,6 +2252,19 @@ impl Results {
             Some(f) => f.1 = f.1.max(share),
             None => self.foreign.push((phase, share)),
         }
+    }
+
+    /// Takes a [`speed_probe`] and keeps it.
+    fn probe_speed(&mut self) -> f64 {
+        let v = speed_probe();
+        self.speeds.push(v);
+        v
+    }
+
+    /// The half-load rounds' machine speeds, as shares of the run's fastest probe.
+    fn half_load_speed_shares(&self) -> Vec<f64> {
+        let best = self.speeds.iter().copied().fold(0.0, f64::max);
+        self.half_load_speeds.iter().map(|v| if best > 0.0 { v / best } else { 0.0 }).collect()
     }
 
     /// Records one send-API run.
@@ -2720,6 +2767,8 @@ impl Bench {
             body: Bytes::from(batch.to_string()),
             ..herald_target.clone()
         };
+        // The machine's speed before any load: a reference for the half-load rounds' probes.
+        self.res.probe_speed();
         let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid(), proxy.proc.pid()]);
         for proto in [Proto::H1, Proto::H2] {
             for conc in self.opts.concurrency.clone() {
@@ -2839,14 +2888,20 @@ impl Bench {
         };
         for round in 1..=repeats {
             let before = flush_hist(&self.http, herald).await;
+            let speed_before = self.res.probe_speed();
             let r = run_load(&herald_target, &load).await;
+            let speed_after = self.res.probe_speed();
             let flushes = flush_hist(&self.http, herald).await.since(&before);
+            let speed = speed_before.min(speed_after);
+            self.res.half_load_speeds.push(speed);
+            let best = self.res.speeds.iter().copied().fold(speed, f64::max);
             say!(
-                "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}",
+                "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}; machine speed {:.0}% of its fastest",
                 r.pct_ms(0.5).unwrap_or(f64::NAN),
                 r.pct_ms(0.99).unwrap_or(f64::NAN),
                 r.errors,
-                flushes.describe()
+                flushes.describe(),
+                speed / best * 100.0
             );
             self.res.add("send_api_p50_ms_half_load", r.pct_ms(0.5));
             self.res.add("send_api_p99_ms_half_load", r.pct_ms(0.99));
@@ -3074,6 +3129,10 @@ fn results_json(res: &Results) -> Value {
     }
     if let Some((_, of)) = res.half_load_rate {
         m.insert("half_load_of".into(), json!(of));
+    }
+    let speeds = res.half_load_speed_shares();
+    if !speeds.is_empty() {
+        m.insert("machine_speed_half_load".into(), json!(speeds));
     }
     let (mut spreads, mut noisy) = (Map::new(), Vec::new());
     for key in &keys {
@@ -3328,6 +3387,14 @@ fn table(res: &Results, opts: &Options) -> String {
         row("  send-batch / fan-out".into(), "batch_vs_fanout", 2, "x"),
         row(format!("send API p99 at half load ({half}, C=64)"), "send_api_p99_ms_half_load", 2, " ms"),
         row("  forwarding proxy p99 at the same rate".into(), "proxy_p99_ms_half_load", 2, " ms"),
+        (
+            "  machine speed in Herald's rounds (probe, of the run's fastest)".into(),
+            match res.half_load_speed_shares() {
+                s if s.is_empty() => "n/a".into(),
+                s => s.iter().map(|v| format!("{:.0}%", v * 100.0)).collect::<Vec<_>>().join(", "),
+            },
+            String::new(),
+        ),
         flush_row(res.half_load_flushes.as_ref()),
         row(
             format!(
