@@ -2261,10 +2261,19 @@ impl Results {
         v
     }
 
+    /// `speed` as a share of the fastest probe so far.
+    fn speed_share(&self, speed: f64) -> f64 {
+        let best = self.speeds.iter().copied().fold(speed, f64::max);
+        if best > 0.0 {
+            speed / best
+        } else {
+            0.0
+        }
+    }
+
     /// The half-load rounds' machine speeds, as shares of the run's fastest probe.
     fn half_load_speed_shares(&self) -> Vec<f64> {
-        let best = self.speeds.iter().copied().fold(0.0, f64::max);
-        self.half_load_speeds.iter().map(|v| if best > 0.0 { v / best } else { 0.0 }).collect()
+        self.half_load_speeds.iter().map(|v| self.speed_share(*v)).collect()
     }
 
     /// Records one send-API run.
@@ -2894,14 +2903,13 @@ impl Bench {
             let flushes = flush_hist(&self.http, herald).await.since(&before);
             let speed = speed_before.min(speed_after);
             self.res.half_load_speeds.push(speed);
-            let best = self.res.speeds.iter().copied().fold(speed, f64::max);
             say!(
                 "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}; machine speed {:.0}% of its fastest",
                 r.pct_ms(0.5).unwrap_or(f64::NAN),
                 r.pct_ms(0.99).unwrap_or(f64::NAN),
                 r.errors,
                 flushes.describe(),
-                speed / best * 100.0
+                self.res.speed_share(speed) * 100.0
             );
             self.res.add("send_api_p50_ms_half_load", r.pct_ms(0.5));
             self.res.add("send_api_p99_ms_half_load", r.pct_ms(0.99));
