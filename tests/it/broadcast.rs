@@ -637,16 +637,24 @@ fn threads_named(pid: u32, name: &str) -> Vec<(u64, i64)> {
     found
 }
 
-/// Total CPU ticks of process `pid` so far.
-fn process_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+/// CPU ticks (user and system) of process `pid` so far, summed by thread name.
+fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let (head, rest) = stat.rsplit_once(')').unwrap();
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        *by_name.entry(head.split_once('(').unwrap().1.to_string()).or_default() += ticks;
+    }
+    by_name
 }
 
 /// A broadcast runs on threads of its own, `--bulk-nice` steps below the
 /// engine's priority, so sends with a caller waiting go first on busy cores:
-/// most of the CPU the broadcast takes is theirs.
+/// the broadcast takes more CPU on its threads than on the engine's workers,
+/// where those sends run. (Not "most of the engine's CPU": under a loaded CI
+/// machine the storage threads' share varies, 11 of 21 ticks once.)
 #[tokio::test]
 async fn a_broadcast_runs_on_threads_of_lower_priority() {
     const N: u64 = 10_000;
@@ -659,18 +667,23 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     let pid = h.child.id();
     let token = h.admin_token(&http).await;
     let own = rustix::process::getpriority_process(rustix::process::Pid::from_raw(pid as i32)).unwrap();
-    let before = process_ticks(pid);
+    let before = ticks_by_thread_name(pid);
     let answer = h.send(&http, &token, &topic("chat")).await;
     assert_eq!(answer[0]["metadata"]["targeted"], N, "{answer}");
     let id = answer[0]["notificationId"].as_str().unwrap();
     assert_eq!(h.wait_report(&http, &token, id, 60).await["counts"]["sent"], N);
-    let spent = process_ticks(pid) - before;
+    let after = ticks_by_thread_name(pid);
 
     let bulk = threads_named(pid, "herald-bulk");
     assert!(!bulk.is_empty(), "the engine has broadcast threads");
     assert!(bulk.iter().all(|(_, nice)| *nice == i64::from((own + 7).min(19))), "{bulk:?}, engine at {own}");
-    let theirs: u64 = bulk.iter().map(|(ticks, _)| ticks).sum();
-    println!("broadcast of {N}: {theirs} of the engine's {spent} CPU ticks on its broadcast threads");
-    assert!(theirs * 2 > spent, "most of the broadcast's CPU on the broadcast threads: {theirs} of {spent} ticks");
+    let spent: Vec<(&String, u64)> =
+        after.iter().map(|(name, t)| (name, t.saturating_sub(before.get(name).copied().unwrap_or(0)))).collect();
+    let of = |name: &str| spent.iter().find(|(n, _)| *n == name).map_or(0, |(_, t)| *t);
+    println!("broadcast of {N}: CPU ticks by thread name {spent:?}");
+    assert!(
+        of("herald-bulk") > of("tokio-rt-worker"),
+        "more of the broadcast's CPU on the broadcast threads than on the engine's workers: {spent:?}"
+    );
     h.kill9();
 }
