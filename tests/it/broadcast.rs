@@ -653,8 +653,9 @@ fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
 /// A broadcast runs on threads of its own, `--bulk-nice` steps below the
 /// engine's priority, so sends with a caller waiting go first on busy cores:
 /// the broadcast takes more CPU on its threads than on the engine's workers,
-/// where those sends run. (Not "most of the engine's CPU": under a loaded CI
-/// machine the storage threads' share varies, 11 of 21 ticks once.)
+/// where those sends run. (Not "most of the process's CPU": that total also
+/// counts threads that ended meanwhile, such as the index check of a store
+/// left unclean; on a loaded CI machine the rest came to 11 of 21 ticks once.)
 #[tokio::test]
 async fn a_broadcast_runs_on_threads_of_lower_priority() {
     const N: u64 = 10_000;
