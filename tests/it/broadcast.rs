@@ -618,34 +618,40 @@ async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
     }
 }
 
-/// CPU ticks (user and system) and nice value of each thread of process
-/// `pid` named `name`, from /proc.
-fn threads_named(pid: u32, name: &str) -> Vec<(u64, i64)> {
-    let mut found = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
-        // `tid (comm) state ...`: the name may hold spaces, so split at its last ')'.
-        let (head, rest) = stat.rsplit_once(')').unwrap();
-        if head.split_once('(').unwrap().1 != name {
-            continue;
-        }
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // Fields 14, 15 (utime, stime) and 19 (nice) of proc(5), counted from `state` (3).
-        let ticks = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-        found.push((ticks, f[16].parse().unwrap()));
-    }
-    found
+/// One thread of a process, from its `/proc/<pid>/task/<tid>/stat`.
+struct ThreadStat {
+    name: String,
+    /// CPU ticks so far, user and system.
+    ticks: u64,
+    nice: i64,
 }
 
-/// CPU ticks (user and system) of process `pid` so far, summed by thread name.
-fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
-    let mut by_name = std::collections::BTreeMap::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
-        let (head, rest) = stat.rsplit_once(')').unwrap();
+/// The threads of process `pid` (Herald, our child); a thread that ends
+/// while they are read is left out.
+fn thread_stats(pid: u32) -> Vec<ThreadStat> {
+    let parse = |stat: &str| {
+        // `tid (comm) state ...`: the name may hold spaces, so split at its last ')'.
+        let (head, rest) = stat.rsplit_once(')')?;
         let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-        *by_name.entry(head.split_once('(').unwrap().1.to_string()).or_default() += ticks;
+        // Fields 14, 15 (utime, stime) and 19 (nice) of proc(5), counted from `state` (3).
+        let field = |i: usize| f.get(i)?.parse::<i64>().ok();
+        let ticks = u64::try_from(field(11)?).ok()?.saturating_add(u64::try_from(field(12)?).ok()?);
+        Some(ThreadStat { name: head.split_once('(')?.1.to_string(), ticks, nice: field(16)? })
+    };
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("Herald's /proc entry")
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| parse(&stat))
+        .collect()
+}
+
+/// CPU ticks of process `pid` so far, summed by thread name.
+fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::<String, u64>::new();
+    for t in thread_stats(pid) {
+        let sum = by_name.entry(t.name).or_default();
+        *sum = sum.saturating_add(t.ticks);
     }
     by_name
 }
@@ -675,9 +681,9 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     assert_eq!(h.wait_report(&http, &token, id, 60).await["counts"]["sent"], N);
     let after = ticks_by_thread_name(pid);
 
-    let bulk = threads_named(pid, "herald-bulk");
+    let bulk: Vec<i64> = thread_stats(pid).into_iter().filter(|t| t.name == "herald-bulk").map(|t| t.nice).collect();
     assert!(!bulk.is_empty(), "the engine has broadcast threads");
-    assert!(bulk.iter().all(|(_, nice)| *nice == i64::from((own + 7).min(19))), "{bulk:?}, engine at {own}");
+    assert!(bulk.iter().all(|nice| *nice == i64::from((own + 7).min(19))), "nice {bulk:?}, engine at {own}");
     let spent: Vec<(&String, u64)> =
         after.iter().map(|(name, t)| (name, t.saturating_sub(before.get(name).copied().unwrap_or(0)))).collect();
     let of = |name: &str| spent.iter().find(|(n, _)| *n == name).map_or(0, |(_, t)| *t);
