@@ -34,6 +34,7 @@ pub mod cut_points;
 pub mod delivery;
 pub mod fanout;
 pub mod filter;
+pub mod finishing;
 pub mod guard;
 pub mod origins;
 pub mod pool;

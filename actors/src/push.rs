@@ -1,13 +1,16 @@
 //! The push engine as the rest of Herald sees it: send, report, shut down.
 
 use crate::delivery::Deliverer;
+use crate::finishing::Finishing;
 use crate::root::{Registry, Root, RootArgs, RootMsg, Running};
 use crate::send::{self, Recipient, SendAnswer, SendError, SendRequest};
 use crate::settings::PushSettings;
 use crate::tenant::TenantMsg;
 use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, WebhookSettings};
+use futures::FutureExt;
 use herald_storage::Store;
 use ractor::{Actor, ActorRef};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,10 +66,10 @@ impl Push {
     /// Sends requests of `tenant` together (a batch), concurrently, through
     /// the channels of its actor (started if needed), without a message to
     /// it; one answer per request, in order; waits at most `deadline` for
-    /// providers. The sends run in a task of their own, so a caller that
-    /// stops waiting cannot cut one off between the provider's answer and
-    /// its record; they count as the actor's activity, so it does not stop
-    /// idle under them.
+    /// providers. The sends go on in a task of their own if the caller stops
+    /// waiting ([`Finishing`]), so it cannot cut one off between the
+    /// provider's answer and its record; they count as the actor's
+    /// activity, so it does not stop idle under them.
     pub async fn send_many(
         &self,
         tenant: &str,
@@ -82,18 +85,22 @@ impl Push {
         let queues_broadcast = reqs.iter().any(|r| matches!(r.recipient, Recipient::Topic { .. }));
         let until = tokio::time::Instant::now().checked_add(deadline);
         let channels = running.channels;
-        let task = tokio::spawn(async move {
-            let answers = send::execute_many(&channels, reqs, until).await;
-            drop(sending);
-            for answer in &answers {
-                if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
-                    let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
-                    crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
-                    channels.deliverer().claims().wake();
+        // A send that panics answers 500 (as when it ran in a task of its own), not a dropped connection.
+        let task = Finishing::new(
+            AssertUnwindSafe(async move {
+                let answers = send::execute_many(&channels, reqs, until).await;
+                drop(sending);
+                for answer in &answers {
+                    if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
+                        let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
+                        crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
+                        channels.deliverer().claims().wake();
+                    }
                 }
-            }
-            answers
-        });
+                answers
+            })
+            .catch_unwind(),
+        );
         // Each one-client or one-user send stops at `until` on its own; the grace lets them answer first.
         let answered = if queues_broadcast {
             Ok(task.await)
@@ -102,7 +109,7 @@ impl Push {
         };
         match answered {
             Ok(Ok(answers)) => Ok(answers),
-            Ok(Err(e)) => Err(SendError::Internal(format!("the send failed: {e}"))),
+            Ok(Err(_)) => Err(SendError::Internal("the send failed: it panicked".into())),
             Err(_) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
         }
     }

@@ -44,6 +44,29 @@ async fn dead_tokens_become_invalid_and_are_skipped() {
     assert_eq!(skipped, 3, "{r}");
 }
 
+/// A caller that hangs up while its send waits for the provider does not
+/// cut the send off: the provider's answer is still acted on (here a dead
+/// token is learnt), though nobody reads the response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_whose_caller_hangs_up_still_acts_on_the_providers_answer() {
+    let w = PushWorld::start().await;
+    let dead = w.client("demo", "ivan", &format!("APNS:dead{}", "1".repeat(60))).await;
+    w.sims.set_faults(serde_json::from_value(json!({ "apns": { "latency_ms": 800 } })).unwrap());
+    let url = w.server.url("/v1/tenants/acme/push_notification/send");
+    let r = w.server.http.post(url).bearer_auth(&w.admin).json(&to_user("ivan", "nobody waits"));
+    let gave_up = r.timeout(std::time::Duration::from_millis(200)).send().await;
+    assert!(gave_up.is_err(), "the caller hung up while APNs still had the request");
+    let token = format!("/v1/tenants/acme/clients/{dead}/pushtoken");
+    for _ in 0..50 {
+        let (_, t) = w.server.call(Method::GET, &token, Some(&w.admin), None).await;
+        if t["isValid"] == false {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("APNs' 410 was not acted on after the caller hung up");
+}
+
 #[tokio::test]
 async fn throttling_and_unavailability_are_retried_until_success() {
     let w = PushWorld::start().await;
