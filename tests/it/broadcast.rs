@@ -684,9 +684,11 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     let bulk: Vec<i64> = thread_stats(pid).into_iter().filter(|t| t.name == "herald-bulk").map(|t| t.nice).collect();
     assert!(!bulk.is_empty(), "the engine has broadcast threads");
     assert!(bulk.iter().all(|nice| *nice == i64::from((own + 7).min(19))), "nice {bulk:?}, engine at {own}");
-    let spent: Vec<(&String, u64)> =
-        after.iter().map(|(name, t)| (name, t.saturating_sub(before.get(name).copied().unwrap_or(0)))).collect();
-    let of = |name: &str| spent.iter().find(|(n, _)| *n == name).map_or(0, |(_, t)| *t);
+    let spent: std::collections::BTreeMap<&str, u64> = after
+        .iter()
+        .map(|(name, t)| (name.as_str(), t.saturating_sub(before.get(name).copied().unwrap_or(0))))
+        .collect();
+    let of = |name: &str| spent.get(name).copied().unwrap_or(0);
     println!("broadcast of {N}: CPU ticks by thread name {spent:?}");
     assert!(
         of("herald-bulk") > of("tokio-rt-worker"),

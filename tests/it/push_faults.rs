@@ -51,7 +51,10 @@ async fn dead_tokens_become_invalid_and_are_skipped() {
 async fn a_send_whose_caller_hangs_up_still_acts_on_the_providers_answer() {
     let w = PushWorld::start().await;
     let dead = w.client("demo", "ivan", &format!("APNS:dead{}", "1".repeat(60))).await;
-    w.sims.set_faults(serde_json::from_value(json!({ "apns": { "latency_ms": 800 } })).unwrap());
+    w.sims.set_faults(Faults {
+        apns: ProviderFaults { latency_ms: Some(800), ..Default::default() },
+        ..Default::default()
+    });
     let url = w.server.url("/v1/tenants/acme/push_notification/send");
     let r = w.server.http.post(url).bearer_auth(&w.admin).json(&to_user("ivan", "nobody waits"));
     let gave_up = r.timeout(std::time::Duration::from_millis(200)).send().await;
