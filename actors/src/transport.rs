@@ -122,6 +122,9 @@ pub enum TransportError {
     Forbidden(String),
 }
 
+/// See [`Connection::capacity`].
+const CAPACITY_FRESH_READS: usize = 64;
+
 /// One live HTTP/2 connection.
 pub struct Connection {
     send: h2::client::SendRequest<Bytes>,
@@ -131,6 +134,10 @@ pub struct Connection {
     alive: Arc<AtomicBool>,
     /// Streams opened since connect, for logs and GOAWAY-after-N tests.
     pub(crate) opened: AtomicUsize,
+    /// The peer's stream limit as last read, and how often it was asked
+    /// for (see [`Connection::capacity`]).
+    peer_streams: AtomicUsize,
+    capacity_reads: AtomicUsize,
 }
 
 impl Connection {
@@ -176,6 +183,8 @@ impl Connection {
             in_flight: AtomicUsize::new(0),
             alive,
             opened: AtomicUsize::new(0),
+            peer_streams: AtomicUsize::new(0),
+            capacity_reads: AtomicUsize::new(0),
         }))
     }
 
@@ -184,8 +193,20 @@ impl Connection {
     }
 
     /// Streams the peer allows at once (its SETTINGS), at most `cap`.
+    ///
+    /// Reading the peer's limit takes the connection's stream lock, which
+    /// every request and the connection's task contend for, and a pool asks
+    /// before each request: so it is read on each of the first
+    /// [`CAPACITY_FRESH_READS`] calls (the peer's first SETTINGS arrive
+    /// meanwhile) and on every [`CAPACITY_FRESH_READS`]th after. A limit the
+    /// peer lowers later is seen within that many requests; a stream past it
+    /// meanwhile waits in h2's queue until one ends, it is not refused.
     pub fn capacity(&self, cap: usize) -> usize {
-        self.send.current_max_send_streams().clamp(1, cap)
+        let n = self.capacity_reads.fetch_add(1, Ordering::Relaxed);
+        if n < CAPACITY_FRESH_READS || n.is_multiple_of(CAPACITY_FRESH_READS) {
+            self.peer_streams.store(self.send.current_max_send_streams(), Ordering::Relaxed);
+        }
+        self.peer_streams.load(Ordering::Relaxed).clamp(1, cap)
     }
 
     /// Sends one POST and reads the whole answer, within `timeout`.
