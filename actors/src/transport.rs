@@ -122,7 +122,8 @@ pub enum TransportError {
     Forbidden(String),
 }
 
-/// See [`Connection::capacity`].
+/// How often [`Connection::capacity`] reads the peer's stream limit: on each
+/// of a connection's first this many calls, then on every this-many-th.
 const CAPACITY_FRESH_READS: usize = 64;
 
 /// One live HTTP/2 connection.
@@ -196,11 +197,10 @@ impl Connection {
     ///
     /// Reading the peer's limit takes the connection's stream lock, which
     /// every request and the connection's task contend for, and a pool asks
-    /// before each request: so it is read on each of the first
-    /// [`CAPACITY_FRESH_READS`] calls (the peer's first SETTINGS arrive
-    /// meanwhile) and on every [`CAPACITY_FRESH_READS`]th after. A limit the
-    /// peer lowers later is seen within that many requests; a stream past it
-    /// meanwhile waits in h2's queue until one ends, it is not refused.
+    /// before each request: so it is read on each of the first 64 calls
+    /// (the peer's first SETTINGS arrive meanwhile) and on every 64th after.
+    /// A limit the peer lowers later is seen within 64 requests; a stream
+    /// past it meanwhile waits in h2's queue until one ends, it is not refused.
     pub fn capacity(&self, cap: usize) -> usize {
         let n = self.capacity_reads.fetch_add(1, Ordering::Relaxed);
         if n < CAPACITY_FRESH_READS || n.is_multiple_of(CAPACITY_FRESH_READS) {
