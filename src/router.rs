@@ -240,17 +240,23 @@ pub(crate) fn authenticate(
         }
         Access::Tenant(_) => {
             let token = bearer(headers).ok_or_else(|| ApiError::unauthorized("missing bearer token"))?;
-            let (token_tenant, claims) =
-                tokens::verify(&engine.store, &engine.keys, &engine.config.public_url, token, tokens::TYP_ACCESS)?;
-            if Some(token_tenant.as_str()) != tenant {
+            let v = tokens::verify_shared(
+                &engine.store,
+                &engine.keys,
+                &engine.config.public_url,
+                token,
+                tokens::TYP_ACCESS,
+            )?;
+            if Some(v.tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }
-            crate::auth::session::check_access(engine, &token_tenant, &claims)?;
+            let claims = &v.claims;
+            crate::auth::session::check_access(engine, &v.tenant, claims)?;
             let principal = Principal {
-                tenant: token_tenant,
-                username: claims.preferred_username,
-                roles: claims.realm_access.roles,
-                client_id: claims.ast_client_id,
+                tenant: v.tenant.clone(),
+                username: claims.preferred_username.clone(),
+                roles: claims.realm_access.roles.clone(),
+                client_id: claims.ast_client_id.clone(),
                 issued_at: claims.iat,
             };
             Caller::Tenant(principal)

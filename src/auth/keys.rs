@@ -103,11 +103,11 @@ pub struct Jwk {
 pub struct KeyCache {
     keys: DashMap<String, Arc<TenantKey>>,
     /// Tokens whose signature was already verified, by SHA-256 of the token.
-    verified: DashMap<[u8; 32], Verified>,
+    verified: DashMap<[u8; 32], Arc<Verified>>,
 }
 
-/// A verified access token: its tenant, claims, and `typ`.
-#[derive(Clone)]
+/// A verified token: its tenant and claims (`typ` among them). Shared, not
+/// copied, on each request that presents the token again.
 pub(crate) struct Verified {
     pub tenant: String,
     pub claims: super::tokens::AccessClaims,
@@ -118,9 +118,9 @@ const VERIFIED_CAPACITY: usize = 100_000;
 
 impl KeyCache {
     /// A token verified before, still unexpired at `now` (Unix seconds).
-    pub(crate) fn verified(&self, token: &str, now: u64) -> Option<Verified> {
+    pub(crate) fn verified(&self, token: &str, now: u64) -> Option<Arc<Verified>> {
         let digest = token_digest(token);
-        let hit = self.verified.get(&digest).map(|v| v.clone())?;
+        let hit = self.verified.get(&digest).map(|v| Arc::clone(&v))?;
         if hit.claims.exp < now {
             self.verified.remove(&digest);
             return None;
@@ -128,7 +128,7 @@ impl KeyCache {
         Some(hit)
     }
 
-    pub(crate) fn remember(&self, token: &str, v: Verified) {
+    pub(crate) fn remember(&self, token: &str, v: Arc<Verified>) {
         if self.verified.len() >= VERIFIED_CAPACITY {
             self.verified.clear();
         }

@@ -1,6 +1,6 @@
 //! Access, refresh and ID tokens of a tenant realm (Keycloak-shaped claims, ES256).
 
-use super::keys::{KeyCache, TenantKey};
+use super::keys::{KeyCache, TenantKey, Verified};
 use crate::error::{ApiError, ApiResult};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -8,6 +8,7 @@ use herald_storage::Store;
 use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// `typ` of an access token: the only kind a bearer may present to the API.
 pub const TYP_ACCESS: &str = "Bearer";
@@ -183,21 +184,38 @@ pub fn verify(
     token: &str,
     typ: &str,
 ) -> ApiResult<(String, AccessClaims)> {
+    let v = verify_shared(store, keys, public_url, token, typ)?;
+    Ok((v.tenant.clone(), v.claims.clone()))
+}
+
+/// [`verify`], answering the verification cache's entry itself: a request
+/// that needs a few claims does not copy them all.
+pub(crate) fn verify_shared(
+    store: &Store,
+    keys: &KeyCache,
+    public_url: &str,
+    token: &str,
+    typ: &str,
+) -> ApiResult<Arc<Verified>> {
     let invalid = || ApiError::unauthorized("invalid or expired token");
     // A token seen before skips the signature check: ES256 verification is the
     // dominant cost of a request otherwise, and backends reuse their token.
     let now = herald_storage::now_ms() / 1000;
-    if let Some(v) = keys.verified(token, now) {
-        return if v.claims.typ == typ { Ok((v.tenant, v.claims)) } else { Err(invalid()) };
-    }
-    let tenant = claimed_tenant(token).ok_or_else(invalid)?;
-    let key = keys.get(store, &tenant)?.ok_or_else(invalid)?;
-    let data = decode::<AccessClaims>(token, &key, public_url, &tenant, true).map_err(|_| invalid())?;
-    keys.remember(token, super::keys::Verified { tenant: tenant.clone(), claims: data.claims.clone() });
-    if data.claims.typ != typ {
+    let verified = match keys.verified(token, now) {
+        Some(v) => v,
+        None => {
+            let tenant = claimed_tenant(token).ok_or_else(invalid)?;
+            let key = keys.get(store, &tenant)?.ok_or_else(invalid)?;
+            let data = decode::<AccessClaims>(token, &key, public_url, &tenant, true).map_err(|_| invalid())?;
+            let v = Arc::new(Verified { tenant, claims: data.claims });
+            keys.remember(token, Arc::clone(&v));
+            v
+        }
+    };
+    if verified.claims.typ != typ {
         return Err(invalid());
     }
-    Ok((tenant, data.claims))
+    Ok(verified)
 }
 
 /// An ID token presented as a logout hint: signed by the tenant's key and

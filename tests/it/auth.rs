@@ -100,6 +100,25 @@ async fn operator_routes_need_the_operator_token() {
     s.shutdown().await;
 }
 
+/// The API takes access tokens only: a refresh token of the same realm is
+/// refused, and still refused once its signature was verified and cached
+/// (the second call answers from the verification cache).
+#[tokio::test]
+async fn a_refresh_token_is_not_a_bearer_even_once_cached() {
+    let s = TestServer::start().await;
+    let admin = s.tenant_with_app("acme", "shop").await;
+    let (st, b) = s.password_grant("acme", "admin", PASSWORD).await;
+    assert_eq!(st, StatusCode::OK, "{b}");
+    let refresh = b["refresh_token"].as_str().expect("refresh_token").to_string();
+    for attempt in ["first", "cached"] {
+        let (st, b) = s.call(Method::GET, "/v1/tenants/acme/apps", Some(&refresh), None).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "{attempt} presentation of a refresh token: {b}");
+    }
+    let (st, b) = s.call(Method::GET, "/v1/tenants/acme/apps", Some(&admin), None).await;
+    assert_eq!(st, StatusCode::OK, "the access token of the same login still works: {b}");
+    s.shutdown().await;
+}
+
 #[tokio::test]
 async fn client_tokens_cannot_administer() {
     let s = TestServer::start().await;
