@@ -41,6 +41,8 @@ pub struct Engine {
     pub quotas: Arc<crate::quotas::Quotas>,
     /// The per-request series' handles.
     pub(crate) request_series: crate::metrics::RequestSeries,
+    /// The send duration series' handles.
+    pub(crate) send_series: crate::metrics::SendSeries,
 }
 
 impl Engine {
@@ -94,6 +96,7 @@ impl Engine {
             limits: crate::rate_limit::Limits::from_config(&config, cluster.clone()),
             quotas: Arc::new(crate::quotas::Quotas::new(store.clone(), cluster.clone())),
             request_series: crate::metrics::RequestSeries::default(),
+            send_series: crate::metrics::SendSeries::default(),
             cluster,
             config,
             store,

@@ -9,14 +9,15 @@ use crate::http::{json, Cx, Response};
 use futures::future::BoxFuture;
 use http::{Method, Request, StatusCode};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// A route's handler: takes the decoded request, answers or fails with an error the router renders by family.
 pub type Handler = fn(Cx) -> BoxFuture<'static, ApiResult<Response>>;
 
-/// Path parameters by name, in pattern order.
-pub type Params = Vec<(String, String)>;
+/// Path parameters by name (the route table's own, not copied), in pattern order.
+pub type Params = Vec<(&'static str, String)>;
 
 /// One route of API.md.
 pub struct Route {
@@ -51,7 +52,8 @@ macro_rules! route {
     };
 }
 
-/// The client address of a connection, put in each request's extensions by the server.
+/// A request's client address, as an extension, for a program that hands
+/// requests to [`dispatch`] itself; Herald's server passes it directly.
 #[derive(Clone, Copy, Debug)]
 pub struct PeerAddr(pub std::net::SocketAddr);
 
@@ -92,9 +94,9 @@ impl Router {
         &self.routes
     }
 
-    fn find(&self, method: &Method, path: &str) -> Result<(&Route, Params), StatusCode> {
+    fn find(&'static self, method: &Method, path: &str) -> Result<(&'static Route, Params), StatusCode> {
         if let Some(m) = self.by_method.get(method).and_then(|r| r.at(path).ok()) {
-            let params = m.params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let params = m.params.iter().map(|(k, v)| (k, v.to_string())).collect();
             return Ok((&self.routes[*m.value], params));
         }
         let elsewhere = self.by_method.values().any(|r| r.at(path).is_ok());
@@ -119,8 +121,20 @@ where
     json(e.status, &e.body(Family::Ops)).unwrap_or_else(|_| crate::http::empty(e.status))
 }
 
-/// Answers one request; never fails (errors become error bodies).
+/// Answers one request; never fails (errors become error bodies). The
+/// client's address is the request's [`PeerAddr`] extension, when it has one.
 pub async fn dispatch<B>(engine: Arc<Engine>, req: Request<B>) -> Response
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let peer = req.extensions().get::<PeerAddr>().map(|p| p.0.ip());
+    dispatch_from(engine, req, peer).await
+}
+
+/// [`dispatch`] of a request from `peer`, as the server passes it: putting
+/// it in the request's extensions cost three allocations per request.
+pub(crate) async fn dispatch_from<B>(engine: Arc<Engine>, req: Request<B>, peer: Option<IpAddr>) -> Response
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -132,8 +146,8 @@ where
     let mut tenant = None;
     let (route_label, family, result) = match Router::global().find(&method, &path) {
         Ok((route, params)) => {
-            tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.clone());
-            (route.path, route.family, run(engine.clone(), route, params, req).await)
+            tenant = params.iter().find(|(k, _)| *k == "tenantId").map(|(_, v)| v.clone());
+            (route.path, route.family, run(engine.clone(), route, params, req, peer).await)
         }
         Err(status) => ("unmatched", Family::Ops, Err(ApiError::new(status, format!("no route for {method} {path}")))),
     };
@@ -171,15 +185,16 @@ fn tenant_label(engine: &Engine, tenant: &str) -> Option<metrics::Label> {
 async fn run<B>(
     engine: Arc<Engine>,
     route: &Route,
-    params: Vec<(String, String)>,
+    params: Params,
     req: Request<B>,
+    peer: Option<IpAddr>,
 ) -> ApiResult<Response>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
-    let tenant = params.iter().find(|(k, _)| k == "tenantId").map(|(_, v)| v.as_str());
+    let tenant = params.iter().find(|(k, _)| *k == "tenantId").map(|(_, v)| v.as_str());
     let caller = authenticate(&engine, route.access, &parts.headers, tenant)?;
     if let Caller::Tenant(p) = &caller {
         // A request of a tenant is work for its actor, which bounds what the
@@ -195,7 +210,7 @@ where
         method: parts.method,
         params,
         query: parts.uri.query().map(str::to_string),
-        peer: parts.extensions.get::<PeerAddr>().map(|p| p.0.ip()),
+        peer,
         headers: parts.headers,
         body,
         caller,

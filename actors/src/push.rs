@@ -1,5 +1,6 @@
 //! The push engine as the rest of Herald sees it: send, report, shut down.
 
+use crate::channels::TenantChannels;
 use crate::delivery::Deliverer;
 use crate::finishing::Finishing;
 use crate::root::{Registry, Root, RootArgs, RootMsg, Running};
@@ -10,6 +11,7 @@ use crate::webhooks::{Dispatcher, DispatcherArgs, DispatcherMsg, EventBus, Webho
 use futures::FutureExt;
 use herald_storage::Store;
 use ractor::{Actor, ActorRef};
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,20 +58,21 @@ impl Push {
 
     /// Sends through the tenant's actor; waits at most `deadline` for providers.
     pub async fn send(&self, req: SendRequest, deadline: Duration) -> Result<SendAnswer, SendError> {
-        let tenant = req.tenant.clone();
-        self.send_many(&tenant, vec![req], deadline)
-            .await?
-            .pop()
-            .unwrap_or_else(|| Err(SendError::Internal("the send task answered nothing".into())))
+        let running = self.tenant(&req.tenant).await?;
+        let queues_broadcast = matches!(req.recipient, Recipient::Topic { .. });
+        // The usual send, alone: no batch to gather (one vector and join less per send).
+        let sends = move |channels: Arc<TenantChannels>, until| async move {
+            let answer = send::execute(&channels, req, until).await;
+            announce(&channels, &answer);
+            answer
+        };
+        run(running, 1, queues_broadcast, deadline, sends).await?
     }
 
     /// Sends requests of `tenant` together (a batch), concurrently, through
     /// the channels of its actor (started if needed), without a message to
     /// it; one answer per request, in order; waits at most `deadline` for
-    /// providers. The sends go on in a task of their own if the caller stops
-    /// waiting ([`Finishing`]), so it cannot cut one off between the
-    /// provider's answer and its record; they count as the actor's
-    /// activity, so it does not stop idle under them.
+    /// providers.
     pub async fn send_many(
         &self,
         tenant: &str,
@@ -77,41 +80,14 @@ impl Push {
         deadline: Duration,
     ) -> Result<Vec<Result<SendAnswer, SendError>>, SendError> {
         let running = self.tenant(tenant).await?;
-        let sending = running.activity.sending(reqs.len());
-        // Queuing a broadcast reads its apps' whole token indexes (seconds
-        // at millions): storage work that ends, not a wait for providers.
-        // Cut off, it would still queue the broadcast behind a 500, and a
-        // retry would send it twice.
         let queues_broadcast = reqs.iter().any(|r| matches!(r.recipient, Recipient::Topic { .. }));
-        let until = tokio::time::Instant::now().checked_add(deadline);
-        let channels = running.channels;
-        // A send that panics answers 500 (as when it ran in a task of its own), not a dropped connection.
-        let task = Finishing::new(
-            AssertUnwindSafe(async move {
-                let answers = send::execute_many(&channels, reqs, until).await;
-                drop(sending);
-                for answer in &answers {
-                    if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
-                        let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
-                        crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
-                        channels.deliverer().claims().wake();
-                    }
-                }
-                answers
-            })
-            .catch_unwind(),
-        );
-        // Each one-client or one-user send stops at `until` on its own; the grace lets them answer first.
-        let answered = if queues_broadcast {
-            Ok(task.await)
-        } else {
-            tokio::time::timeout(deadline.saturating_add(Duration::from_secs(1)), task).await
+        let count = reqs.len();
+        let sends = move |channels: Arc<TenantChannels>, until| async move {
+            let answers = send::execute_many(&channels, reqs, until).await;
+            answers.iter().for_each(|answer| announce(&channels, answer));
+            answers
         };
-        match answered {
-            Ok(Ok(answers)) => Ok(answers),
-            Ok(Err(_)) => Err(SendError::Internal("the send failed: it panicked".into())),
-            Err(_) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
-        }
+        run(running, count, queues_broadcast, deadline, sends).await
     }
 
     /// Counts a request of `tenant` as work: its actor (started if needed)
@@ -160,5 +136,59 @@ impl Push {
     pub async fn shutdown(&self, timeout: Duration) {
         let _ = self.root.stop_and_wait(None, Some(timeout)).await;
         let _ = self.dispatcher.stop_and_wait(None, Some(timeout)).await;
+    }
+}
+
+/// Runs `count` sends of a tenant's actor `running` (`sends`, given its
+/// channels and when to stop waiting for providers), counted as the
+/// actor's activity so that it does not stop idle under them. They go on in
+/// a task of their own if the caller stops waiting ([`Finishing`]), so it
+/// cannot cut one off between the provider's answer and its record.
+async fn run<T, F>(
+    running: Running,
+    count: usize,
+    queues_broadcast: bool,
+    deadline: Duration,
+    sends: impl FnOnce(Arc<TenantChannels>, Option<tokio::time::Instant>) -> F,
+) -> Result<T, SendError>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let sending = running.activity.sending(count);
+    let work = sends(running.channels, tokio::time::Instant::now().checked_add(deadline));
+    // A send that panics answers 500 (as when it ran in a task of its own), not a dropped connection.
+    let task = Finishing::new(
+        AssertUnwindSafe(async move {
+            let out = work.await;
+            drop(sending);
+            out
+        })
+        .catch_unwind(),
+    );
+    // Queuing a broadcast reads its apps' whole token indexes (seconds at
+    // millions): storage work that ends, not a wait for providers. Cut off,
+    // it would still queue the broadcast behind a 500, and a retry would
+    // send it twice. Each one-client or one-user send stops at the deadline
+    // on its own; the grace lets them answer first.
+    let answered = if queues_broadcast {
+        Ok(task.await)
+    } else {
+        tokio::time::timeout(deadline.saturating_add(Duration::from_secs(1)), task).await
+    };
+    match answered {
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(_)) => Err(SendError::Internal("the send failed: it panicked".into())),
+        Err(_) => Err(SendError::Internal("the providers did not answer within the deadline".into())),
+    }
+}
+
+/// What a queued broadcast tells the rest: its targeted tokens counted, the
+/// claim loop woken to deliver it.
+fn announce(channels: &TenantChannels, answer: &Result<SendAnswer, SendError>) {
+    if let Ok(SendAnswer::Broadcast { job, apps }) = answer {
+        let targeted: u64 = apps.iter().map(|a| a.targeted).sum();
+        crate::telemetry::tenant(&job.tenant).fanout_targeted.increment(targeted);
+        channels.deliverer().claims().wake();
     }
 }

@@ -233,19 +233,22 @@ async fn interactive(
         Recipient::Topic { .. } => return Err(SendError::Internal("a topic is not interactive".into())),
     };
     let n = &req.notification;
-    let targets: Vec<(String, Result<Target, ClientOutcome>)> = clients
-        .into_iter()
-        .map(|(id, record)| {
-            let target = target(channels, tenant, n, &id, record);
-            (id, target)
-        })
-        .collect();
     let deliver = |client_id, target, prepared| deliver_to(channels, tenant, n, deadline, client_id, target, prepared);
-    let results = match <[_; 1]>::try_from(targets) {
+    let results = match <[_; 1]>::try_from(clients) {
         // The usual send, one client: nothing to join or share.
-        Ok([(client_id, target)]) => vec![deliver(client_id, target, Some(&Prepared::default())).await],
+        Ok([(client_id, record)]) => {
+            let target = target(channels, tenant, n, &client_id, record);
+            vec![deliver(client_id, target, Some(&Prepared::default())).await]
+        }
         // A user's clients: concurrently, each app's payloads prepared once for its clients.
-        Err(targets) => {
+        Err(clients) => {
+            let targets: Vec<(String, Result<Target, ClientOutcome>)> = clients
+                .into_iter()
+                .map(|(id, record)| {
+                    let target = target(channels, tenant, n, &id, record);
+                    (id, target)
+                })
+                .collect();
             let prepared: HashMap<String, Prepared> = targets
                 .iter()
                 .filter_map(|(_, t)| t.as_ref().ok())

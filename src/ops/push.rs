@@ -50,7 +50,7 @@ pub async fn send_as(
     let (recipient, id, kind) = (req.recipient.clone(), req.notification.id.clone(), kind(&req.recipient));
     let started = std::time::Instant::now();
     let answer = engine.push.send(req, engine.config.send_deadline).await;
-    metrics::histogram!("herald_send_duration_seconds", "recipient" => kind).record(started.elapsed().as_secs_f64());
+    engine.send_series.record(kind, started.elapsed());
     responses(tenant, &id, &recipient, answer)
 }
 
@@ -90,9 +90,9 @@ pub async fn send_batch(
             Err(e) => vec![Err(e); sent.len()],
         };
         // The events are answered together: each took what its caller waited.
-        let elapsed = started.elapsed().as_secs_f64();
+        let elapsed = started.elapsed();
         for ((i, recipient, id), answer) in sent.into_iter().zip(answers) {
-            metrics::histogram!("herald_send_duration_seconds", "recipient" => kind(&recipient)).record(elapsed);
+            engine.send_series.record(kind(&recipient), elapsed);
             if let Some(entry) = entries.get_mut(i) {
                 *entry = Some(match responses(tenant, &id, &recipient, answer) {
                     Ok(r) => BatchEntry::Sent(r),
@@ -200,29 +200,30 @@ fn client_responses(
     };
     results
         .into_iter()
-        .map(|r| {
-            let ok = r.outcome.state == State::Sent;
+        .map(|ClientResult { client_id, outcome }| {
+            // Moved, not copied: the push engine's result is this answer's only use.
+            let ok = outcome.state == State::Sent;
             let result = if ok {
                 ResultValue::Text("SENT".into())
             } else {
                 ResultValue::Error(ResultError {
-                    message: r.outcome.message.clone().unwrap_or_else(|| "not delivered".into()),
-                    code: r.outcome.code,
+                    message: outcome.message.unwrap_or_else(|| "not delivered".into()),
+                    code: outcome.code,
                     subsystem: SUBSYSTEM,
                 })
             };
             NotificationResponse {
                 tenant_id: tenant.to_string(),
                 user_id: user.clone(),
-                ast_client_id: Some(r.client_id.clone()),
+                ast_client_id: Some(client_id.clone()),
                 topic: None,
                 notification_id: id.to_string(),
                 is_successful: ok,
-                results: vec![NotificationResult { result, ast_client_id: Some(r.client_id) }],
+                results: vec![NotificationResult { result, ast_client_id: Some(client_id) }],
                 metadata: Some(ResponseMetadata {
-                    app_name: r.outcome.app.clone(),
+                    app_name: outcome.app,
                     targeted: None,
-                    provider: Some(r.outcome.provider.clone()),
+                    provider: Some(outcome.provider),
                 }),
             }
         })

@@ -10,7 +10,7 @@ mod watch;
 
 use crate::config::{AbuseLimits, Config};
 use crate::engine::Engine;
-use crate::router::{dispatch, dispatch_ops, PeerAddr};
+use crate::router::{dispatch_from, dispatch_ops};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -237,13 +237,12 @@ impl Connection {
         let activity = Activity::new();
         let (engine, peer, port) = (self.engine.clone(), self.peer, self.port);
         let requests = activity.clone();
-        let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
             let engine = engine.clone();
             let open = requests.begin();
-            req.extensions_mut().insert(PeerAddr(peer));
             async move {
                 let answer = match port {
-                    Port::Public => dispatch(engine, req).await,
+                    Port::Public => dispatch_from(engine, req, Some(peer.ip())).await,
                     Port::Ops => dispatch_ops(engine, req).await,
                 };
                 drop(open);

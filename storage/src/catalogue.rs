@@ -2,7 +2,7 @@
 //! every write bumps it in the same transaction, so a reader can wait until
 //! its own earlier write is visible.
 
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::store::{get, Store};
 use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -30,7 +30,7 @@ impl Store {
     }
 }
 
-fn version_key(tenant: &str) -> Vec<u8> {
+fn version_key(tenant: &str) -> Key {
     key(&[tenant, "catalogue-version"])
 }
 

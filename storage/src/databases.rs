@@ -318,7 +318,7 @@ impl Dbs {
                 let mut rows = Vec::with_capacity(writes.len());
                 for (tree, k, v) in writes {
                     let Tree::Pg(t) = tree else { return Err(Error::Unavailable("a tree of another backend".into())) };
-                    rows.push((t.name(), k, v));
+                    rows.push((t.name(), k.into_vec(), v));
                 }
                 pg.write_all(fence, rows, ops)
             }

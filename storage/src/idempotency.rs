@@ -17,7 +17,7 @@
 //! after a fixed time from the first request; a second tree indexes them by
 //! expiry so the sweeper deletes them with a range scan, as nonces.
 
-use crate::keys::{key, key_bytes};
+use crate::keys::{key, key_bytes, Key};
 use crate::store::{get, Store};
 use crate::{Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -112,11 +112,11 @@ fn digest(value: &str) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, value.as_bytes()))
 }
 
-fn record_key(tenant: &str, k: &str) -> Vec<u8> {
+fn record_key(tenant: &str, k: &str) -> Key {
     key(&[tenant, &digest(k)])
 }
 
-fn expiry_key(expires_ms: u64, tenant: &str, k: &str) -> Vec<u8> {
+fn expiry_key(expires_ms: u64, tenant: &str, k: &str) -> Key {
     key(&[&format!("{expires_ms:020}"), tenant, &digest(k)])
 }
 

@@ -2,7 +2,7 @@
 //! login-failure counters (brute-force protection), and realm configuration
 //! (LDAP components, app settings, resend-OTP counters).
 
-use crate::keys::{key, last_part, prefix};
+use crate::keys::{key, last_part, prefix, Key};
 use crate::store::{get, Store};
 use crate::{Result, Secret, Tx};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -279,11 +279,11 @@ impl Tx<'_> {
     }
 }
 
-fn otp_generation_key(tenant: &str) -> Vec<u8> {
+fn otp_generation_key(tenant: &str) -> Key {
     key(&[tenant, "otp-counters"])
 }
 
-fn config_key(tenant: &str, parts: &[&str]) -> Vec<u8> {
+fn config_key(tenant: &str, parts: &[&str]) -> Key {
     let mut all = vec![tenant];
     all.extend_from_slice(parts);
     key(&all)

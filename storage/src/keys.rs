@@ -4,14 +4,18 @@
 //! id that reaches a key, so a NUL never occurs inside a part: a prefix scan over
 //! `tenant \0` holds exactly that tenant's records.
 
+/// A key as built: on the stack up to 64 bytes (nearly all keys), so that a
+/// read or write does not allocate for its key.
+pub(crate) type Key = smallvec::SmallVec<[u8; 64]>;
+
 /// The key of `parts`; typed as text so that callers' `&String`s coerce.
-pub(crate) fn key(parts: &[&str]) -> Vec<u8> {
+pub(crate) fn key(parts: &[&str]) -> Key {
     key_bytes(parts)
 }
 
 /// [`key`] of parts that are bytes already (as read back from another key).
-pub(crate) fn key_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(parts.iter().fold(0, |n, p| n.saturating_add(p.as_ref().len()).saturating_add(1)));
+pub(crate) fn key_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Key {
+    let mut k = Key::with_capacity(parts.iter().fold(0, |n, p| n.saturating_add(p.as_ref().len()).saturating_add(1)));
     for (i, p) in parts.iter().enumerate() {
         if i > 0 {
             k.push(0);
@@ -23,7 +27,7 @@ pub(crate) fn key_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
 
 /// [`prefix`] of parts that are bytes already.
 pub(crate) fn prefix_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
-    let mut k = key_bytes(parts);
+    let mut k = key_bytes(parts).into_vec();
     k.push(0);
     k
 }
@@ -56,5 +60,15 @@ mod tests {
         assert!(!a.starts_with(&prefix(&["acm"])));
         assert!(!key(&["acme-2", "x"]).starts_with(&prefix(&["acme"])));
         assert_eq!(last_part(&a), "x");
+    }
+
+    /// A key past the 64 bytes kept on the stack is the same bytes (on the heap).
+    #[test]
+    fn a_long_key_is_whole() {
+        let long = "c".repeat(100);
+        let k = key(&["acme", &long, "x"]);
+        assert!(k.spilled(), "a 107-byte key lives on the heap");
+        assert_eq!(k.as_slice(), [b"acme".as_slice(), b"\0", long.as_bytes(), b"\0x"].concat());
+        assert_eq!(prefix(&["acme", &long]), [b"acme".as_slice(), b"\0", long.as_bytes(), b"\0"].concat());
     }
 }

@@ -22,7 +22,7 @@ pub(crate) enum Tree {
 }
 
 /// One write of [`crate::databases::Dbs::write_all`]: a value to store, or `None` to remove the key.
-pub(crate) type Write<'a> = (&'a Tree, Vec<u8>, Option<Vec<u8>>);
+pub(crate) type Write<'a> = (&'a Tree, crate::keys::Key, Option<Vec<u8>>);
 
 impl Tree {
     /// The value under `key`.

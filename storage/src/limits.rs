@@ -5,7 +5,7 @@
 //! drops this engine's entry and tells the others (see `coherence`), which
 //! drop theirs within milliseconds.
 
-use crate::keys::key;
+use crate::keys::{key, Key};
 use crate::store::{get, Store};
 use crate::{Result, Tx};
 use dashmap::DashMap;
@@ -63,11 +63,11 @@ impl Store {
     }
 }
 
-fn limits_key(tenant: &str) -> Vec<u8> {
+fn limits_key(tenant: &str) -> Key {
     key(&[tenant, "limits"])
 }
 
-fn day_key(tenant: &str) -> Vec<u8> {
+fn day_key(tenant: &str) -> Key {
     key(&[tenant, "broadcasts"])
 }
 

@@ -7,7 +7,7 @@
 //! compares the caller's guess byte by byte with stored keys, and timing that
 //! comparison then reveals something about a digest, never about a live nonce.
 
-use crate::keys::key;
+use crate::keys::{key, Key};
 use crate::store::{get, Store};
 use crate::{Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,7 @@ impl Store {
     }
 }
 
-fn expiry_key(expires_ms: u64, tenant: &str, value: &str) -> Vec<u8> {
+fn expiry_key(expires_ms: u64, tenant: &str, value: &str) -> Key {
     key(&[&format!("{expires_ms:020}"), tenant, &digest(value)])
 }
 
@@ -54,7 +54,7 @@ fn digest(value: &str) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, value.as_bytes()))
 }
 
-fn nonce_key(tenant: &str, value: &str) -> Vec<u8> {
+fn nonce_key(tenant: &str, value: &str) -> Key {
     key(&[tenant, &digest(value)])
 }
 

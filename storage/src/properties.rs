@@ -1,6 +1,6 @@
 //! Typed properties of a user, or of a user's client; unique by name per owner.
 
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::store::Store;
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
@@ -87,11 +87,11 @@ impl Properties<'_> {
     }
 }
 
-fn property_key(tenant: &str, p: &Property) -> Vec<u8> {
+fn property_key(tenant: &str, p: &Property) -> Key {
     key(&[tenant, &p.user_id, owner(p.client_id.as_deref()), &p.name])
 }
 
-fn generation_key(tenant: &str, user: &str) -> Vec<u8> {
+fn generation_key(tenant: &str, user: &str) -> Key {
     key(&[tenant, "properties", user])
 }
 

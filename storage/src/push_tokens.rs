@@ -1,7 +1,7 @@
 //! Push tokens, one per client, and the index of valid tokens per app that a
 //! broadcast streams in key order.
 
-use crate::keys::{key, last_part, prefix};
+use crate::keys::{key, last_part, prefix, Key};
 use crate::store::{get, Store};
 use crate::{codec, Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -89,7 +89,7 @@ impl Store {
     }
 }
 
-pub(crate) fn index_key(tenant: &str, app: &str, client_id: &str) -> Vec<u8> {
+pub(crate) fn index_key(tenant: &str, app: &str, client_id: &str) -> Key {
     key(&[tenant, app, client_id])
 }
 

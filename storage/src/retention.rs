@@ -12,7 +12,7 @@
 
 use crate::databases::Dbs;
 use crate::deliveries::{decode_broadcast_report, BatchHead, SendRecord};
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::kv::{successor, Tree, Write};
 use crate::webhooks::Attempt;
 use crate::{codec, Result, Store};
@@ -168,5 +168,5 @@ fn delete_prefix(t: &Dbs, tree: &Tree, p: &[u8]) -> Result<u64> {
 }
 
 fn deletes<'a>(tree: &'a Tree, keys: &[Vec<u8>]) -> Vec<Write<'a>> {
-    keys.iter().map(|k| (tree, k.clone(), None)).collect()
+    keys.iter().map(|k| (tree, Key::from_slice(k), None)).collect()
 }

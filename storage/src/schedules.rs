@@ -19,7 +19,7 @@
 //! transactions, so a cap holds without scanning. Each notification sent
 //! for a schedule is linked back to it (its delivery report names it).
 
-use crate::keys::{first_part, key, last_part, prefix};
+use crate::keys::{first_part, key, last_part, prefix, Key};
 use crate::leases::Lease;
 use crate::store::{get, Store};
 use crate::{codec, Result, Tx};
@@ -91,7 +91,7 @@ impl Store {
     }
 }
 
-fn due_key(send_at_ms: u64, tenant: &str, id: &str) -> Vec<u8> {
+fn due_key(send_at_ms: u64, tenant: &str, id: &str) -> Key {
     key(&[&format!("{send_at_ms:020}"), tenant, id])
 }
 

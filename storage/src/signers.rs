@@ -8,7 +8,7 @@
 //! and delete allow) is decided by the engine (`models::signer`), inside one
 //! [`Tx`] per operation.
 
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
@@ -161,11 +161,11 @@ impl Signers<'_> {
     }
 }
 
-fn generation_key(tenant: &str) -> Vec<u8> {
+fn generation_key(tenant: &str) -> Key {
     key(&[tenant, "generation"])
 }
 
-fn root_crl_key(tenant: &str) -> Vec<u8> {
+fn root_crl_key(tenant: &str) -> Key {
     key(&[tenant, "root-crl"])
 }
 

@@ -16,7 +16,7 @@
 //! (`push_tokens`). A store from before them is counted once as it opens
 //! ([`Store::build_token_counts`]); a marker says it was.
 
-use crate::keys::key;
+use crate::keys::{key, Key};
 use crate::kv::{Tree, TxTree};
 use crate::{codec, Result, Store, Tx};
 use std::collections::BTreeMap;
@@ -49,8 +49,8 @@ fn parts(k: &[u8]) -> Vec<String> {
 
 /// How many keys of `tree` fall under each count key that `count_key`
 /// makes of a key's parts (none: the key is not counted).
-fn tally(tree: &Tree, count_key: impl Fn(&[String]) -> Option<Vec<u8>>) -> Result<BTreeMap<Vec<u8>, u64>> {
-    let mut counts: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+fn tally(tree: &Tree, count_key: impl Fn(&[String]) -> Option<Key>) -> Result<BTreeMap<Key, u64>> {
+    let mut counts: BTreeMap<Key, u64> = BTreeMap::new();
     for k in tree.iter().keys() {
         if let Some(ck) = count_key(&parts(&k?)) {
             let n = counts.entry(ck).or_default();

@@ -1,6 +1,6 @@
 //! Users of a tenant's realm, with the username index.
 
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::kv::TxTree;
 use crate::store::{get, Store};
 use crate::{Error, Result, Tx};
@@ -97,7 +97,7 @@ impl Index<'_> {
     }
 }
 
-pub(crate) fn index_keys(tenant: &str, u: &User) -> Vec<Vec<u8>> {
+pub(crate) fn index_keys(tenant: &str, u: &User) -> Vec<Key> {
     let name = u.username.as_str();
     let mut keys = Vec::new();
     for (attr, values) in &u.attributes {

@@ -27,7 +27,7 @@
 //! Policies count the versions using them (`uses`), updated in the same
 //! transaction as the version.
 
-use crate::keys::{key, last_part, prefix};
+use crate::keys::{key, last_part, prefix, Key};
 use crate::store::{get, Store};
 use crate::{codec, Error, Result, Tx};
 use serde::{Deserialize, Serialize};
@@ -131,15 +131,15 @@ fn round_part(id: u64) -> String {
     format!("{id:020}")
 }
 
-fn index_key(tenant: &str, v: &Version) -> Vec<u8> {
+fn index_key(tenant: &str, v: &Version) -> Key {
     key(&[tenant, &v.app_name, &v.platform, &v.version_str])
 }
 
-fn ballot_generation_key(tenant: &str, version: &str) -> Vec<u8> {
+fn ballot_generation_key(tenant: &str, version: &str) -> Key {
     key(&[tenant, "version-ballots", version])
 }
 
-fn app_generation_key(tenant: &str, app: &str) -> Vec<u8> {
+fn app_generation_key(tenant: &str, app: &str) -> Key {
     key(&[tenant, "app-versions", app])
 }
 
@@ -151,8 +151,8 @@ pub struct Ballots {
     tenant: String,
     version: String,
     generation: u64,
-    archs: Vec<Vec<u8>>,
-    votes: Vec<Vec<u8>>,
+    archs: Vec<Key>,
+    votes: Vec<Key>,
 }
 
 impl Ballots {
@@ -211,9 +211,9 @@ impl Versions<'_> {
                     Vec::new()
                 }
             }
-            None => t.version_archs.scan_prefix(&p).keys().map(|k| Ok(k?.to_vec())).collect::<Result<_>>()?,
+            None => t.version_archs.scan_prefix(&p).keys().map(|k| Ok(Key::from_slice(&k?))).collect::<Result<_>>()?,
         };
-        let votes = t.version_votes.scan_prefix(&p).keys().map(|k| Ok(k?.to_vec())).collect::<Result<_>>()?;
+        let votes = t.version_votes.scan_prefix(&p).keys().map(|k| Ok(Key::from_slice(&k?))).collect::<Result<_>>()?;
         Ok(Ballots { tenant: tenant.to_string(), version: version.to_string(), generation, archs, votes })
     }
 

@@ -6,7 +6,7 @@
 //! restarts. An event whose retries are exhausted moves to the failed tree,
 //! from which a replay puts it back.
 
-use crate::keys::{key, prefix};
+use crate::keys::{key, prefix, Key};
 use crate::leases::Lease;
 use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
@@ -103,7 +103,7 @@ fn seq_part(seq: u64) -> String {
     format!("{seq:020}")
 }
 
-fn records_generation_key(tenant: &str, id: &str) -> Vec<u8> {
+fn records_generation_key(tenant: &str, id: &str) -> Key {
     key(&[tenant, "webhook-records", id])
 }
 

@@ -284,14 +284,12 @@ use {
 
 #[doc(hidden)]
 pub fn pin() -> Guard {
-    Guard { inner: crossbeam_pin(), readset: vec![], writeset: vec![] }
+    Guard { inner: crossbeam_pin() }
 }
 
 #[doc(hidden)]
 pub struct Guard {
     inner: CrossbeamGuard,
-    readset: Vec<PageId>,
-    writeset: Vec<PageId>,
 }
 
 impl std::ops::Deref for Guard {

@@ -220,8 +220,6 @@ impl Tree {
                 res.complete(&event);
             }
 
-            guard.writeset.push(pid);
-
             Ok(Ok(last_value))
         } else {
             M.tree_looped();
@@ -432,12 +430,10 @@ impl Tree {
 
         trace!("getting key {:?}", key);
 
-        let View { node_view, pid, .. } = self.view_for_key(key.as_ref(), guard)?;
+        let View { node_view, .. } = self.view_for_key(key.as_ref(), guard)?;
 
         let pair = node_view.leaf_pair_for_key(key.as_ref());
         let val = pair.map(|kv| kv.1.clone());
-
-        guard.readset.push(pid);
 
         Ok(Ok(val))
     }
