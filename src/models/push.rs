@@ -170,10 +170,11 @@ impl PushNotificationEvent {
         if let Some(c) = &r.ast_client_id {
             validate::ulid("recipient.astClientId", c)?;
         }
-        let target = match (&r.user_id, &r.ast_client_id, &r.topic) {
-            (Some(u), None, None) => Target::User { user: u.clone() },
-            (Some(u), Some(c), None) => Target::Client { user: u.clone(), client: c.clone() },
-            (None, None, Some(t)) => Target::Topic { topic: t.clone() },
+        let Recipient { user_id, ast_client_id, topic, .. } = self.recipient;
+        let target = match (user_id, ast_client_id, topic) {
+            (Some(user), None, None) => Target::User { user },
+            (Some(user), Some(client), None) => Target::Client { user, client },
+            (None, None, Some(topic)) => Target::Topic { topic },
             _ => {
                 return Err(ApiError::field(
                     "recipient",

@@ -47,11 +47,11 @@ pub async fn send_as(
     options: SendOptions,
 ) -> ApiResult<Vec<NotificationResponse>> {
     let req = request(engine, tenant, id, event, options)?;
-    let (recipient, id, kind) = (req.recipient.clone(), req.notification.id.clone(), kind(&req.recipient));
+    let (name, id, kind) = (named(&req.recipient), req.notification.id.clone(), kind(&req.recipient));
     let started = std::time::Instant::now();
     let answer = engine.push.send(req, engine.config.send_deadline).await;
     engine.send_series.record(kind, started.elapsed());
-    responses(tenant, &id, &recipient, answer)
+    responses(tenant, &id, &name, answer)
 }
 
 /// Sends every event of a batch concurrently (one message to the tenant's
@@ -66,7 +66,7 @@ pub async fn send_batch(
 ) -> Vec<BatchEntry> {
     let refused = |e: ApiError| BatchEntry::Refused(e.admin_body(SUBSYSTEM));
     let mut entries: Vec<Option<BatchEntry>> = Vec::with_capacity(events.len());
-    // The events sent: their entry, recipient and notification id.
+    // The events sent: their entry, recipient kind and name, and notification id.
     let mut sent = Vec::new();
     let mut reqs = Vec::new();
     let mut next = ulid::Ulid::generate();
@@ -76,7 +76,7 @@ pub async fn send_batch(
         next = next.increment().unwrap_or_else(|carried| carried);
         match event.and_then(|event| request(engine, tenant, id, event, SendOptions::default())) {
             Ok(req) => {
-                sent.push((i, req.recipient.clone(), req.notification.id.clone()));
+                sent.push((i, kind(&req.recipient), named(&req.recipient), req.notification.id.clone()));
                 reqs.push(req);
                 entries.push(None);
             }
@@ -91,10 +91,10 @@ pub async fn send_batch(
         };
         // The events are answered together: each took what its caller waited.
         let elapsed = started.elapsed();
-        for ((i, recipient, id), answer) in sent.into_iter().zip(answers) {
-            engine.send_series.record(kind(&recipient), elapsed);
+        for ((i, kind, name, id), answer) in sent.into_iter().zip(answers) {
+            engine.send_series.record(kind, elapsed);
             if let Some(entry) = entries.get_mut(i) {
-                *entry = Some(match responses(tenant, &id, &recipient, answer) {
+                *entry = Some(match responses(tenant, &id, &name, answer) {
                     Ok(r) => BatchEntry::Sent(r),
                     Err(e) => refused(e),
                 });
@@ -132,11 +132,19 @@ fn kind(recipient: &Recipient) -> &'static str {
     }
 }
 
-/// What a send answers, from the push engine's answer.
+/// What a send's answer names: the user it went to, or its topic.
+fn named(recipient: &Recipient) -> String {
+    match recipient {
+        Recipient::Client { user, .. } | Recipient::User { user } => user.clone(),
+        Recipient::Topic { topic } => topic.clone(),
+    }
+}
+
+/// What a send to `name` (see [`named`]) answers, from the push engine's answer.
 fn responses(
     tenant: &str,
     id: &str,
-    recipient: &Recipient,
+    name: &str,
     answer: Result<SendAnswer, SendError>,
 ) -> ApiResult<Vec<NotificationResponse>> {
     let answer = answer.map_err(|e| match e {
@@ -144,17 +152,14 @@ fn responses(
         SendError::Internal(m) => ApiError::internal(m),
     })?;
     Ok(match answer {
-        SendAnswer::Clients(results) => client_responses(tenant, id, recipient, results),
+        SendAnswer::Clients(results) => client_responses(tenant, id, name, results),
         SendAnswer::Broadcast { apps, .. } => apps
             .into_iter()
             .map(|a| NotificationResponse {
                 tenant_id: tenant.to_string(),
                 user_id: None,
                 ast_client_id: None,
-                topic: match recipient {
-                    Recipient::Topic { topic } => Some(topic.clone()),
-                    _ => None,
-                },
+                topic: Some(name.to_string()),
                 notification_id: id.to_string(),
                 is_successful: a.refused.is_none(),
                 results: a
@@ -188,16 +193,8 @@ pub async fn cancel(engine: &Engine, tenant: &str, id: &str) -> ApiResult<()> {
     Ok(())
 }
 
-fn client_responses(
-    tenant: &str,
-    id: &str,
-    recipient: &Recipient,
-    results: Vec<ClientResult>,
-) -> Vec<NotificationResponse> {
-    let user = match recipient {
-        Recipient::Client { user, .. } | Recipient::User { user } => Some(user.clone()),
-        Recipient::Topic { .. } => None,
-    };
+/// One entry per client of a send to `user` (one client, or all of theirs).
+fn client_responses(tenant: &str, id: &str, user: &str, results: Vec<ClientResult>) -> Vec<NotificationResponse> {
     results
         .into_iter()
         .map(|ClientResult { client_id, outcome }| {
@@ -214,7 +211,7 @@ fn client_responses(
             };
             NotificationResponse {
                 tenant_id: tenant.to_string(),
-                user_id: user.clone(),
+                user_id: Some(user.to_string()),
                 ast_client_id: Some(client_id.clone()),
                 topic: None,
                 notification_id: id.to_string(),
