@@ -93,16 +93,15 @@ pub struct SendSeries {
 }
 
 impl SendSeries {
-    /// Records how long one send to a `recipient` kind (`client`, `user` or `topic`) took.
-    pub(crate) fn record(&self, recipient: &'static str, elapsed: Duration) {
-        let slot = match recipient {
-            "client" => &self.client,
-            "user" => &self.user,
-            _ => &self.topic,
+    /// The histogram of how long sends to `recipient`'s kind take, made at first use.
+    pub(crate) fn of(&self, recipient: &herald_actors::send::Recipient) -> &metrics::Histogram {
+        use herald_actors::send::Recipient;
+        let (slot, label) = match recipient {
+            Recipient::Client { .. } => (&self.client, "client"),
+            Recipient::User { .. } => (&self.user, "user"),
+            Recipient::Topic { .. } => (&self.topic, "topic"),
         };
-        let histogram =
-            slot.get_or_init(|| metrics::histogram!("herald_send_duration_seconds", "recipient" => recipient));
-        histogram.record(elapsed.as_secs_f64());
+        slot.get_or_init(|| metrics::histogram!("herald_send_duration_seconds", "recipient" => label))
     }
 }
 

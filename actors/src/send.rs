@@ -212,10 +212,10 @@ async fn interactive(
 ) -> Result<(Vec<ClientResult>, SendRecord), SendError> {
     let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
-    // The clients, each with its record when already read.
+    // The clients, each with its state when already read.
     let (clients, kind, who) = match &req.recipient {
         Recipient::Client { user, client } => {
-            let Some(record) = store.clients().get(tenant, client)? else {
+            let Some(record) = store.clients().state(tenant, client)? else {
                 return Err(SendError::NotFound(format!("client {client} not found")));
             };
             if !store.links().exists(tenant, user, client)? {
@@ -316,15 +316,15 @@ fn target(
     tenant: &str,
     n: &Notification,
     client_id: &str,
-    record: Option<herald_storage::clients::Client>,
+    record: Option<herald_storage::clients::ClientState>,
 ) -> Result<Target, ClientOutcome> {
     let store = channels.deliverer().store();
-    let client = match record.map_or_else(|| store.clients().get(tenant, client_id), |c| Ok(Some(c))) {
+    let client = match record.map_or_else(|| store.clients().state(tenant, client_id), |c| Ok(Some(c))) {
         Ok(Some(c)) => c,
         Ok(None) => return Err(failed("", 404, format!("client {client_id} not found"))),
         Err(e) => return Err(failed("", 500, e.to_string())),
     };
-    if client.is_locked() {
+    if client.locked {
         return Err(failed(&client.app_name, 423, "the client is locked"));
     }
     let token = match store.push_tokens().get(tenant, client_id) {

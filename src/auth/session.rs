@@ -56,9 +56,9 @@ fn check_user(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult
 /// A client's token stops working when the client is deleted, locked, or
 /// disconnected after the token was issued.
 fn check_client(engine: &Engine, tenant: &str, client_id: &str, issued_at: u64) -> ApiResult<()> {
-    match engine.store.clients().get(tenant, client_id)? {
+    match engine.store.clients().state(tenant, client_id)? {
         None => Err(ApiError::unauthorized("the client no longer exists")),
-        Some(c) if c.is_locked() => Err(ApiError::forbidden("the client is locked")),
+        Some(c) if c.locked => Err(ApiError::forbidden("the client is locked")),
         // `iat` has one-second resolution: a token from the disconnect's own second stays valid.
         Some(c) if issued_at < c.not_before_ms / 1000 => {
             Err(ApiError::unauthorized("the client was disconnected: log in again"))

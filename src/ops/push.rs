@@ -47,10 +47,11 @@ pub async fn send_as(
     options: SendOptions,
 ) -> ApiResult<Vec<NotificationResponse>> {
     let req = request(engine, tenant, id, event, options)?;
-    let (name, id, kind) = (named(&req.recipient), req.notification.id.clone(), kind(&req.recipient));
+    let (name, id, series) =
+        (named(&req.recipient), req.notification.id.clone(), engine.send_series.of(&req.recipient));
     let started = std::time::Instant::now();
     let answer = engine.push.send(req, engine.config.send_deadline).await;
-    engine.send_series.record(kind, started.elapsed());
+    series.record(started.elapsed().as_secs_f64());
     responses(tenant, &id, &name, answer)
 }
 
@@ -66,7 +67,7 @@ pub async fn send_batch(
 ) -> Vec<BatchEntry> {
     let refused = |e: ApiError| BatchEntry::Refused(e.admin_body(SUBSYSTEM));
     let mut entries: Vec<Option<BatchEntry>> = Vec::with_capacity(events.len());
-    // The events sent: their entry, recipient kind and name, and notification id.
+    // The events sent: their entry, duration histogram, recipient name and notification id.
     let mut sent = Vec::new();
     let mut reqs = Vec::new();
     let mut next = ulid::Ulid::generate();
@@ -76,7 +77,12 @@ pub async fn send_batch(
         next = next.increment().unwrap_or_else(|carried| carried);
         match event.and_then(|event| request(engine, tenant, id, event, SendOptions::default())) {
             Ok(req) => {
-                sent.push((i, kind(&req.recipient), named(&req.recipient), req.notification.id.clone()));
+                sent.push((
+                    i,
+                    engine.send_series.of(&req.recipient),
+                    named(&req.recipient),
+                    req.notification.id.clone(),
+                ));
                 reqs.push(req);
                 entries.push(None);
             }
@@ -91,8 +97,8 @@ pub async fn send_batch(
         };
         // The events are answered together: each took what its caller waited.
         let elapsed = started.elapsed();
-        for ((i, kind, name, id), answer) in sent.into_iter().zip(answers) {
-            engine.send_series.record(kind, elapsed);
+        for ((i, series, name, id), answer) in sent.into_iter().zip(answers) {
+            series.record(elapsed.as_secs_f64());
             if let Some(entry) = entries.get_mut(i) {
                 *entry = Some(match responses(tenant, &id, &name, answer) {
                     Ok(r) => BatchEntry::Sent(r),
@@ -121,15 +127,6 @@ fn request(
         _ => engine.quotas.interactive(tenant)?,
     }
     Ok(SendRequest { tenant: tenant.to_string(), recipient, notification, max_per_second: options.max_per_second })
-}
-
-/// The `recipient` label of the send duration histogram.
-fn kind(recipient: &Recipient) -> &'static str {
-    match recipient {
-        Recipient::Client { .. } => "client",
-        Recipient::User { .. } => "user",
-        Recipient::Topic { .. } => "topic",
-    }
 }
 
 /// What a send's answer names: the user it went to, or its topic.

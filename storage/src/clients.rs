@@ -1,5 +1,6 @@
 //! Device clients: one installation of an app, identified by a ULID.
 
+use crate::codec::{self, Skipped};
 use crate::keys::key;
 use crate::push_tokens::{listed, PushToken};
 use crate::store::{get, Store};
@@ -64,8 +65,68 @@ impl Client {
     /// Whether the client is locked (any state but `NONE`): it gets no push and
     /// its token stays out of the broadcast index.
     pub fn is_locked(&self) -> bool {
-        self.lock_state != "NONE"
+        self.lock_state != Self::UNLOCKED
     }
+
+    /// The lock state of a client that is not locked.
+    const UNLOCKED: &'static str = "NONE";
+}
+
+/// What a send and a client's token check need of a client: read from its
+/// record without decoding the rest of it (a send reads it every time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientState {
+    /// The app it is an installation of.
+    pub app_name: String,
+    /// Whether it is locked (see [`Client::is_locked`]).
+    pub locked: bool,
+    /// See [`Client::not_before_ms`].
+    pub not_before_ms: u64,
+}
+
+/// A stored [`Client`], its strings borrowed from the record and the fields
+/// no reader of [`ClientState`] needs read past. postcard reads fields in
+/// order, so this lists every field of `Client` in its order, with the same
+/// encoding (test `the_state_is_read_from_the_whole_record`).
+#[derive(Deserialize)]
+struct ClientView<'a> {
+    _id: &'a str,
+    app_name: &'a str,
+    _platform: &'a str,
+    #[serde(borrow)]
+    _app_version: Option<&'a str>,
+    #[serde(borrow)]
+    _sdk_version: Option<&'a str>,
+    #[serde(borrow)]
+    _device_name: Option<&'a str>,
+    #[serde(borrow)]
+    _client_device: Option<&'a str>,
+    #[serde(borrow)]
+    _client_os_version: Option<&'a str>,
+    #[serde(borrow)]
+    _locales: Skipped<&'a str>,
+    _secret_hash: Skipped<u8>,
+    lock_state: &'a str,
+    #[serde(borrow)]
+    _lock_reason: Option<&'a str>,
+    _created_ms: u64,
+    #[serde(borrow)]
+    _risks: Option<&'a str>,
+    #[serde(borrow)]
+    _risk_analysis: Option<&'a str>,
+    #[serde(borrow)]
+    _login_outcome: Option<&'a str>,
+    #[serde(borrow)]
+    _login_error: Option<&'a str>,
+    _last_login_attempt: Option<u64>,
+    #[serde(borrow)]
+    _activation_outcome: Option<&'a str>,
+    #[serde(borrow)]
+    _activation_error: Option<&'a str>,
+    _last_activation_attempt: Option<u64>,
+    _last_successful_verification: Option<u64>,
+    _last_failed_verification: Option<u64>,
+    not_before_ms: u64,
 }
 
 /// Reads and seeding of clients; writes go through [`Tx`].
@@ -87,6 +148,17 @@ impl Clients<'_> {
     /// One client; `None` when absent.
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
         get(&self.0.trees()?.clients, &key(&[tenant, id]))
+    }
+
+    /// What a send or a token check needs of one client; `None` when absent.
+    pub fn state(&self, tenant: &str, id: &str) -> Result<Option<ClientState>> {
+        let Some(record) = self.0.trees()?.clients.get(key(&[tenant, id]))? else { return Ok(None) };
+        let view: ClientView = codec::decode(&record)?;
+        Ok(Some(ClientState {
+            app_name: view.app_name.to_owned(),
+            locked: view.lock_state != Client::UNLOCKED,
+            not_before_ms: view.not_before_ms,
+        }))
     }
 }
 
@@ -133,5 +205,54 @@ impl Tx<'_> {
         };
         self.remove_token(tenant, id, client.is_locked())?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A view that skipped a field wrongly would read `lock_state` or
+    /// `not_before_ms` from the wrong bytes, or fail: every field is set here,
+    /// with values of more than one byte, then every optional one left out.
+    #[test]
+    fn the_state_is_read_from_the_whole_record() {
+        let some = |s: &str| Some(s.repeat(3));
+        let full = Client {
+            id: "01HZX".into(),
+            app_name: "shop".into(),
+            platform: "ios".into(),
+            app_version: some("1.2"),
+            sdk_version: some("3.4"),
+            device_name: some("phone"),
+            client_device: some("model"),
+            client_os_version: some("17"),
+            locales: vec!["de-CH".into(), "fr".into(), "en".into()],
+            secret_hash: vec![0xAB; 32],
+            lock_state: "LOCKED".into(),
+            lock_reason: some("stolen"),
+            created_ms: 1_700_000_000_000,
+            risks: some("root"),
+            risk_analysis: some("{}"),
+            login_outcome: some("ok"),
+            login_error: some("none"),
+            last_login_attempt: Some(u64::MAX),
+            activation_outcome: some("ok"),
+            activation_error: some("none"),
+            last_activation_attempt: Some(1 << 40),
+            last_successful_verification: Some(300),
+            last_failed_verification: Some(1 << 50),
+            not_before_ms: 1_700_000_123_456,
+        };
+        let bare = Client { id: "c".into(), app_name: "news".into(), lock_state: "NONE".into(), ..Client::default() };
+        for (client, locked) in [(&full, true), (&bare, false)] {
+            let bytes = codec::encode(client).unwrap();
+            let view: ClientView = codec::decode(&bytes).unwrap();
+            assert_eq!(
+                (view.app_name, view.lock_state == "NONE", view.not_before_ms),
+                (client.app_name.as_str(), !locked, client.not_before_ms)
+            );
+            assert_eq!(client.is_locked(), locked);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! in `decode`.
 
 use crate::{Error, Result};
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// Current format of every stored value.
 const FORMAT: u8 = 1;
@@ -15,11 +15,37 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     postcard::to_extend(value, vec![FORMAT]).map_err(|e| Error::Codec(e.to_string()))
 }
 
-pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+/// The record in `bytes`; a `T` that borrows (a view of a record's first
+/// fields, see [`Skipped`]) reads its strings in place.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T> {
     match bytes.split_first() {
         Some((&FORMAT, rest)) => postcard::from_bytes(rest).map_err(|e| Error::Codec(e.to_string())),
         Some((v, _)) => Err(Error::Codec(format!("unknown format {v}"))),
         None => Err(Error::Codec("empty value".into())),
+    }
+}
+
+/// A sequence field of a record view, read past without keeping it: postcard
+/// is not self-describing, so a view must still read every field before the
+/// ones it keeps. Each element is decoded as `T` (`&str` for strings, so
+/// nothing is allocated) and dropped.
+pub(crate) struct Skipped<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Elements<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Elements<T> {
+            type Value = Skipped<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            // Each element takes at least one byte of the record: the loop ends with it.
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+                while seq.next_element::<T>()?.is_some() {}
+                Ok(Skipped(std::marker::PhantomData))
+            }
+        }
+        d.deserialize_seq(Elements(std::marker::PhantomData))
     }
 }
 

@@ -157,7 +157,7 @@ impl IndexDb {
         let done = changes.iter().try_for_each(|c| {
             let (tenant, app) = (c.tenant.as_bytes(), c.app.as_bytes());
             if let Some(apps) = k.touched.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                apps.insert(keys::prefix_bytes(&[tenant, app])); // before the write the check may count
+                apps.insert(keys::prefix_bytes(&[tenant, app]).into_vec()); // before the write the check may count
             }
             k.set(tenant, app, c.client.as_bytes())
         });
@@ -305,7 +305,7 @@ fn list_tokens(k: &Keeper) -> Result<Option<(u64, PerApp)>> {
         let (tenant, client_id) =
             (rk.get(..at).unwrap_or_default(), rk.get(at.saturating_add(1)..).unwrap_or_default());
         let app = token.app_name.as_bytes();
-        let n = expected.entry(keys::prefix_bytes(&[tenant, app])).or_default();
+        let n = expected.entry(keys::prefix_bytes(&[tenant, app]).into_vec()).or_default();
         *n = n.saturating_add(1);
         let ik = keys::key_bytes(&[tenant, app, client_id]);
         let entry = codec::encode(&TokenRef::of(token))?;

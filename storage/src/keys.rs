@@ -26,14 +26,15 @@ pub(crate) fn key_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Key {
 }
 
 /// [`prefix`] of parts that are bytes already.
-pub(crate) fn prefix_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
-    let mut k = key_bytes(parts).into_vec();
+pub(crate) fn prefix_bytes<P: AsRef<[u8]>>(parts: &[P]) -> Key {
+    // `key_bytes` reserves a byte per part: one more than its separators, for this one.
+    let mut k = key_bytes(parts);
     k.push(0);
     k
 }
 
 /// The prefix of every key that starts with `parts`.
-pub(crate) fn prefix(parts: &[&str]) -> Vec<u8> {
+pub(crate) fn prefix(parts: &[&str]) -> Key {
     prefix_bytes(parts)
 }
 
@@ -69,6 +70,9 @@ mod tests {
         let k = key(&["acme", &long, "x"]);
         assert!(k.spilled(), "a 107-byte key lives on the heap");
         assert_eq!(k.as_slice(), [b"acme".as_slice(), b"\0", long.as_bytes(), b"\0x"].concat());
-        assert_eq!(prefix(&["acme", &long]), [b"acme".as_slice(), b"\0", long.as_bytes(), b"\0"].concat());
+        let p = prefix(&["acme", &long]);
+        assert_eq!(p.as_slice(), [b"acme".as_slice(), b"\0", long.as_bytes(), b"\0"].concat());
+        assert_eq!(p.capacity(), p.len(), "the prefix's separator was reserved with the key");
+        assert!(!prefix(&["acme", "shop"]).spilled(), "a short prefix stays on the stack");
     }
 }

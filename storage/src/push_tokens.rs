@@ -160,7 +160,7 @@ impl PushTokens<'_> {
 
     /// The app's broadcast index from the client after `after` (from its
     /// first without one), and the app's prefix, where the scan must stop.
-    fn index_after(&self, tenant: &str, app: &str, after: Option<&str>) -> Result<(crate::kv::Scan, Vec<u8>)> {
+    fn index_after(&self, tenant: &str, app: &str, after: Option<&str>) -> Result<(crate::kv::Scan, Key)> {
         let t = &self.0.trees()?.tokens_by_app;
         let p = prefix(&[tenant, app]);
         let iter = match after {

@@ -87,7 +87,7 @@ pub enum Index<'a> {
 /// prefix scan answers in username order.
 impl Index<'_> {
     /// The index-tree prefix of this lookup's entries.
-    pub(crate) fn prefix(&self, tenant: &str) -> Vec<u8> {
+    pub(crate) fn prefix(&self, tenant: &str) -> Key {
         match *self {
             Index::Attribute(name, value) => prefix(&[tenant, "a", name, value]),
             Index::Role(role) => prefix(&[tenant, "r", role]),
