@@ -81,17 +81,24 @@ pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> ApiResult<T> {
     if body.is_empty() {
         return Err(ApiError::bad_request("request body: a JSON body is required"));
     }
-    // Most bodies decode: track the field path only to name the one that did not.
-    if let Ok(value) = T::deserialize(&mut serde_json::Deserializer::from_slice(body)) {
-        return Ok(value);
-    }
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    decode_tracked(body).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let path = if path == "." { "request body".to_string() } else { path };
         ApiError::field(&path, inner)
     })
+}
+
+/// Decodes JSON into `T`, or says which field path failed. Most JSON
+/// decodes: the path is tracked (a wrapper around every value) only when
+/// decoding again to name the failure.
+pub(crate) fn decode_tracked<T: DeserializeOwned>(
+    json: &[u8],
+) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+    if let Ok(value) = T::deserialize(&mut serde_json::Deserializer::from_slice(json)) {
+        return Ok(value);
+    }
+    serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(json))
 }
 
 /// A JSON answer.

@@ -554,8 +554,7 @@ impl RawSendBatch {
     /// Each event decoded on its own (see [`batch_event`]).
     pub(crate) fn decode(&self) -> Vec<ApiResult<PushNotificationEvent>> {
         let decode = |i: usize, e: &serde_json::value::RawValue| {
-            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(e.get()))
-                .map_err(|e| event_error(i, e))
+            crate::http::decode_tracked(e.get().as_bytes()).map_err(|e| event_error(i, e))
         };
         self.events.iter().enumerate().map(|(i, e)| decode(i, e)).collect()
     }

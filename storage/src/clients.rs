@@ -152,13 +152,19 @@ impl Clients<'_> {
 
     /// What a send or a token check needs of one client; `None` when absent.
     pub fn state(&self, tenant: &str, id: &str) -> Result<Option<ClientState>> {
-        let Some(record) = self.0.trees()?.clients.get(key(&[tenant, id]))? else { return Ok(None) };
-        let view: ClientView = codec::decode(&record)?;
-        Ok(Some(ClientState {
+        self.0.trees()?.clients.get(key(&[tenant, id]))?.map(|record| ClientState::of(&record)).transpose()
+    }
+}
+
+impl ClientState {
+    /// The state of the client stored as `record` (the bytes of a [`Client`]).
+    pub(crate) fn of(record: &[u8]) -> Result<ClientState> {
+        let view: ClientView = codec::decode(record)?;
+        Ok(ClientState {
             app_name: view.app_name.to_owned(),
             locked: view.lock_state != Client::UNLOCKED,
             not_before_ms: view.not_before_ms,
-        }))
+        })
     }
 }
 
@@ -246,11 +252,10 @@ mod tests {
         };
         let bare = Client { id: "c".into(), app_name: "news".into(), lock_state: "NONE".into(), ..Client::default() };
         for (client, locked) in [(&full, true), (&bare, false)] {
-            let bytes = codec::encode(client).unwrap();
-            let view: ClientView = codec::decode(&bytes).unwrap();
+            let state = ClientState::of(&codec::encode(client).unwrap()).unwrap();
             assert_eq!(
-                (view.app_name, view.lock_state == "NONE", view.not_before_ms),
-                (client.app_name.as_str(), !locked, client.not_before_ms)
+                state,
+                ClientState { app_name: client.app_name.clone(), locked, not_before_ms: client.not_before_ms }
             );
             assert_eq!(client.is_locked(), locked);
         }

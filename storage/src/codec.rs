@@ -51,7 +51,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
 
 /// Decodes `bytes` as every stored record kind. Each kind that accepts them must
 /// re-encode to bytes that decode and encode again identically (a stable round
-/// trip); a violation panics. Returns how many kinds accepted. For the fuzzer.
+/// trip), and a client's state view must read what its whole record holds;
+/// a violation panics. Returns how many kinds accepted. For the fuzzer.
 // Fuzz-only: a panic here is the fuzzer's finding (an unstable round trip),
 // and the sum counts at most one per record kind.
 #[allow(clippy::panic, clippy::arithmetic_side_effects)]
@@ -66,6 +67,15 @@ pub fn round_trip_every_record(bytes: &[u8]) -> usize {
         1
     }
     use crate::*;
+    // What a send reads of a client (a view of its first fields) agrees with the whole record.
+    if let Ok(client) = decode::<clients::Client>(bytes) {
+        let state = clients::ClientState::of(bytes).unwrap_or_else(|e| panic!("a client's state does not decode: {e}"));
+        assert_eq!(
+            (state.app_name.as_str(), state.locked, state.not_before_ms),
+            (client.app_name.as_str(), client.is_locked(), client.not_before_ms),
+            "a client's state"
+        );
+    }
     one::<apps::App>(bytes)
         + one::<catalogue::Service>(bytes)
         + one::<clients::Client>(bytes)
