@@ -39,7 +39,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Skipped<T> {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a sequence")
             }
-            // Each element takes at least one byte of the record: the loop ends with it.
+            // postcard yields the count the length prefix gives; each element takes a byte or
+            // more, so a forged length ends at the record's end, with an error.
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
                 while seq.next_element::<T>()?.is_some() {}
                 Ok(Skipped(std::marker::PhantomData))
