@@ -413,6 +413,24 @@ fn machine_busy_secs() -> f64 {
     (total - idle) / clock_ticks()
 }
 
+/// The share of the machine's CPU capacity busy (every process) since `start`.
+struct MachineBusy {
+    t0: Instant,
+    busy: f64,
+}
+
+impl MachineBusy {
+    fn start() -> MachineBusy {
+        MachineBusy { t0: Instant::now(), busy: machine_busy_secs() }
+    }
+
+    fn share(&self) -> f64 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let wall = self.t0.elapsed().as_secs_f64().max(1e-3);
+        ((machine_busy_secs() - self.busy) / (wall * cpus)).clamp(0.0, 1.0)
+    }
+}
+
 /// Measures how much of the machine other processes (the lead's builds, say)
 /// used during a phase: busy CPU of the machine less ours (this process, its
 /// waited-for children, and the given children still running).
@@ -2898,7 +2916,9 @@ impl Bench {
         for round in 1..=repeats {
             let before = flush_hist(&self.http, herald).await;
             let speed_before = self.res.probe_speed();
+            let busy = MachineBusy::start();
             let r = run_load(&herald_target, &load).await;
+            self.res.add("half_load_machine_busy", Some(busy.share()));
             let speed_after = self.res.probe_speed();
             let flushes = flush_hist(&self.http, herald).await.since(&before);
             let speed = speed_before.min(speed_after);
@@ -2914,7 +2934,9 @@ impl Bench {
             self.res.add("send_api_p50_ms_half_load", r.pct_ms(0.5));
             self.res.add("send_api_p99_ms_half_load", r.pct_ms(0.99));
             Results::merge(&mut self.res.half_load_flushes, flushes);
+            let busy = MachineBusy::start();
             let r = run_load(&proxy_target, &load).await;
+            self.res.add("proxy_half_load_machine_busy", Some(busy.share()));
             say!(
                 "  proxy   h1 C=64 at {rate:.0}/s ({round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors",
                 r.pct_ms(0.5).unwrap_or(f64::NAN),
@@ -3395,6 +3417,16 @@ fn table(res: &Results, opts: &Options) -> String {
         row("  send-batch / fan-out".into(), "batch_vs_fanout", 2, "x"),
         row(format!("send API p99 at half load ({half}, C=64)"), "send_api_p99_ms_half_load", 2, " ms"),
         row("  forwarding proxy p99 at the same rate".into(), "proxy_p99_ms_half_load", 2, " ms"),
+        (
+            // Near 100%, any slow spell of the host leaves a queue behind.
+            "  machine CPU busy (every process) in Herald's rounds / the proxy's".into(),
+            format!(
+                "{} / {}",
+                fmt_opt(res.median("half_load_machine_busy").map(|v| v * 100.0), 0, "%"),
+                fmt_opt(res.median("proxy_half_load_machine_busy").map(|v| v * 100.0), 0, "%"),
+            ),
+            String::new(),
+        ),
         (
             "  machine speed in Herald's rounds (probe, of the run's fastest)".into(),
             match res.half_load_speed_shares() {
