@@ -2,7 +2,7 @@
 //! read the body within its limit, run the handler, render errors by family,
 //! count and log.
 
-use crate::auth::{tokens, Access, Caller, Principal};
+use crate::auth::{tokens, Access, Caller};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult, Family};
 use crate::http::{json, Cx, Response};
@@ -265,16 +265,8 @@ pub(crate) fn authenticate(
             if Some(v.tenant.as_str()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }
-            let claims = &v.claims;
-            crate::auth::session::check_access(engine, &v.tenant, claims)?;
-            let principal = Principal {
-                tenant: v.tenant.clone(),
-                username: claims.preferred_username.clone(),
-                roles: claims.realm_access.roles.clone(),
-                client_id: claims.ast_client_id.clone(),
-                issued_at: claims.iat,
-            };
-            Caller::Tenant(principal)
+            crate::auth::session::check_access(engine, &v.tenant, &v.claims)?;
+            Caller::Tenant(Arc::clone(&v.principal))
         }
     };
     caller.authorize(tenant, access)?;

@@ -106,11 +106,26 @@ pub struct KeyCache {
     verified: DashMap<[u8; 32], Arc<Verified>>,
 }
 
-/// A verified token: its tenant and claims (`typ` among them). Shared, not
-/// copied, on each request that presents the token again.
+/// A verified token: its tenant and claims (`typ` among them), and the
+/// principal they make. Shared, not copied, on each request that presents
+/// the token again.
 pub(crate) struct Verified {
     pub tenant: String,
     pub claims: super::tokens::AccessClaims,
+    pub principal: Arc<super::Principal>,
+}
+
+impl Verified {
+    pub(crate) fn new(tenant: String, claims: super::tokens::AccessClaims) -> Verified {
+        let principal = Arc::new(super::Principal {
+            tenant: tenant.clone(),
+            username: claims.preferred_username.clone(),
+            roles: claims.realm_access.roles.clone(),
+            client_id: claims.ast_client_id.clone(),
+            issued_at: claims.iat,
+        });
+        Verified { tenant, claims, principal }
+    }
 }
 
 /// Verified tokens remembered at most; the cache is cleared when full.
@@ -190,5 +205,28 @@ mod tests {
         let point = spki.subject_public_key.data.to_vec();
         assert_eq!(URL_SAFE_NO_PAD.encode(&point[1..33]), key.x);
         assert_eq!(URL_SAFE_NO_PAD.encode(&point[33..65]), key.y);
+    }
+
+    /// A request presenting a token seen before gets the principal its cache
+    /// entry holds, not a copy of the claims.
+    #[test]
+    fn a_remembered_token_shares_its_principal() {
+        let claims: super::super::tokens::AccessClaims = serde_json::from_value(serde_json::json!({
+            "exp": 2_000_000_000u64, "iat": 1_700_000_000u64, "jti": "j", "iss": "i", "aud": "a",
+            "sub": "s", "typ": "Bearer", "azp": "z", "session_state": "x", "scope": "openid",
+            "realm_access": {"roles": ["client"]}, "preferred_username": "service-account-c1",
+            "astClientId": "c1"
+        }))
+        .unwrap();
+        let cache = KeyCache::default();
+        cache.remember("token", Arc::new(Verified::new("t1".into(), claims)));
+        let (first, again) = (cache.verified("token", 1).unwrap(), cache.verified("token", 1).unwrap());
+        assert!(Arc::ptr_eq(&first.principal, &again.principal));
+        let p = &first.principal;
+        assert_eq!((p.tenant.as_str(), p.username.as_str()), ("t1", "service-account-c1"));
+        assert_eq!(
+            (p.roles.clone(), p.client_id.as_deref(), p.issued_at),
+            (vec!["client".to_string()], Some("c1"), 1_700_000_000)
+        );
     }
 }

@@ -10,6 +10,7 @@ pub use keys::{signing_key_context as keys_context, Jwk, KeyCache, TenantKey};
 pub use tokens::{AccessClaims, TokenPair};
 
 use crate::error::{ApiError, ApiResult};
+use std::sync::Arc;
 
 /// Role names of API.md, as they appear in `realm_access.roles`.
 pub mod roles {
@@ -118,8 +119,9 @@ pub enum Caller {
     Anonymous,
     /// The platform operator (tenant creation).
     Operator,
-    /// An administrator, a reader or a device client of one tenant.
-    Tenant(Principal),
+    /// An administrator, a reader or a device client of one tenant: shared
+    /// with the verified token's cache entry, so a request copies none of it.
+    Tenant(Arc<Principal>),
 }
 
 impl Caller {
@@ -139,13 +141,13 @@ impl Caller {
     }
 
     fn with_roles(tenant: &str, username: &str, roles: &[&str], client_id: Option<&str>) -> Caller {
-        Caller::Tenant(Principal {
+        Caller::Tenant(Arc::new(Principal {
             tenant: tenant.to_string(),
             username: username.to_string(),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             client_id: client_id.map(str::to_string),
             issued_at: 0,
-        })
+        }))
     }
 
     /// Whether this caller may perform an operation of `tenant` (`None` for

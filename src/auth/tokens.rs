@@ -207,7 +207,7 @@ pub(crate) fn verify_shared(
             let tenant = claimed_tenant(token).ok_or_else(invalid)?;
             let key = keys.get(store, &tenant)?.ok_or_else(invalid)?;
             let data = decode::<AccessClaims>(token, &key, public_url, &tenant, true).map_err(|_| invalid())?;
-            let v = Arc::new(Verified { tenant, claims: data.claims });
+            let v = Arc::new(Verified::new(tenant, data.claims));
             keys.remember(token, Arc::clone(&v));
             v
         }
