@@ -262,10 +262,10 @@ pub(crate) fn authenticate(
                 token,
                 tokens::TYP_ACCESS,
             )?;
-            if Some(v.tenant.as_str()) != tenant {
+            if Some(v.tenant()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }
-            crate::auth::session::check_access(engine, &v.tenant, &v.claims)?;
+            crate::auth::session::check_access(engine, v.tenant(), &v.claims)?;
             Caller::Tenant(Arc::clone(&v.principal))
         }
     };

@@ -106,11 +106,10 @@ pub struct KeyCache {
     verified: DashMap<[u8; 32], Arc<Verified>>,
 }
 
-/// A verified token: its tenant and claims (`typ` among them), and the
-/// principal they make. Shared, not copied, on each request that presents
-/// the token again.
+/// A verified token: its claims (`typ` among them) and the principal they
+/// make, its tenant's. Shared, not copied, on each request that presents the
+/// token again.
 pub(crate) struct Verified {
-    pub tenant: String,
     pub claims: super::tokens::AccessClaims,
     pub principal: Arc<super::Principal>,
 }
@@ -118,13 +117,18 @@ pub(crate) struct Verified {
 impl Verified {
     pub(crate) fn new(tenant: String, claims: super::tokens::AccessClaims) -> Verified {
         let principal = Arc::new(super::Principal {
-            tenant: tenant.clone(),
+            tenant,
             username: claims.preferred_username.clone(),
             roles: claims.realm_access.roles.clone(),
             client_id: claims.ast_client_id.clone(),
             issued_at: claims.iat,
         });
-        Verified { tenant, claims, principal }
+        Verified { claims, principal }
+    }
+
+    /// The tenant whose key signed the token.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.principal.tenant
     }
 }
 
@@ -154,7 +158,7 @@ impl KeyCache {
     /// (its actor stopped: the tenant is idle).
     pub fn forget(&self, tenant: &str) {
         self.keys.remove(tenant);
-        self.verified.retain(|_, v| v.tenant != tenant);
+        self.verified.retain(|_, v| v.tenant() != tenant);
     }
 
     /// Whether the tenant's key is cached.

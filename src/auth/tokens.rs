@@ -185,7 +185,7 @@ pub fn verify(
     typ: &str,
 ) -> ApiResult<(String, AccessClaims)> {
     let v = verify_shared(store, keys, public_url, token, typ)?;
-    Ok((v.tenant.clone(), v.claims.clone()))
+    Ok((v.tenant().to_string(), v.claims.clone()))
 }
 
 /// [`verify`], answering the verification cache's entry itself: a request
