@@ -425,9 +425,14 @@ impl MachineBusy {
     }
 
     fn share(&self) -> f64 {
+        self.share_less(0.0)
+    }
+
+    /// [`MachineBusy::share`] less `secs` of CPU spent by some of the processes.
+    fn share_less(&self, secs: f64) -> f64 {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let wall = self.t0.elapsed().as_secs_f64().max(1e-3);
-        ((machine_busy_secs() - self.busy) / (wall * cpus)).clamp(0.0, 1.0)
+        ((machine_busy_secs() - self.busy - secs) / (wall * cpus)).clamp(0.0, 1.0)
     }
 }
 
@@ -435,8 +440,7 @@ impl MachineBusy {
 /// used during a phase: busy CPU of the machine less ours (this process, its
 /// waited-for children, and the given children still running).
 struct Foreign {
-    t0: Instant,
-    machine: f64,
+    machine: MachineBusy,
     ours: f64,
     pids: Vec<u32>,
 }
@@ -444,7 +448,7 @@ struct Foreign {
 impl Foreign {
     fn start(pids: &[u32]) -> Foreign {
         let pids = pids.to_vec();
-        Foreign { t0: Instant::now(), machine: machine_busy_secs(), ours: Self::ours(&pids), pids }
+        Foreign { machine: MachineBusy::start(), ours: Self::ours(&pids), pids }
     }
 
     fn ours(pids: &[u32]) -> f64 {
@@ -455,10 +459,7 @@ impl Foreign {
 
     /// Other processes' share of the machine's CPU capacity since `start`.
     fn share(&self) -> f64 {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let wall = self.t0.elapsed().as_secs_f64().max(1e-3);
-        let other = (machine_busy_secs() - self.machine) - (Self::ours(&self.pids) - self.ours);
-        (other / (wall * cpus)).max(0.0)
+        self.machine.share_less(Self::ours(&self.pids) - self.ours)
     }
 }
 
