@@ -14,6 +14,12 @@ command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 
 cargo fuzz build -s none
 summary=""
+# The targets that need a store open it under the temporary directory and never
+# close it (libFuzzer exits the process): a scratch TMPDIR removed on exit keeps
+# them from accumulating.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+export TMPDIR="$scratch"
 for target in $(cargo fuzz list); do
   corpus="$(mktemp -d)"
   cp corpus/"$target"/seed-* "$corpus"/
