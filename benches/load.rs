@@ -2227,7 +2227,8 @@ struct Results {
     stop: Option<Duration>,
     startup: Option<Duration>,
     startup_2n: Option<Duration>,
-    phase5_complete: bool,
+    /// Whether phase 5's broadcasts all completed; `None` when it did not run.
+    phase5_complete: Option<bool>,
     /// Item 9.
     webpush: WebPushRun,
     /// Other processes' share of the machine's CPU per phase, the most of its rounds (see [`Foreign`]).
@@ -2970,7 +2971,7 @@ impl Bench {
             body: Bytes::from(one_client_body(TENANT_A, "vip", vip_client).to_string()),
         };
         let deadline = Duration::from_secs(60 + 2 * n / 1000);
-        self.res.phase5_complete = true;
+        self.res.phase5_complete = Some(true);
         for round in 1..=self.opts.repeats {
             sims.reset().await;
             let stop = Arc::new(AtomicBool::new(false));
@@ -3031,7 +3032,9 @@ impl Bench {
             res.add("interactive_sends_during_broadcast", Some(inter.ok as f64));
             res.add("interactive_errors_during_broadcast", Some(inter.errors as f64));
             Results::merge(&mut res.phase5_flushes, flushes);
-            res.phase5_complete &= both.iter().all(|b| b.completed);
+            if !both.iter().all(|b| b.completed) {
+                res.phase5_complete = Some(false);
+            }
             if let (Some(a), Some(b)) = (both[0].herald_ms, both[1].herald_ms) {
                 let (lo, hi) = (a.min(b), a.max(b));
                 res.add("fairness_tenant_a_ms", Some(a as f64));
@@ -3501,7 +3504,7 @@ fn table(res: &Results, opts: &Options) -> String {
             String::new(),
         ),
     ];
-    if !res.phase5_complete {
+    if res.phase5_complete == Some(false) {
         rows.push(("  (phase 5 broadcasts did not all complete in time)".into(), String::new(), String::new()));
     }
     if res.webpush.tokens > 0 {
