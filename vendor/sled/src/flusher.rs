@@ -106,6 +106,7 @@ fn run(
         //
         // this looks weird because it's a rust-style do-while
         // where the conditional is the full body
+        let mut cleaner_empty = false;
         while {
             let made_progress = match pagecache.attempt_gc() {
                 Err(e) => {
@@ -129,10 +130,18 @@ fn run(
                 Ok(false) => false,
                 Ok(true) => true,
             };
+            cleaner_empty = !made_progress;
             made_progress
                 && shutdown.is_running()
                 && before.elapsed() < flush_every / 2
         } {}
+
+        // Herald: nothing left to clean, so a file that writes left
+        // fragmented may start moving its last segment down (once writes
+        // stop, no segment fills to start it).
+        if cleaner_empty && shutdown.is_running() {
+            pagecache.relocate_tail_if_fragmented();
+        }
 
         if let Err(e) = pagecache.config.file.sync_all() {
             error!("failed to fsync from periodic flush thread: {}", e);

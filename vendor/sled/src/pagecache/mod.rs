@@ -874,6 +874,11 @@ impl PageCache {
         ret
     }
 
+    /// Herald: see `SegmentAccountant::relocate_tail_if_fragmented`.
+    pub(crate) fn relocate_tail_if_fragmented(&self) {
+        self.log.iobufs.with_sa(|sa| sa.relocate_tail_if_fragmented())
+    }
+
     /// Initiate an atomic sequence of writes to the
     /// underlying log. Returns a `RecoveryGuard` which,
     /// when dropped, will record the current max reserved

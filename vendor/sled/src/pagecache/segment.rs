@@ -961,33 +961,52 @@ impl SegmentAccountant {
 
         self.possibly_clean_or_free_segment(idx, lsn)?;
 
-        // if we have a lot of free segments in our whole file,
-        // let's start relocating the current tip to boil it down
-        let free_segs = self.segments.iter().filter(|s| s.is_free()).count();
-        let inactive_segs =
-            self.segments.iter().filter(|s| s.is_inactive()).count();
-        let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
-
-        // Herald: relocate only once no cleaning is pending. The cleaner
-        // works from the lowest offset up, so a relocation queued ahead of
-        // the segments at the file's end kept them from ever being cleaned
-        // and the file from shrinking: the relocations went on for ever,
-        // rewriting the same pages twice a second on an idle database.
-        if free_ratio >= SEGMENT_CLEANUP_THRESHOLD
-            && inactive_segs > 5
-            && self.segment_cleaner.is_empty()
-        {
-            let last_index =
-                self.segments.iter().rposition(Segment::is_inactive).unwrap();
-
-            let segment_start =
-                (last_index * self.config.segment_size) as LogOffset;
-
-            let to_clean = self.segments[last_index].inactive_to_draining(lsn);
-            self.segment_cleaner.add_pids(segment_start, to_clean);
-        }
+        self.relocate_tail_if_fragmented();
 
         Ok(())
+    }
+
+    /// Herald: drains the file's last inactive segment into free space
+    /// below it, when the file below its tip is at least half free and the
+    /// cleaner has nothing pending.
+    ///
+    /// Called when a segment fills (as released) and by the flusher when it
+    /// found nothing to clean: a check made only when a segment fills
+    /// stopped as soon as writing did, and left the file's holes for good.
+    /// Only segments below the tip are counted (truncated ones used to count
+    /// as free), and a segment is only moved down, never into free space
+    /// above it, so that relocations end.
+    pub(super) fn relocate_tail_if_fragmented(&mut self) {
+        // The cleaner works from the lowest offset up: a relocation queued
+        // ahead of pending cleaning kept the segments at the file's end from
+        // ever being cleaned, and the relocations went on for ever.
+        if !self.segment_cleaner.is_empty() {
+            return;
+        }
+        let segment_size = self.config.segment_size;
+        let below_tip = usize::try_from(self.tip / segment_size as LogOffset)
+            .unwrap_or(usize::MAX)
+            .min(self.segments.len());
+        let segments = &self.segments[..below_tip];
+        let free_segs = segments.iter().filter(|s| s.is_free()).count();
+        let inactive_segs = segments.iter().filter(|s| s.is_inactive()).count();
+        let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
+        if free_ratio < SEGMENT_CLEANUP_THRESHOLD || inactive_segs <= 5 {
+            return;
+        }
+        let last = match segments.iter().rposition(Segment::is_inactive) {
+            Some(last) => last,
+            None => return,
+        };
+        let room_below = segments[..last].iter().any(Segment::is_free);
+        let written_above = segments[last..].iter().any(Segment::is_active);
+        if !room_below || written_above {
+            return;
+        }
+        let lsn = self.segments[last].lsn();
+        let to_clean = self.segments[last].inactive_to_draining(lsn);
+        self.segment_cleaner
+            .add_pids((last * segment_size) as LogOffset, to_clean);
     }
 
     fn bump_tip(&mut self) -> Result<LogOffset> {
