@@ -52,12 +52,9 @@ fn an_idle_database_stops_rewriting_itself() {
     {
         let db = open(dir.path());
         let tree = db.open_tree("tokens_by_app").unwrap();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut random = xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..3u64 {
-            for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+            for x in random.by_ref().take(20_000) {
                 let key = format!("t\0app\0{:016x}", (x % 40_000).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                 tree.insert(key, format!("{x:064x}{round}").as_bytes()).unwrap();
             }
@@ -96,13 +93,24 @@ fn settle() -> Result<(), u64> {
     }
 }
 
-/// Records with random keys (client ids) and values that do not compress
-/// away (tokens), inserted in the order given. Answers their bytes.
-fn fill(db: &sled::Db, keys: impl Iterator<Item = u64>) -> u64 {
+/// A xorshift sequence from `seed`: random enough keys, the same every run.
+fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
+    std::iter::successors(Some(seed), |&x| {
+        let x = x ^ (x << 13);
+        let x = x ^ (x >> 7);
+        Some(x ^ (x << 17))
+    })
+    .skip(1)
+}
+
+/// `n` records with random keys (client ids) and values that do not
+/// compress away (tokens), inserted in random order, as clients register.
+/// Answers their bytes.
+fn fill(db: &sled::Db, n: usize) -> u64 {
     let tree = db.open_tree("clients").unwrap();
     let mut bytes = 0;
-    for k in keys {
-        let id = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for x in xorshift(0x2545_F491_4F6C_DD1D).take(n) {
+        let id = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let (key, value) = (format!("t\0{id:016x}"), format!("{:016x}{:016x}", id.rotate_left(17), id ^ 0x5555));
         bytes += (key.len() + value.len()) as u64;
         tree.insert(key, value.as_bytes()).unwrap();
@@ -121,16 +129,7 @@ fn a_database_that_random_inserts_left_fragmented_shrinks_once_idle() {
     let dir = tempfile::tempdir().unwrap();
     let records = {
         let db = open(dir.path());
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let records = fill(
-            &db,
-            (0..60_000).map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            }),
-        );
+        let records = fill(&db, 60_000);
         settle().expect("the cleaner settles");
         records
     };
