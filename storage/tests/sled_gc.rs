@@ -1,9 +1,9 @@
 // Tests assert by unwrapping and panicking, and compute with small numbers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::arithmetic_side_effects)]
 
-//! sled's segment cleaner on an idle database, in a test binary of its own:
-//! it counts the bytes this process writes (`/proc/self/io`), which no
-//! other test may add to.
+//! sled's segment cleaner on an idle database, and its open, in a test
+//! binary of its own: it counts the bytes this process writes
+//! (`/proc/self/io`), which no other test may add to.
 //!
 //! sled 0.34.7 as released never stops cleaning a database whose file is
 //! half free: it relocates the segment it has just written, ahead of the
@@ -13,8 +13,10 @@
 //! for as long as it ran, idle or not. And once writes stopped, the moves
 //! of the file's last segments into its holes stopped with them, so a file
 //! that random inserts left fragmented stayed several times its records'
-//! size. Herald builds against a copy of sled with both fixed
-//! (`vendor/sled/HERALD.md`, changes 1 and 7); these are the fixes' tests.
+//! size. And every open wrote a whole segment over each free one, the
+//! size of the file's holes. Herald builds against a copy of sled with all
+//! three fixed (`vendor/sled/HERALD.md`, changes 1, 7 and 8); these are the
+//! fixes' tests.
 #![cfg(target_os = "linux")]
 
 use std::time::{Duration, Instant};
@@ -109,14 +111,20 @@ fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
 fn fill(db: &sled::Db, n: usize) -> u64 {
     let tree = db.open_tree("clients").unwrap();
     let mut bytes = 0;
-    for x in xorshift(0x2545_F491_4F6C_DD1D).take(n) {
-        let id = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let (key, value) = (format!("t\0{id:016x}"), format!("{:016x}{:016x}", id.rotate_left(17), id ^ 0x5555));
+    for (key, value) in clients(n) {
         bytes += (key.len() + value.len()) as u64;
         tree.insert(key, value.as_bytes()).unwrap();
     }
     db.flush().unwrap();
     bytes
+}
+
+/// The `n` records [`fill`] inserts, in its order.
+fn clients(n: usize) -> impl Iterator<Item = (String, String)> {
+    xorshift(0x2545_F491_4F6C_DD1D).take(n).map(|x| {
+        let id = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (format!("t\0{id:016x}"), format!("{:016x}{:016x}", id.rotate_left(17), id ^ 0x5555))
+    })
 }
 
 #[test]
@@ -136,4 +144,55 @@ fn a_database_that_random_inserts_left_fragmented_shrinks_once_idle() {
     // Opening frees and cuts off the segments that hold nothing live at the file's end.
     let size = open(dir.path()).size_on_disk().unwrap();
     assert!(size <= records, "idle, sled left a file of {size} bytes for {records} bytes of records");
+}
+
+#[test]
+fn opening_a_database_zeroes_only_the_headers_of_its_free_segments() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Nine records in ten removed: most segments hold nothing live at the next open.
+    let kept: Vec<_> = {
+        let db = open(dir.path());
+        fill(&db, 60_000);
+        let tree = db.open_tree("clients").unwrap();
+        let mut kept = vec![];
+        for (i, (key, value)) in clients(60_000).enumerate() {
+            if i % 10 == 0 {
+                kept.push((key, value));
+            } else {
+                tree.remove(key).unwrap();
+            }
+        }
+        db.flush().unwrap();
+        kept
+    };
+    let size = std::fs::metadata(dir.path().join("db")).unwrap().len();
+
+    // Unfixed, the open wrote a whole segment over each free one: two
+    // thirds of this file's size.
+    let before = written();
+    let db = open(dir.path());
+    let wrote = written() - before;
+    assert!(wrote < size / 16, "opening a database of {size} bytes wrote {wrote} bytes");
+
+    // New writes reuse the free segments over their stale bytes; the next
+    // open replays them from the log (sled snapshots its page table only at
+    // an open): what was kept and what is new read back, nothing removed returns.
+    let added: Vec<_> = xorshift(0x1234_5678_9ABC_DEF1)
+        .take(20_000)
+        .map(|x| (format!("n\0{x:016x}"), format!("{:032x}", x.rotate_left(29))))
+        .collect();
+    {
+        let tree = db.open_tree("clients").unwrap();
+        for (key, value) in &added {
+            tree.insert(key, value.as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    drop(db);
+    let tree = open(dir.path()).open_tree("clients").unwrap();
+    assert_eq!(tree.len(), kept.len() + added.len());
+    for (key, value) in kept.iter().chain(&added) {
+        assert_eq!(tree.get(key).unwrap().as_deref(), Some(value.as_bytes()), "{key:?}");
+    }
 }

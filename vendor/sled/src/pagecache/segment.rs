@@ -636,12 +636,22 @@ impl SegmentAccountant {
             }
         }
 
+        // Herald: only a free segment's header is zeroed, and only if the
+        // segment was not just cut off the file's end. Recovery finds
+        // segments by their headers alone, and a message read from a
+        // reused segment must carry the segment's new number, so the
+        // stale bytes after a zeroed header are never read; writing a
+        // whole segment of them at every open cost the size of the file's
+        // holes, and re-extended a file whose end had just been cut off.
         for segment_base in to_free {
             self.free_segment(segment_base)?;
+            if segment_base >= self.tip {
+                continue;
+            }
             io_fail!(self.config, "zero garbage segment SA");
             pwrite_all(
                 &self.config.file,
-                &*vec![MessageKind::Corrupted.into(); self.config.segment_size],
+                &[MessageKind::Corrupted.into(); SEG_HEADER_LEN],
                 segment_base,
             )?;
         }
