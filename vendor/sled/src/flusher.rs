@@ -140,7 +140,12 @@ fn run(
         // fragmented may start moving its last segment down (once writes
         // stop, no segment fills to start it).
         if cleaner_empty && shutdown.is_running() {
-            pagecache.relocate_tail_if_fragmented();
+            if let Err(e) = pagecache.compact_tail(!wrote_data) {
+                error!(
+                    "failed to compact file from periodic flush thread: {}",
+                    e
+                );
+            }
         }
 
         if let Err(e) = pagecache.config.file.sync_all() {

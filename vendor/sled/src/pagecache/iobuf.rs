@@ -870,6 +870,15 @@ pub(crate) fn roll_iobuf(iobufs: &Arc<IoBufs>) -> Result<usize> {
     Ok(header::offset(header))
 }
 
+/// Herald: seals the segment being written and pads it to its end, as a
+/// write too large for what is left of it does (see
+/// `PageCache::compact_tail`).
+pub(in crate::pagecache) fn close_segment(iobufs: &Arc<IoBufs>) -> Result<()> {
+    let iobuf = iobufs.current_iobuf();
+    let header = iobuf.get_header();
+    maybe_seal_and_write_iobuf(iobufs, &iobuf, header, true)
+}
+
 /// Blocks until the specified log sequence number has
 /// been made stable on disk. Returns the number of
 /// bytes written. Suitable as a full consistency

@@ -43,10 +43,10 @@ use self::{
         PAGE_CONSOLIDATION_THRESHOLD, SEGMENT_CLEANUP_THRESHOLD,
     },
     header::Header,
-    iobuf::{roll_iobuf, IoBuf, IoBufs},
+    iobuf::{close_segment, roll_iobuf, IoBuf, IoBufs},
     iterator::{raw_segment_iter_from, LogIter},
     pagetable::PageTable,
-    segment::{SegmentAccountant, SegmentCleaner, SegmentOp},
+    segment::{SegmentAccountant, SegmentCleaner, SegmentOp, Tail},
 };
 
 pub(crate) use self::{
@@ -874,9 +874,24 @@ impl PageCache {
         ret
     }
 
-    /// Herald: see `SegmentAccountant::relocate_tail_if_fragmented`.
-    pub(crate) fn relocate_tail_if_fragmented(&self) {
-        self.log.iobufs.with_sa(|sa| sa.relocate_tail_if_fragmented())
+    /// Herald: called by the flusher when the cleaner has nothing left, so
+    /// that a file that writes left fragmented shrinks (see
+    /// `SegmentAccountant::relocate_tail_if_fragmented`). When the database
+    /// is `idle` and the file's end waits for the segment being written,
+    /// that segment is closed: idle, nothing else would ever close it, and
+    /// a file left up to twice its live bytes stayed so until new writes
+    /// came.
+    pub(crate) fn compact_tail(&self, idle: bool) -> Result<()> {
+        let close = self.log.iobufs.with_sa(|sa| {
+            let tail = sa.relocate_tail_if_fragmented(idle);
+            idle && tail == Tail::WaitsForTheActiveSegment
+                && sa.close_for_the_tail()
+        });
+        if close {
+            let _cc = concurrency_control::read();
+            close_segment(&self.log.iobufs)?;
+        }
+        Ok(())
     }
 
     /// Initiate an atomic sequence of writes to the

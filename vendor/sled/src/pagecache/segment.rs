@@ -96,6 +96,9 @@ pub(crate) struct SegmentAccountant {
     segment_cleaner: SegmentCleaner,
     ordering: BTreeMap<Lsn, LogOffset>,
     async_truncations: BTreeMap<LogOffset, OneShot<Result<()>>>,
+    // Herald: segments closed for the file's end since it last shrank or
+    // its last segment was last moved (see `close_for_the_tail`).
+    closes_without_progress: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -181,6 +184,27 @@ struct Draining {
     max_pids: usize,
     replaced_pids: usize,
     latest_replacement_lsn: Lsn,
+}
+
+/// Herald: see `SegmentAccountant::close_for_the_tail`.
+const MAX_CLOSES_WITHOUT_PROGRESS: usize = 4;
+
+/// Herald: see `SegmentAccountant::relocate_tail_if_fragmented`.
+const MIN_FREE_RUN: usize = 2;
+
+/// Herald: what `SegmentAccountant::relocate_tail_if_fragmented` found at
+/// the end of a fragmented file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tail {
+    /// The segment at the file's end is queued to be drained into holes
+    /// below it.
+    Moving,
+    /// Nothing at the file's end can move or be freed before the segment
+    /// being written is deactivated, which happens only once the log has
+    /// moved a whole segment past it: on an idle database, never.
+    WaitsForTheActiveSegment,
+    /// Nothing to move: the file is compact enough, or has no hole below.
+    Stays,
 }
 
 /// A `Segment` holds the bookkeeping information for
@@ -489,6 +513,7 @@ impl SegmentAccountant {
             segment_cleaner,
             ordering: BTreeMap::default(),
             async_truncations: BTreeMap::default(),
+            closes_without_progress: 0,
         };
 
         ret.initialize_from_snapshot(snapshot)?;
@@ -971,52 +996,88 @@ impl SegmentAccountant {
 
         self.possibly_clean_or_free_segment(idx, lsn)?;
 
-        self.relocate_tail_if_fragmented();
+        // Herald: a write is under way; the flusher handles an idle file.
+        self.relocate_tail_if_fragmented(false);
 
         Ok(())
     }
 
-    /// Herald: drains the file's last inactive segment into free space
-    /// below it, when the file below its tip is at least half free and the
-    /// cleaner has nothing pending.
+    /// Herald: drains the segment at the file's end into free space below
+    /// it, when the file is fragmented: at least half its segments below
+    /// the tip are free, or, once the database is `idle`, the segment has at
+    /// least `MIN_FREE_RUN` free segments right below it, which its move
+    /// lets the file shed too (while writes go on, free segments near the
+    /// end are soon reused, and moving the end for them would only make the
+    /// file grow again).
     ///
-    /// Called when a segment fills (as released) and by the flusher when it
-    /// found nothing to clean: a check made only when a segment fills
-    /// stopped as soon as writing did, and left the file's holes for good.
-    /// Only segments below the tip are counted (truncated ones used to count
-    /// as free), and a segment is only moved down, never into free space
+    /// Called when a segment fills (as released) and by the flusher when
+    /// the cleaner has nothing pending: a check made only when a segment
+    /// fills stopped as soon as writing did, and left the file's holes for
+    /// good. The cleaner works from the lowest offset up, so a relocation
+    /// queued ahead of pending cleaning kept the segments at the file's end
+    /// from ever being cleaned, and the relocations went on for ever. Only
+    /// segments below the tip are counted (truncated ones used to count as
+    /// free), and a segment is only moved down, never into free space
     /// above it, so that relocations end.
-    pub(super) fn relocate_tail_if_fragmented(&mut self) {
-        // The cleaner works from the lowest offset up: a relocation queued
-        // ahead of pending cleaning kept the segments at the file's end from
-        // ever being cleaned, and the relocations went on for ever.
+    pub(super) fn relocate_tail_if_fragmented(&mut self, idle: bool) -> Tail {
         if !self.segment_cleaner.is_empty() {
-            return;
+            return Tail::Stays;
         }
         let segment_size = self.config.segment_size;
         let below_tip = usize::try_from(self.tip / segment_size as LogOffset)
             .unwrap_or(usize::MAX)
             .min(self.segments.len());
+        if below_tip <= 5 {
+            return Tail::Stays;
+        }
         let segments = &self.segments[..below_tip];
+        let lid = |idx: usize| (idx * segment_size) as LogOffset;
+        let free = &self.free;
+        // The file's end is held by its last segment that is not in the
+        // free list; segments drained but not yet freed count as held.
+        let last = match (0..below_tip).rev().find(|&i| !free.contains(&lid(i)))
+        {
+            Some(last) => last,
+            None => return Tail::Stays,
+        };
+        let free_run =
+            (0..last).rev().take_while(|&i| free.contains(&lid(i))).count();
         let free_segs = segments.iter().filter(|s| s.is_free()).count();
         let inactive_segs = segments.iter().filter(|s| s.is_inactive()).count();
         let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
-        if free_ratio < SEGMENT_CLEANUP_THRESHOLD || inactive_segs <= 5 {
-            return;
+        if free_ratio < SEGMENT_CLEANUP_THRESHOLD
+            && !(idle && free_run >= MIN_FREE_RUN)
+        {
+            return Tail::Stays;
         }
-        let last = match segments.iter().rposition(Segment::is_inactive) {
-            Some(last) => last,
-            None => return,
-        };
-        let room_below = segments[..last].iter().any(Segment::is_free);
-        let written_above = segments[last..].iter().any(Segment::is_active);
-        if !room_below || written_above {
-            return;
+        if !segments[last].is_inactive() {
+            // Still written (active), or drained and waiting, with the
+            // cleaner idle, to be freed until the segment holding its
+            // pages' new copies is deactivated (`defer_free_lsn`).
+            return Tail::WaitsForTheActiveSegment;
+        }
+        if free.iter().next().map_or(true, |&first| first > lid(last)) {
+            return Tail::Stays;
         }
         let lsn = self.segments[last].lsn();
         let to_clean = self.segments[last].inactive_to_draining(lsn);
-        self.segment_cleaner
-            .add_pids((last * segment_size) as LogOffset, to_clean);
+        self.segment_cleaner.add_pids(lid(last), to_clean);
+        self.closes_without_progress = 0;
+        Tail::Moving
+    }
+
+    /// Herald: whether the flusher may close the segment being written
+    /// because the file's end waits for it, counting the close. A
+    /// segment is deactivated only once the header of a segment written
+    /// after it records the log stable past it, so two or three closes
+    /// release what waits; a few more without the file shrinking or its
+    /// end moving would only pad segments, so they are refused.
+    pub(super) fn close_for_the_tail(&mut self) -> bool {
+        if self.closes_without_progress >= MAX_CLOSES_WITHOUT_PROGRESS {
+            return false;
+        }
+        self.closes_without_progress += 1;
+        true
     }
 
     fn bump_tip(&mut self) -> Result<LogOffset> {
@@ -1128,6 +1189,7 @@ impl SegmentAccountant {
         );
 
         self.tip = at;
+        self.closes_without_progress = 0;
 
         assert!(!self.free.contains(&at), "double-free of a segment occurred");
 
