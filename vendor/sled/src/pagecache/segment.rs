@@ -190,7 +190,7 @@ struct Draining {
 const MAX_CLOSES_WITHOUT_PROGRESS: usize = 4;
 
 /// Herald: see `SegmentAccountant::relocate_tail_if_fragmented`.
-const MIN_FREE_RUN: usize = 2;
+const MIN_FREE_SURPLUS: isize = 2;
 
 /// Herald: what `SegmentAccountant::relocate_tail_if_fragmented` found at
 /// the end of a fragmented file.
@@ -1004,11 +1004,12 @@ impl SegmentAccountant {
 
     /// Herald: drains the segment at the file's end into free space below
     /// it, when the file is fragmented: at least half its segments below
-    /// the tip are free, or, once the database is `idle`, the segment has at
-    /// least `MIN_FREE_RUN` free segments right below it, which its move
-    /// lets the file shed too (while writes go on, free segments near the
-    /// end are soon reused, and moving the end for them would only make the
-    /// file grow again).
+    /// the tip are free, or, once the database is `idle`, free segments
+    /// outnumber held ones by `MIN_FREE_SURPLUS` over the file's last
+    /// segments, which moving their held ones lets the file shed (while
+    /// writes go on, free segments near the end are soon reused, and moving
+    /// the end for them would only make the file grow again). Each move
+    /// lowers the file's end, so the moves end.
     ///
     /// Called when a segment fills (as released) and by the flusher when
     /// the cleaner has nothing pending: a check made only when a segment
@@ -1040,13 +1041,19 @@ impl SegmentAccountant {
             Some(last) => last,
             None => return Tail::Stays,
         };
-        let free_run =
-            (0..last).rev().take_while(|&i| free.contains(&lid(i))).count();
+        // Scanning down from the end: the most that free segments outnumber
+        // held ones over the file's last segments.
+        let mut surplus = 0_isize;
+        let mut free_surplus = 0_isize;
+        for i in (0..=last).rev() {
+            surplus += if free.contains(&lid(i)) { 1 } else { -1 };
+            free_surplus = free_surplus.max(surplus);
+        }
         let free_segs = segments.iter().filter(|s| s.is_free()).count();
         let inactive_segs = segments.iter().filter(|s| s.is_inactive()).count();
         let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
         if free_ratio < SEGMENT_CLEANUP_THRESHOLD
-            && !(idle && free_run >= MIN_FREE_RUN)
+            && !(idle && free_surplus >= MIN_FREE_SURPLUS)
         {
             return Tail::Stays;
         }
