@@ -882,14 +882,18 @@ impl PageCache {
     /// a file left up to twice its live bytes stayed so until new writes
     /// came.
     pub(crate) fn compact_tail(&self, idle: bool) -> Result<()> {
-        let close = self.log.iobufs.with_sa(|sa| {
+        let iobufs = &self.log.iobufs;
+        let segment_size = self.config.segment_size as Lsn;
+        let segment = iobufs.current_iobuf().lsn / segment_size;
+        let segment_end = (segment + 1) * segment_size - 1;
+        let close = iobufs.with_sa(|sa| {
             let tail = sa.relocate_tail_if_fragmented(idle);
             idle && tail == Tail::WaitsForTheActiveSegment
-                && sa.close_for_the_tail()
+                && sa.close_for_the_tail(iobufs.stable(), segment_end)
         });
         if close {
             let _cc = concurrency_control::read();
-            close_segment(&self.log.iobufs)?;
+            close_segment(iobufs)?;
         }
         Ok(())
     }

@@ -97,8 +97,10 @@ pub(crate) struct SegmentAccountant {
     ordering: BTreeMap<Lsn, LogOffset>,
     async_truncations: BTreeMap<LogOffset, OneShot<Result<()>>>,
     // Herald: segments closed for the file's end since it last shrank or
-    // its last segment was last moved (see `close_for_the_tail`).
+    // its last segment was last moved, and where the last one closed ends
+    // (see `close_for_the_tail`).
     closes_without_progress: usize,
+    last_close_end: Lsn,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -514,6 +516,7 @@ impl SegmentAccountant {
             ordering: BTreeMap::default(),
             async_truncations: BTreeMap::default(),
             closes_without_progress: 0,
+            last_close_end: 0,
         };
 
         ret.initialize_from_snapshot(snapshot)?;
@@ -1073,17 +1076,27 @@ impl SegmentAccountant {
         Tail::Moving
     }
 
-    /// Herald: whether the flusher may close the segment being written
-    /// because the file's end waits for it, counting the close. A
-    /// segment is deactivated only once the header of a segment written
-    /// after it records the log stable past it, so two or three closes
-    /// release what waits; a few more without the file shrinking or its
-    /// end moving would only pad segments, so they are refused.
-    pub(super) fn close_for_the_tail(&mut self) -> bool {
-        if self.closes_without_progress >= MAX_CLOSES_WITHOUT_PROGRESS {
+    /// Herald: whether the flusher may close the segment being written,
+    /// which ends at `segment_end`, because the file's end waits for it;
+    /// `stable` is the log's stable end. A segment is deactivated only once
+    /// the header of a segment written after it records the log stable past
+    /// it, so two closes release what waits, provided each waits for the
+    /// last one's padding to be written: closes made while the writes lag
+    /// behind release nothing. A few more closes without the file
+    /// shrinking or its end moving would only pad segments, so they are
+    /// refused.
+    pub(super) fn close_for_the_tail(
+        &mut self,
+        stable: Lsn,
+        segment_end: Lsn,
+    ) -> bool {
+        if stable < self.last_close_end
+            || self.closes_without_progress >= MAX_CLOSES_WITHOUT_PROGRESS
+        {
             return false;
         }
         self.closes_without_progress += 1;
+        self.last_close_end = segment_end;
         true
     }
 
