@@ -319,7 +319,11 @@ pub(crate) fn retryable(e: &tokio_postgres::Error) -> bool {
 pub(crate) fn fault(e: tokio_postgres::Error) -> Error {
     match e.code() {
         Some(c) if *c == SqlState::DISK_FULL => Error::Full,
-        Some(_) => Error::Database(e.to_string()),
+        // The driver's own text is only "db error": the server's message and code say what failed.
+        Some(_) => Error::Database(match e.as_db_error() {
+            Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+            None => e.to_string(),
+        }),
         None => Error::Unavailable(format!("PostgreSQL: {e}")),
     }
 }
