@@ -748,15 +748,22 @@ impl SegmentAccountant {
         // blocking if we allocate a segment that was just truncated.
         let laziness_factor = 1;
 
-        // truncate if possible
-        while self.tip != 0 && self.free.len() > laziness_factor {
-            let last_segment = self.tip - self.config.segment_size as LogOffset;
+        // truncate if possible. (Herald: the free segments at the file's
+        // end go in one truncation: one set_len and fsync, not one per
+        // segment, which the threadpool could also run out of order and
+        // so lengthen the file again.)
+        let mut tip = self.tip;
+        while tip != 0 && self.free.len() > laziness_factor {
+            let last_segment = tip - self.config.segment_size as LogOffset;
             if self.free.contains(&last_segment) {
                 self.free.remove(&last_segment);
-                self.truncate(last_segment)?;
+                tip = last_segment;
             } else {
                 break;
             }
+        }
+        if tip < self.tip {
+            self.truncate(tip)?;
         }
 
         Ok(())
@@ -1249,5 +1256,41 @@ impl SegmentAccountant {
         }
 
         idx
+    }
+}
+
+#[cfg(test)]
+mod herald_truncation {
+    use super::*;
+
+    /// (Herald) The free segments at the file's end are cut in one
+    /// truncation, down to the lowest of them.
+    #[test]
+    #[allow(deprecated)]
+    fn free_segments_at_the_end_go_in_one_truncation() {
+        let config = crate::Config::new().temporary(true).build();
+        let ss = config.segment_size as LogOffset;
+        config.file.set_len(8 * ss).unwrap();
+        let mut sa = SegmentAccountant::start(
+            config.clone(),
+            &Snapshot::default(),
+            SegmentCleaner::default(),
+        )
+        .unwrap();
+        // Segments 1, 5 and 6 free; freeing 7 frees the file's last three.
+        sa.tip = 8 * ss;
+        sa.segments = vec![Segment::default(); 8];
+        sa.free = [1, 5, 6].iter().map(|i| i * ss).collect();
+        sa.free_segment(7 * ss).unwrap();
+
+        assert_eq!(sa.tip, 5 * ss);
+        let cuts: Vec<LogOffset> =
+            sa.async_truncations.keys().copied().collect();
+        assert_eq!(cuts, vec![5 * ss], "one truncation, to the lowest");
+        for (_, done) in sa.async_truncations.split_off(&0) {
+            done.wait().unwrap().unwrap();
+        }
+        assert_eq!(config.file.metadata().unwrap().len(), 5 * ss);
+        assert_eq!(sa.free.iter().copied().collect::<Vec<_>>(), vec![ss]);
     }
 }
