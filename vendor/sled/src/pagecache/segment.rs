@@ -101,6 +101,9 @@ pub(crate) struct SegmentAccountant {
     // (see `close_for_the_tail`).
     closes_without_progress: usize,
     last_close_end: Lsn,
+    // Herald: the shortest length a pending truncation set the file to
+    // (`LogOffset::MAX` once none is pending), see `shorten`.
+    truncated_to: Arc<Mutex<LogOffset>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -517,6 +520,7 @@ impl SegmentAccountant {
             async_truncations: BTreeMap::default(),
             closes_without_progress: 0,
             last_close_end: 0,
+            truncated_to: Arc::new(Mutex::new(LogOffset::MAX)),
         };
 
         ret.initialize_from_snapshot(snapshot)?;
@@ -1121,6 +1125,9 @@ impl SegmentAccountant {
                 }
             }
         }
+        // Herald: every truncation pending was among those (they are all
+        // at or past the tip), so the file may grow again.
+        *self.truncated_to.lock() = LogOffset::MAX;
 
         self.tip += self.config.segment_size as LogOffset;
 
@@ -1225,12 +1232,10 @@ impl SegmentAccountant {
         let config = self.config.clone();
 
         io_fail!(&config, "file truncation");
+        let truncated_to = self.truncated_to.clone();
         threadpool::spawn(move || {
             debug!("truncating file to length {}", at);
-            let res = config
-                .file
-                .set_len(at)
-                .and_then(|_| config.file.sync_all())
+            let res = shorten(&config.file, &truncated_to, at)
                 .map_err(|e| e.into());
             completer.fill(res);
         })?;
@@ -1259,6 +1264,28 @@ impl SegmentAccountant {
     }
 }
 
+/// (Herald) Sets the file's length to `at` unless a truncation that ran
+/// before set it shorter. The threadpool runs truncations on several
+/// threads, so one asked for later, to a shorter length, may run first:
+/// the longer `set_len` after it would lengthen the file again past its
+/// end. A truncation is asked only to below every pending one, and the
+/// file grows again only once all have run (`bump_tip`, which resets
+/// `truncated_to`).
+fn shorten(
+    file: &std::fs::File,
+    truncated_to: &Mutex<LogOffset>,
+    at: LogOffset,
+) -> std::io::Result<()> {
+    let mut shortest = truncated_to.lock();
+    if at >= *shortest {
+        return Ok(());
+    }
+    file.set_len(at)?;
+    file.sync_all()?;
+    *shortest = at;
+    Ok(())
+}
+
 #[cfg(test)]
 mod herald_truncation {
     use super::*;
@@ -1270,15 +1297,19 @@ mod herald_truncation {
     fn free_segments_at_the_end_go_in_one_truncation() {
         let config = crate::Config::new().temporary(true).build();
         let ss = config.segment_size as LogOffset;
-        config.file.set_len(8 * ss).unwrap();
         let mut sa = SegmentAccountant::start(
             config.clone(),
             &Snapshot::default(),
             SegmentCleaner::default(),
         )
         .unwrap();
+        // A file of eight segments, as eight writes would leave it.
+        sa.tip = 0;
+        for _ in 0..8 {
+            sa.bump_tip().unwrap();
+        }
+        config.file.set_len(8 * ss).unwrap();
         // Segments 1, 5 and 6 free; freeing 7 frees the file's last three.
-        sa.tip = 8 * ss;
         sa.segments = vec![Segment::default(); 8];
         sa.free = [1, 5, 6].iter().map(|i| i * ss).collect();
         sa.free_segment(7 * ss).unwrap();
@@ -1292,5 +1323,23 @@ mod herald_truncation {
         }
         assert_eq!(config.file.metadata().unwrap().len(), 5 * ss);
         assert_eq!(sa.free.iter().copied().collect::<Vec<_>>(), vec![ss]);
+    }
+
+    /// (Herald) Two truncations run in the order opposite to the one they
+    /// were asked in: the file keeps the shorter length.
+    #[test]
+    fn a_truncation_run_late_does_not_lengthen_the_file() {
+        let dir = std::env::temp_dir().join(format!(
+            "sled-herald-shorten-{}",
+            std::process::id()
+        ));
+        let file = std::fs::File::create(&dir).unwrap();
+        file.set_len(4096).unwrap();
+        let truncated_to = Mutex::new(LogOffset::MAX);
+        shorten(&file, &truncated_to, 1024).unwrap();
+        shorten(&file, &truncated_to, 2048).unwrap();
+        let len = file.metadata().unwrap().len();
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(len, 1024);
     }
 }
