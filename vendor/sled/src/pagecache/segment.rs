@@ -1329,17 +1329,17 @@ mod herald_truncation {
     /// were asked in: the file keeps the shorter length.
     #[test]
     fn a_truncation_run_late_does_not_lengthen_the_file() {
-        let dir = std::env::temp_dir().join(format!(
+        let path = std::env::temp_dir().join(format!(
             "sled-herald-shorten-{}",
             std::process::id()
         ));
-        let file = std::fs::File::create(&dir).unwrap();
+        let file = std::fs::File::create(&path).unwrap();
         file.set_len(4096).unwrap();
         let truncated_to = Mutex::new(LogOffset::MAX);
         shorten(&file, &truncated_to, 1024).unwrap();
         shorten(&file, &truncated_to, 2048).unwrap();
         let len = file.metadata().unwrap().len();
-        std::fs::remove_file(&dir).unwrap();
+        std::fs::remove_file(&path).unwrap();
         assert_eq!(len, 1024);
     }
 }
