@@ -195,7 +195,7 @@ where
 {
     let (parts, body) = req.into_parts();
     let tenant = params.iter().find(|(k, _)| *k == "tenantId").map(|(_, v)| v.as_str());
-    let caller = authenticate(&engine, route.access, &parts.headers, tenant)?;
+    let caller = authenticate(&engine, route.access, &parts.headers, tenant).await?;
     if let Caller::Tenant(p) = &caller {
         // A request of a tenant is work for its actor, which bounds what the
         // engine holds of the tenant (see `Push::touch`).
@@ -238,7 +238,7 @@ pub(crate) fn bearer(headers: &http::HeaderMap) -> Option<&str> {
 
 /// The caller of a request, verified for the route's `access` (the grant
 /// check is [`Caller::authorize`], the same for the library API).
-pub(crate) fn authenticate(
+pub(crate) async fn authenticate(
     engine: &Engine,
     access: Access,
     headers: &http::HeaderMap,
@@ -265,7 +265,7 @@ pub(crate) fn authenticate(
             if Some(v.tenant()) != tenant {
                 return Err(ApiError::forbidden("the token belongs to another tenant"));
             }
-            crate::auth::session::check_access(engine, v.tenant(), &v.claims)?;
+            crate::auth::session::check_access(engine, v.tenant(), &v.claims).await?;
             Caller::Tenant(Arc::clone(&v.principal))
         }
     };

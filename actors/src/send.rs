@@ -9,6 +9,7 @@ use crate::providers::Notification;
 use herald_storage::deliveries::{BatchRecord, ClientOutcome, Job as BroadcastJob, JobApp, Report, SendRecord, State};
 use herald_storage::now_ms;
 use herald_storage::push_tokens::TokenRef;
+use herald_storage::request_reads::Reach;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -136,10 +137,11 @@ pub async fn execute(
         _ => {
             let (results, record) = interactive(channels, &req, deadline).await?;
             // The notification has reached the providers: that, not the report, is
-            // what the answer acknowledges. The report is written with others'
-            // (read from memory until then) and joins the next grouped flush,
-            // rather than holding the answer for an insert and a flush of its own.
-            d.store().deliveries().record_send(&req.tenant, record)?;
+            // what the answer acknowledges. On sled the report is written with
+            // others' (read from memory until then) and joins the next grouped
+            // flush, rather than holding the answer for an insert and a flush of
+            // its own; on PostgreSQL it is one insert, awaited.
+            d.store().deliveries().record_send(&req.tenant, record).await?;
             Ok(SendAnswer::Clients(results))
         }
     }
@@ -182,7 +184,7 @@ pub async fn execute_many(
     let (store, tenant) = (channels.deliverer().store().deliveries(), reqs.first().map_or("", |r| r.tenant.as_str()));
     let written = match BatchRecord::of(sent) {
         Ok(batch) => store.finish_batch(tenant, &batch),
-        Err(sent) => sent.into_iter().try_for_each(|(_, r)| store.record_send(tenant, r)),
+        Err(sent) => record_each(&store, tenant, sent).await,
     };
     match written {
         Ok(()) => answers,
@@ -194,6 +196,18 @@ pub async fn execute_many(
             })
             .collect(),
     }
+}
+
+/// Writes the records of a batch's sends one by one (their ids are not consecutive).
+async fn record_each(
+    store: &herald_storage::deliveries::Deliveries<'_>,
+    tenant: &str,
+    sent: Vec<(String, SendRecord)>,
+) -> herald_storage::Result<()> {
+    for (_, record) in sent {
+        store.record_send(tenant, record).await?;
+    }
+    Ok(())
 }
 
 /// A request of a batch once delivered: a broadcast queued (its job
@@ -212,23 +226,25 @@ async fn interactive(
 ) -> Result<(Vec<ClientResult>, SendRecord), SendError> {
     let store = channels.deliverer().store();
     let tenant = req.tenant.as_str();
-    // The clients, each with its state when already read.
+    // The clients, each with what a send needs of it.
     let (clients, kind, who) = match &req.recipient {
         Recipient::Client { user, client } => {
-            let Some(record) = store.clients().state(tenant, client)? else {
+            let (reach, linked) = store.reach_linked(tenant, user, client).await?;
+            if reach.state.is_none() {
                 return Err(SendError::NotFound(format!("client {client} not found")));
-            };
-            if !store.links().exists(tenant, user, client)? {
+            }
+            if !linked {
                 return Err(SendError::NotFound(format!("client {client} is not linked to user {user}")));
             }
-            (vec![(client.clone(), Some(record))], "client", format!("{user}/{client}"))
+            (vec![(client.clone(), reach)], "client", format!("{user}/{client}"))
         }
         Recipient::User { user } => {
-            let links = store.links().of_user(tenant, user)?;
-            if links.is_empty() && store.users().get_by_name(tenant, &user.to_lowercase())?.is_none() {
+            let ids: Vec<String> = store.links().of_user(tenant, user)?.into_iter().map(|l| l.client_id).collect();
+            if ids.is_empty() && store.users().get_by_name(tenant, &user.to_lowercase())?.is_none() {
                 return Err(SendError::NotFound(format!("user {user} not found")));
             }
-            (links.into_iter().map(|l| (l.client_id, None)).collect(), "user", user.clone())
+            let reaches = store.reach(tenant, &ids).await?;
+            (ids.into_iter().zip(reaches).collect(), "user", user.clone())
         }
         Recipient::Topic { .. } => return Err(SendError::Internal("a topic is not interactive".into())),
     };
@@ -236,16 +252,16 @@ async fn interactive(
     let deliver = |client_id, target, prepared| deliver_to(channels, tenant, n, deadline, client_id, target, prepared);
     let results = match <[_; 1]>::try_from(clients) {
         // The usual send, one client: nothing to join or share.
-        Ok([(client_id, record)]) => {
-            let target = target(channels, tenant, n, &client_id, record);
+        Ok([(client_id, reach)]) => {
+            let target = target(channels, n, &client_id, reach);
             vec![deliver(client_id, target, Some(&Prepared::default())).await]
         }
         // A user's clients: concurrently, each app's payloads prepared once for its clients.
         Err(clients) => {
             let targets: Vec<(String, Result<Target, ClientOutcome>)> = clients
                 .into_iter()
-                .map(|(id, record)| {
-                    let target = target(channels, tenant, n, &id, record);
+                .map(|(id, reach)| {
+                    let target = target(channels, n, &id, reach);
                     (id, target)
                 })
                 .collect();
@@ -308,29 +324,18 @@ struct Target {
     token: TokenRef,
 }
 
-/// The channels and token of `client_id` (its `record` when already read), or
-/// the outcome that ends its send here: unknown, locked, no valid token, its
-/// app unknown or not accepting the category.
-fn target(
-    channels: &TenantChannels,
-    tenant: &str,
-    n: &Notification,
-    client_id: &str,
-    record: Option<herald_storage::clients::ClientState>,
-) -> Result<Target, ClientOutcome> {
-    let store = channels.deliverer().store();
-    let client = match record.map_or_else(|| store.clients().state(tenant, client_id), |c| Ok(Some(c))) {
-        Ok(Some(c)) => c,
-        Ok(None) => return Err(failed("", 404, format!("client {client_id} not found"))),
-        Err(e) => return Err(failed("", 500, e.to_string())),
+/// The channels and token of `client_id` (what a send needs of it:
+/// `reach`), or the outcome that ends its send here: unknown, locked, no
+/// valid token, its app unknown or not accepting the category.
+fn target(channels: &TenantChannels, n: &Notification, client_id: &str, reach: Reach) -> Result<Target, ClientOutcome> {
+    let Some(client) = reach.state else {
+        return Err(failed("", 404, format!("client {client_id} not found")));
     };
     if client.locked {
         return Err(failed(&client.app_name, 423, "the client is locked"));
     }
-    let token = match store.push_tokens().get(tenant, client_id) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Err(failed(&client.app_name, 404, "the client has no push token")),
-        Err(e) => return Err(failed(&client.app_name, 500, e.to_string())),
+    let Some(token) = reach.token else {
+        return Err(failed(&client.app_name, 404, "the client has no push token"));
     };
     if !token.is_valid {
         return Err(failed(&token.app_name, 410, "the push token was reported invalid by the provider"));

@@ -6,6 +6,7 @@
 use super::tokens::{self, AccessClaims, TYP_ACCESS, TYP_REFRESH};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
+use herald_storage::clients::ClientState;
 
 /// The claims of `token` if it is an access or a refresh token of realm
 /// `tenant` (signature, issuer and expiry checked; not whether it is still
@@ -21,42 +22,51 @@ pub(crate) fn realm_token(engine: &Engine, tenant: &str, token: &str, refresh_fi
 
 /// Whether a token of the realm (its claims) is still in force: an access
 /// token by [`check_access`], a refresh token by [`check_refresh`].
-pub(crate) fn check(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
+pub(crate) async fn check(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
     match claims.typ.as_str() {
         TYP_REFRESH => check_refresh(engine, tenant, claims),
-        _ => check_access(engine, tenant, claims),
+        _ => check_access(engine, tenant, claims).await,
     }
 }
 
 /// Refuses an access token taken back since it was issued: its session
 /// ended (logout, revocation, a refresh token reused), or, for a user's
 /// token, something taken from the user; for a client's, the client
-/// deleted, locked or disconnected.
-pub(crate) fn check_access(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
-    if engine.store.identity().session_ended(tenant, &claims.session_state)? {
+/// deleted, locked or disconnected. Every authenticated request asks, so
+/// what it reads is read together (see `herald_storage::request_reads`).
+pub(crate) async fn check_access(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
+    let (store, session) = (&engine.store, &claims.session_state);
+    let (ended, standing) = match &claims.ast_client_id {
+        Some(client) => {
+            let (ended, state) = store.client_token_standing(tenant, session, client).await?;
+            (ended, check_client(state, claims.iat))
+        }
+        None => {
+            let (ended, revoked_before) = store.user_token_standing(tenant, session, &claims.sub).await?;
+            (ended, check_user(claims, revoked_before))
+        }
+    };
+    if ended {
         return Err(ApiError::unauthorized("the session ended: log in again"));
     }
-    match &claims.ast_client_id {
-        Some(client_id) => check_client(engine, tenant, client_id, claims.iat),
-        None => check_user(engine, tenant, claims),
-    }
+    standing
 }
 
 /// A user's token stops working the moment something is taken from the user
 /// (disabled, a role revoked, the password changed, its data deleted): every
-/// such change records a revocation instant, and tokens issued before it are
-/// refused.
-fn check_user(engine: &Engine, tenant: &str, claims: &AccessClaims) -> ApiResult<()> {
-    if claims.issued_ms() < engine.store.users().tokens_revoked_before(tenant, &claims.sub)? {
+/// such change records a revocation instant (`revoked_before`, ms), and
+/// tokens issued before it are refused.
+fn check_user(claims: &AccessClaims, revoked_before: u64) -> ApiResult<()> {
+    if claims.issued_ms() < revoked_before {
         return Err(ApiError::unauthorized("the token was revoked: log in again"));
     }
     Ok(())
 }
 
-/// A client's token stops working when the client is deleted, locked, or
-/// disconnected after the token was issued.
-fn check_client(engine: &Engine, tenant: &str, client_id: &str, issued_at: u64) -> ApiResult<()> {
-    match engine.store.clients().state(tenant, client_id)? {
+/// A client's token (issued at `issued_at`, s) stops working when the
+/// client (`state`) is deleted, locked, or disconnected after it was issued.
+fn check_client(state: Option<ClientState>, issued_at: u64) -> ApiResult<()> {
+    match state {
         None => Err(ApiError::unauthorized("the client no longer exists")),
         Some(c) if c.locked => Err(ApiError::forbidden("the client is locked")),
         // `iat` has one-second resolution: a token from the disconnect's own second stays valid.
@@ -79,7 +89,7 @@ pub(crate) fn check_refresh(engine: &Engine, tenant: &str, claims: &AccessClaims
     }
     let user = engine.store.users().get(tenant, &claims.sub)?.ok_or_else(inactive)?;
     crate::models::user::may_log_in(&user).map_err(|_| inactive())?;
-    check_user(engine, tenant, claims)
+    check_user(claims, engine.store.users().tokens_revoked_before(tenant, &claims.sub)?)
 }
 
 /// Until when an ended session must be remembered (ms): until every token

@@ -205,7 +205,7 @@ impl Realm<'_> {
         let Some(claims) = session::realm_token(self.0, tenant, token, false) else {
             return Ok(Introspection::default());
         };
-        match session::check(self.0, tenant, &claims) {
+        match session::check(self.0, tenant, &claims).await {
             Ok(()) => Ok(Introspection::active(claims)),
             // Storage failing is not an answer about the token.
             Err(e) if e.status.is_server_error() => Err(e),

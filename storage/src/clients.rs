@@ -149,11 +149,6 @@ impl Clients<'_> {
     pub fn get(&self, tenant: &str, id: &str) -> Result<Option<Client>> {
         get(&self.0.trees()?.clients, &key(&[tenant, id]))
     }
-
-    /// What a send or a token check needs of one client; `None` when absent.
-    pub fn state(&self, tenant: &str, id: &str) -> Result<Option<ClientState>> {
-        self.0.trees()?.clients.get(key(&[tenant, id]))?.map(|record| ClientState::of(&record)).transpose()
-    }
 }
 
 impl ClientState {

@@ -31,7 +31,7 @@
 //! its stored record, and records without it are still read (see
 //! `decode_job` and `decode_broadcast_report`).
 
-use crate::keys::{key, last_part, prefix};
+use crate::keys::{key, last_part, prefix, Key};
 use crate::store::{get, put, Store};
 use crate::{codec, Result};
 use serde::{Deserialize, Serialize};
@@ -429,6 +429,11 @@ impl<S: std::borrow::Borrow<SendRecord>> BatchRecord<S> {
     }
 }
 
+/// The key and bytes of a finished send's record.
+fn send_entry(tenant: &str, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<(Key, Vec<u8>)> {
+    Ok((key(&[tenant, &report.id]), codec::encode(&SendRecordRef { report, outcomes })?))
+}
+
 /// The most positions one [`BatchRecord`] spans: a send-batch request
 /// takes 500 events, each with the next id.
 pub const BATCH_SPAN: usize = 4096;
@@ -447,8 +452,8 @@ impl Deliveries<'_> {
     /// Stores the report and the outcomes (in client-id order) of a finished
     /// one-client or one-user send, as one record.
     pub fn finish_send(&self, tenant: &str, report: &Report, outcomes: &[(String, ClientOutcome)]) -> Result<()> {
-        let record = SendRecordRef { report, outcomes };
-        put(&self.0.trees()?.sends, &key(&[tenant, &report.id]), &record)
+        let (k, record) = send_entry(tenant, report, outcomes)?;
+        self.0.trees()?.sends.insert(k, record)
     }
 
     /// Stores the sends of one send-batch request as one record (see [`BatchRecord`]).
@@ -480,11 +485,16 @@ impl Deliveries<'_> {
 
     /// Hands in the record of a finished one-client or one-user send: on
     /// sled it is written with others within milliseconds and read from
-    /// memory until then (see `send_groups`); elsewhere as [`Self::finish_send`].
-    pub fn record_send(&self, tenant: &str, record: SendRecord) -> Result<()> {
+    /// memory until then (see `send_groups`); elsewhere as
+    /// [`Self::finish_send`], awaited without blocking the caller's thread
+    /// (every send writes one).
+    pub async fn record_send(&self, tenant: &str, record: SendRecord) -> Result<()> {
         match (&self.0.inner.send_groups, record.report.id.parse::<ulid::Ulid>()) {
             (Some(groups), Ok(id)) => groups.record(tenant, id, record),
-            _ => self.finish_send(tenant, &record.report, &record.outcomes),
+            _ => {
+                let (k, value) = send_entry(tenant, &record.report, &record.outcomes)?;
+                self.0.trees()?.sends.insert_async(&k, value).await
+            }
         }
     }
 

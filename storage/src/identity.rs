@@ -123,11 +123,6 @@ impl Identity<'_> {
         get(&self.0.trees()?.user_sessions, &key(&[tenant, id]))
     }
 
-    /// Whether session `id` was ended: its tokens are refused even unexpired.
-    pub fn session_ended(&self, tenant: &str, id: &str) -> Result<bool> {
-        self.0.trees()?.ended_sessions.contains_key(key(&[tenant, id]))
-    }
-
     /// Forgets ended sessions whose every token has expired by `now` (ms);
     /// returns how many.
     pub fn sweep_ended_sessions(&self, now: u64) -> Result<usize> {
@@ -336,10 +331,11 @@ mod tests {
         s.transact(|tx| tx.end_session("t", "s1", 5_000)).unwrap();
         s.transact(|tx| tx.end_session("t", "s2", 9_000)).unwrap();
         assert!(s.identity().session("t", "s1").unwrap().is_none(), "the refresh session is gone");
-        assert!(s.identity().session_ended("t", "s1").unwrap());
-        assert!(!s.identity().session_ended("other", "s1").unwrap(), "per tenant");
+        let ended = |tenant, id| futures::executor::block_on(s.user_token_standing(tenant, id, "u")).unwrap().0;
+        assert!(ended("t", "s1"));
+        assert!(!ended("other", "s1"), "per tenant");
         assert_eq!(s.identity().sweep_ended_sessions(5_000).unwrap(), 1);
-        assert!(!s.identity().session_ended("t", "s1").unwrap());
-        assert!(s.identity().session_ended("t", "s2").unwrap(), "not expired yet");
+        assert!(!ended("t", "s1"));
+        assert!(ended("t", "s2"), "not expired yet");
     }
 }

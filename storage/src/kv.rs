@@ -5,6 +5,7 @@
 //! rows; both order keys bytewise, so a prefix scan means the same on both.
 //! Inside a transaction the same trees are [`TxTree`]s (see `crate::tx`).
 
+use crate::keys::Key;
 use crate::pg;
 use crate::{Error, Result};
 use std::collections::VecDeque;
@@ -45,6 +46,14 @@ impl Tree {
         match self {
             Tree::Sled(t) => t.insert(key, value).map(drop).map_err(Error::from),
             Tree::Pg(t) => t.put(key, value),
+        }
+    }
+
+    /// [`Tree::insert`], awaited: on PostgreSQL without blocking the caller's thread.
+    pub(crate) async fn insert_async(&self, key: &[u8], value: Vec<u8>) -> Result<()> {
+        match self {
+            Tree::Sled(t) => t.insert(key, value).map(drop).map_err(Error::from),
+            Tree::Pg(t) => t.put_async(key.to_vec(), value).await,
         }
     }
 
@@ -100,6 +109,25 @@ impl Tree {
             Tree::Pg(t) => t.count(prefix, successor(prefix).as_deref()),
         }
     }
+}
+
+/// The values under `reads` (a tree and a key each), in order: on
+/// PostgreSQL in one round trip that does not block the caller's thread,
+/// on sled from memory (see `crate::request_reads`).
+pub(crate) async fn get_many(reads: &[(&Tree, Key)]) -> Result<Vec<Option<Bytes>>> {
+    let mut rows = Vec::with_capacity(reads.len());
+    let mut database = None;
+    for (tree, key) in reads {
+        match tree {
+            Tree::Sled(_) => return reads.iter().map(|(t, k)| t.get(k)).collect(),
+            Tree::Pg(t) => {
+                rows.push((t.name(), key.to_vec()));
+                database = Some(t);
+            }
+        }
+    }
+    let Some(table) = database else { return Ok(Vec::new()) };
+    Ok(table.get_many(rows).await?.into_iter().map(|v| v.map(Bytes::from)).collect())
 }
 
 /// The first key after every key that starts with `prefix`; `None` when no

@@ -61,6 +61,7 @@ pub mod nonces;
 pub mod properties;
 pub mod provider_tokens;
 pub mod push_tokens;
+pub mod request_reads;
 pub mod retention;
 pub mod schedules;
 pub mod settings;

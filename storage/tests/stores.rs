@@ -130,6 +130,59 @@ fn token_counts_follow_the_index() {
     check(98, 98);
 }
 
+/// A send's and a token check's reads, each set in one round trip: every
+/// value from its own tree, in order, and nothing of another tenant.
+#[tokio::test]
+async fn request_reads_read_each_record_of_their_tenant_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let client = |id: &str, lock: &str| herald_storage::clients::Client {
+        id: id.into(),
+        app_name: "shop".into(),
+        lock_state: lock.into(),
+        not_before_ms: 7_000,
+        ..Default::default()
+    };
+    s.clients().create("t", &client("C1", "NONE")).unwrap();
+    s.clients().create("t", &client("C2", "LOCKED")).unwrap();
+    s.push_tokens().set("t", "C1", &token("shop", "aa")).unwrap();
+    let link = herald_storage::links::Link {
+        user_id: "alice".into(),
+        client_id: "C1".into(),
+        mloa: "none".into(),
+        linked_on: 1,
+        mloa_updated_on: 1,
+    };
+    s.transact(|tx| tx.put_link("t", &link)).unwrap();
+
+    let (reach, linked) = s.reach_linked("t", "alice", "C1").await.unwrap();
+    let state = reach.state.unwrap();
+    assert_eq!((state.app_name.as_str(), state.locked, state.not_before_ms), ("shop", false, 7_000));
+    assert_eq!(reach.token.unwrap().token, "aa");
+    assert!(linked);
+    assert!(!s.reach_linked("t", "bob", "C1").await.unwrap().1, "another user is not linked");
+    let (reach, linked) = s.reach_linked("u", "alice", "C1").await.unwrap();
+    assert!(reach.state.is_none() && reach.token.is_none() && !linked, "another tenant sees nothing");
+
+    let ids = ["C2", "C9", "C1"].map(String::from);
+    let reaches = s.reach("t", &ids).await.unwrap();
+    assert_eq!(reaches.len(), 3);
+    assert!(reaches[0].state.as_ref().unwrap().locked && reaches[0].token.is_none(), "C2: locked, no token");
+    assert!(reaches[1].state.is_none() && reaches[1].token.is_none(), "C9: unknown");
+    assert_eq!(reaches[2].token.as_ref().unwrap().token, "aa", "C1, in the order asked");
+    assert!(s.reach("t", &[]).await.unwrap().is_empty());
+
+    s.transact(|tx| tx.end_session("t", "s1", u64::MAX)).unwrap();
+    s.transact(|tx| tx.revoke_tokens("t", "alice")).unwrap();
+    let (ended, revoked_before) = s.user_token_standing("t", "s1", "alice").await.unwrap();
+    assert!(ended && revoked_before > 0);
+    assert_eq!(s.user_token_standing("t", "s2", "bob").await.unwrap(), (false, 0));
+    assert_eq!(s.user_token_standing("u", "s1", "alice").await.unwrap(), (false, 0), "another tenant's");
+    let (ended, state) = s.client_token_standing("t", "s1", "C2").await.unwrap();
+    assert!(ended && state.unwrap().locked);
+    assert_eq!(s.client_token_standing("u", "s1", "C2").await.unwrap(), (false, None), "another tenant's");
+}
+
 #[test]
 fn links_are_indexed_both_ways_and_move_the_generation() {
     let dir = tempfile::tempdir().unwrap();
@@ -794,7 +847,7 @@ async fn sends_handed_in_are_read_at_once_and_written_together() {
     let ids: Vec<String> = (0..40).map(|i| ulid::Ulid(first.0 + 2 * i).to_string()).collect();
     let lone = ulid::Ulid(first.0 + 10_000).to_string();
     for (i, id) in ids.iter().chain([&lone]).enumerate() {
-        s.deliveries().record_send("acme", send_record(id, &format!("c{i}"))).unwrap();
+        s.deliveries().record_send("acme", send_record(id, &format!("c{i}"))).await.unwrap();
         let report = s.deliveries().report("acme", id).unwrap().expect("read back at once");
         assert_eq!(report.recipient, format!("u/c{i}"));
         assert_eq!(s.deliveries().outcomes("acme", id, 0, 5).unwrap()[0].0, format!("c{i}"));
@@ -803,7 +856,7 @@ async fn sends_handed_in_are_read_at_once_and_written_together() {
     // Another tenant's sends, their ids between the first tenant's.
     let others: Vec<String> = (0..5).map(|i| ulid::Ulid(first.0 + 2 * i + 1).to_string()).collect();
     for id in &others {
-        s.deliveries().record_send("other", send_record(id, "theirs")).unwrap();
+        s.deliveries().record_send("other", send_record(id, "theirs")).await.unwrap();
         assert!(s.deliveries().report("acme", id).unwrap().is_none(), "the first tenant sees none of them");
     }
     s.durable().await.unwrap();
@@ -823,9 +876,10 @@ async fn sends_handed_in_are_read_at_once_and_written_together() {
     assert_eq!(s.stored_reports().unwrap(), 46);
 
     let more = ulid::Ulid(first.0 + 20_000).to_string();
-    s.deliveries().record_send("acme", send_record(&more, "c-last")).unwrap();
+    s.deliveries().record_send("acme", send_record(&more, "c-last")).await.unwrap();
     s.close().unwrap();
-    let late = s.deliveries().record_send("acme", send_record(&ulid::Ulid(first.0 + 30_000).to_string(), "late"));
+    let late_id = ulid::Ulid(first.0 + 30_000).to_string();
+    let late = s.deliveries().record_send("acme", send_record(&late_id, "late")).await;
     assert_eq!(late.is_err(), !herald_storage::test_on_postgres(), "refused once closed (sled)");
     drop(s);
     let s = open(dir.path());

@@ -17,7 +17,7 @@ pub(crate) async fn introspect(cx: Cx) -> ApiResult<Response> {
     let caller = match crate::router::bearer(&cx.headers) {
         Some(_) => {
             let access = crate::library::realm::access::INTROSPECT;
-            crate::router::authenticate(&cx.engine, access, &cx.headers, Some(tenant))?
+            crate::router::authenticate(&cx.engine, access, &cx.headers, Some(tenant)).await?
         }
         None => match OAuthClient::identify(&cx.engine, tenant, &cx.headers, &params)? {
             OAuthClient::Confidential(c) => Caller::client(tenant, &c.id),

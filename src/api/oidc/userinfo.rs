@@ -45,7 +45,9 @@ pub(crate) async fn userinfo(cx: Cx) -> ApiResult<Response> {
             .with_challenge(format!("Bearer realm=\"{tenant}\"")));
     };
     let claims = realm_token(&cx.engine, tenant, &token, TYP_ACCESS).map_err(|e| invalid_token(tenant, e.message))?;
-    crate::auth::session::check_access(&cx.engine, tenant, &claims).map_err(|e| invalid_token(tenant, e.message))?;
+    crate::auth::session::check_access(&cx.engine, tenant, &claims)
+        .await
+        .map_err(|e| invalid_token(tenant, e.message))?;
     let info = match claims.ast_client_id {
         Some(client) => UserInfo {
             sub: client,

@@ -6,6 +6,8 @@
 //! on a small runtime of its own and the calling thread waits for each
 //! statement: inside a multi-threaded tokio runtime the wait is announced with
 //! `block_in_place`, so the runtime moves its other tasks off the thread.
+//! That costs several thread switches per statement, so what every request
+//! reads, and a send's record, are awaited instead (see `crate::request_reads`).
 //!
 //! The SQL is plain: `BYTEA`, `BIGINT`, `INT`, a sequence, `ON CONFLICT`, so
 //! that a PostgreSQL-compatible distributed database can run it (the README
@@ -112,6 +114,17 @@ impl Pg {
         blocking(move || rx.recv().map_err(|_| Error::Unavailable("PostgreSQL task ended".into())))
     }
 
+    /// Runs `work` on the backend's runtime; the caller awaits it without
+    /// blocking its thread (see [`Table::get_many`]).
+    async fn spawned<T, F>(&self, work: F) -> Result<T>
+    where
+        F: Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let Some(rt) = self.rt.0.as_ref() else { return Err(Error::Unavailable("the store is closed".into())) };
+        rt.spawn(work).await.map_err(|e| Error::Unavailable(format!("PostgreSQL task ended: {e}")))?
+    }
+
     /// A value of the engine-wide sequence: unique across every engine sharing the database.
     pub(crate) fn next_id(&self) -> Result<u64> {
         self.number("SELECT nextval('herald_ids')")
@@ -210,14 +223,48 @@ impl Table {
         })
     }
 
+    /// The values under `reads` (a table of this database and a key each),
+    /// in order: the statements go pipelined on one connection, so however
+    /// many there are they take one round trip, and the caller's thread is
+    /// not blocked meanwhile (see `crate::request_reads`).
+    pub(crate) async fn get_many(&self, reads: Vec<(&'static str, Vec<u8>)>) -> Result<Vec<Option<Vec<u8>>>> {
+        let pool = self.pg.pool.clone();
+        self.pg
+            .spawned(async move {
+                let c = pool.get().await.map_err(pool_error)?;
+                let mut statements = Vec::with_capacity(reads.len());
+                for (table, _) in &reads {
+                    statements.push(c.prepare_cached(&get_sql(table)).await.map_err(fault)?);
+                }
+                let keys: Vec<[&(dyn tokio_postgres::types::ToSql + Sync); 1]> =
+                    reads.iter().map(|(_, k)| [k as _]).collect();
+                let rows =
+                    futures::future::join_all(statements.iter().zip(&keys).map(|(st, k)| c.query_opt(st, k))).await;
+                rows.into_iter()
+                    .map(|row| row.map_err(fault)?.map(|r| r.try_get::<_, Vec<u8>>(0).map_err(fault)).transpose())
+                    .collect()
+            })
+            .await
+    }
+
     /// Stores `value` under `key` in a transaction of its own.
     pub(crate) fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let (pool, sql, key, value) = (self.pg.pool.clone(), put_sql(self.name), key.to_vec(), value.to_vec());
-        self.pg.run(async move {
+        self.pg.run(self.put_statement(key.to_vec(), value.to_vec()))
+    }
+
+    /// [`Table::put`], awaited without blocking the caller's thread.
+    pub(crate) async fn put_async(&self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
+        self.pg.spawned(self.put_statement(key, value)).await
+    }
+
+    /// The statement of [`Table::put`], to wait for either way.
+    fn put_statement(&self, key: Vec<u8>, value: Vec<u8>) -> impl Future<Output = Result<()>> + Send + 'static {
+        let (pool, sql) = (self.pg.pool.clone(), put_sql(self.name));
+        async move {
             let c = pool.get().await.map_err(pool_error)?;
             let st = c.prepare_cached(&sql).await.map_err(fault)?;
             c.execute(&st, &[&key, &value]).await.map(drop).map_err(fault)
-        })
+        }
     }
 
     /// Deletes `key` in a transaction of its own; its value, if it was there.
