@@ -25,7 +25,10 @@ impl Store {
         let t = self.trees()?;
         let reads: Vec<_> = clients
             .iter()
-            .flat_map(|id| [(&t.clients, key(&[tenant, id])), (&t.push_tokens, key(&[tenant, id]))])
+            .flat_map(|id| {
+                let k = key(&[tenant, id]);
+                [(&t.clients, k.clone()), (&t.push_tokens, k)]
+            })
             .collect();
         let mut values = get_many(&reads).await?.into_iter();
         clients.iter().map(|_| reach(values.next().flatten(), values.next().flatten())).collect()
@@ -34,11 +37,8 @@ impl Store {
     /// The [`Reach`] of `client`, and whether it is linked to `user`.
     pub async fn reach_linked(&self, tenant: &str, user: &str, client: &str) -> Result<(Reach, bool)> {
         let t = self.trees()?;
-        let reads = [
-            (&t.clients, key(&[tenant, client])),
-            (&t.push_tokens, key(&[tenant, client])),
-            (&t.links_by_client, key(&[tenant, client, user])),
-        ];
+        let k = key(&[tenant, client]);
+        let reads = [(&t.clients, k.clone()), (&t.push_tokens, k), (&t.links_by_client, key(&[tenant, client, user]))];
         let [state, token, link] = exactly(get_many(&reads).await?)?;
         Ok((reach(state, token)?, link.is_some()))
     }
