@@ -113,7 +113,7 @@ mod tests {
         let req = WireRequest {
             authority: Some("localhost:9".parse().unwrap()),
             path: "/x".into(),
-            headers: vec![],
+            headers: http::HeaderMap::new(),
             body: bytes::Bytes::new(),
         };
         let e = pools.post(Lane::Bulk, req).await.unwrap_err();

@@ -280,7 +280,12 @@ mod tests {
         let tls = crate::transport::tls_config(b"", None).unwrap();
         let target = Target { authority: http::uri::Authority::from_static("127.0.0.1:9"), tls, public_only: false };
         let pool = Pool::new("apns", target, PoolLimits::default());
-        let request = WireRequest { authority: None, path: "/".into(), headers: Vec::new(), body: bytes::Bytes::new() };
+        let request = WireRequest {
+            authority: None,
+            path: "/".into(),
+            headers: http::HeaderMap::new(),
+            body: bytes::Bytes::new(),
+        };
         let open = std::mem::size_of_val(&Connection::open(&pool.target));
         let post = std::mem::size_of_val(&pool.post(Lane::Bulk, request));
         assert!(open <= 512, "opening a connection takes {open} bytes in its caller's future");

@@ -5,6 +5,7 @@
 
 use crate::providers::WireRequest;
 use bytes::{Bytes, BytesMut};
+use http::uri::PathAndQuery;
 use http::{HeaderMap, Method, Uri};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -219,23 +220,16 @@ impl Connection {
 
     /// Takes `req` whole: its path and headers move into the h2 request uncopied.
     async fn exchange(&self, req: WireRequest) -> Result<Reply, TransportError> {
-        let uri = Uri::builder()
-            .scheme("https")
-            .authority(self.authority.clone())
-            .path_and_query(req.path)
-            .build()
-            .map_err(|e| TransportError::Config(e.to_string()))?;
-        let mut request = http::Request::builder()
-            .method(Method::POST)
-            .uri(uri)
-            .body(())
-            .map_err(|e| TransportError::Config(e.to_string()))?;
-        let headers = request.headers_mut();
-        headers.reserve(req.headers.len().saturating_add(1));
-        for (k, v) in req.headers {
-            headers.append(k, v);
-        }
-        headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(req.body.len()));
+        let mut uri = http::uri::Parts::default();
+        uri.scheme = Some(http::uri::Scheme::HTTPS);
+        uri.authority = Some(self.authority.clone());
+        uri.path_and_query = Some(PathAndQuery::try_from(req.path).map_err(|e| TransportError::Config(e.to_string()))?);
+        let mut request = http::Request::new(());
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = Uri::from_parts(uri).map_err(|e| TransportError::Config(e.to_string()))?;
+        *request.headers_mut() = req.headers;
+        let body_len = req.body.len();
+        request.headers_mut().entry(http::header::CONTENT_LENGTH).or_insert_with(|| http::HeaderValue::from(body_len));
         let mut send = self.send.clone().ready().await.map_err(|e| self.classify(e))?;
         self.opened.fetch_add(1, Ordering::Relaxed);
         let (response, mut stream) = send.send_request(request, req.body.is_empty()).map_err(|e| self.classify(e))?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -43,8 +43,10 @@ static APNS_ID: HeaderName = HeaderName::from_static("apns-id");
 #[derive(Clone, Debug)]
 pub struct ApnsPayload {
     body: Bytes,
-    /// The headers that do not depend on the token.
-    headers: Vec<(HeaderName, HeaderValue)>,
+    /// The headers that do not depend on the token, `content-length`
+    /// included: built once, cloned per token as the bare client's are
+    /// (copying a map is cheaper than hashing each name into a new one).
+    headers: HeaderMap,
 }
 
 impl ApnsPayload {
@@ -54,7 +56,7 @@ impl ApnsPayload {
     }
 
     /// The token-independent headers (for tests and logs).
-    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
+    pub fn headers(&self) -> &HeaderMap {
         &self.headers
     }
 
@@ -65,10 +67,9 @@ impl ApnsPayload {
         let mut path = String::with_capacity(token.len().saturating_add(10));
         path.push_str("/3/device/");
         super::push_path_segment(&mut path, token);
-        let mut headers = Vec::with_capacity(self.headers.len().saturating_add(1));
-        headers.extend(self.headers.iter().cloned());
+        let mut headers = self.headers.clone();
         if let Some(jwt) = bearer {
-            headers.push((http::header::AUTHORIZATION, jwt.header().clone()));
+            headers.insert(http::header::AUTHORIZATION, jwt.header().clone());
         }
         WireRequest { authority: None, path, headers, body: self.body.clone() }
     }
@@ -92,8 +93,8 @@ pub fn prepare(n: &Notification, topic: &str) -> Result<ApnsPayload, FormatError
 }
 
 fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, FormatError> {
-    let mut headers = Vec::with_capacity(5);
-    headers.push((APNS_TOPIC.clone(), header_value("apns-topic (the bundle id)", topic)?));
+    let mut headers = HeaderMap::with_capacity(6);
+    headers.insert(APNS_TOPIC.clone(), header_value("apns-topic (the bundle id)", topic)?);
     let (push_type, priority) = if n.silent {
         ("background", "5")
     } else {
@@ -104,11 +105,11 @@ fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, Fo
         };
         ("alert", p)
     };
-    headers.push((APNS_PUSH_TYPE.clone(), HeaderValue::from_static(push_type)));
-    headers.push((APNS_PRIORITY.clone(), HeaderValue::from_static(priority)));
+    headers.insert(APNS_PUSH_TYPE.clone(), HeaderValue::from_static(push_type));
+    headers.insert(APNS_PRIORITY.clone(), HeaderValue::from_static(priority));
     if let Some(ttl) = n.time_to_live {
         let expiration = if ttl <= 0 { 0 } else { now.saturating_add(ttl.min(MAX_TTL_SECS) as u64) };
-        headers.push((APNS_EXPIRATION.clone(), HeaderValue::from(expiration)));
+        headers.insert(APNS_EXPIRATION.clone(), HeaderValue::from(expiration));
     }
     if let Some(key) = &n.collapse_key {
         if key.len() > MAX_COLLAPSE_ID {
@@ -117,12 +118,13 @@ fn prepare_at(n: &Notification, topic: &str, now: u64) -> Result<ApnsPayload, Fo
                 message: format!("collapseKey of {} bytes exceeds APNs' {MAX_COLLAPSE_ID}-byte limit", key.len()),
             });
         }
-        headers.push((APNS_COLLAPSE_ID.clone(), header_value("collapseKey", key)?));
+        headers.insert(APNS_COLLAPSE_ID.clone(), header_value("collapseKey", key)?);
     }
 
     let body = serde_json::to_vec(&Body(n))
         .map_err(|e| FormatError { status: 400, message: format!("cannot encode the APNs payload: {e}") })?;
     super::check_size(body.len(), "APNs'")?;
+    headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     Ok(ApnsPayload { body: Bytes::from(body), headers })
 }
 
@@ -593,7 +595,7 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     fn header<'a>(p: &'a ApnsPayload, name: &str) -> Option<&'a str> {
-        p.headers().iter().find(|(k, _)| k == name).and_then(|(_, v)| v.to_str().ok())
+        p.headers().get(name).and_then(|v| v.to_str().ok())
     }
 
     fn body(p: &ApnsPayload) -> Value {
@@ -754,13 +756,14 @@ mod tests {
         let r = p.request("abcd1234", Some(&Bearer::new("bearer", "h.c.s").unwrap()));
         assert_eq!(r.path, "/3/device/abcd1234");
         assert_eq!(r.body, *p.body());
-        let auth = r.headers.iter().find(|(k, _)| k == http::header::AUTHORIZATION).unwrap();
-        assert_eq!(auth.1, "bearer h.c.s");
-        assert!(auth.1.is_sensitive());
+        let auth = &r.headers[http::header::AUTHORIZATION];
+        assert_eq!(auth, "bearer h.c.s");
+        assert!(auth.is_sensitive());
         assert_eq!(r.headers.len(), p.headers().len() + 1);
+        assert_eq!(r.headers[http::header::CONTENT_LENGTH], p.body().len().to_string().as_str());
         let r = p.request("ab/cd", None);
         assert_eq!(r.path, "/3/device/ab%2Fcd");
-        assert!(r.headers.iter().all(|(k, _)| k != http::header::AUTHORIZATION));
+        assert!(!r.headers.contains_key(http::header::AUTHORIZATION));
     }
 
     fn answer(status: u16, retry: Option<&str>, body: &str) -> Outcome {

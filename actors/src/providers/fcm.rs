@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(r.path, "/v1/projects/my-proj/messages:send");
         let v: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(v["message"]["token"], "a\"b\\c");
-        let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        let get = |name: http::HeaderName| r.headers.get(name).cloned();
         assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer ya29.tok");
         assert!(get(http::header::AUTHORIZATION).unwrap().is_sensitive());
         assert!(get(http::header::CONTENT_TYPE).unwrap().to_str().unwrap().starts_with("application/json"));

@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(p.request("1", &many, None).unwrap_err().status, 400);
         let r = p.request("1", &many[..MAX_TOKENS], Some(&Bearer::new("Bearer", "b").unwrap())).unwrap();
         assert_eq!(r.path, "/v1/1/messages:send");
-        let get = |name: http::HeaderName| r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        let get = |name: http::HeaderName| r.headers.get(name).cloned();
         assert_eq!(get(http::header::AUTHORIZATION).unwrap(), "Bearer b");
         assert!(get(http::header::CONTENT_TYPE).is_some());
     }

@@ -248,8 +248,10 @@ pub struct WireRequest {
     pub authority: Option<http::uri::Authority>,
     /// Path and query (`/3/device/<token>`); the authority is the pool's target.
     pub path: String,
-    /// The provider's headers, `authorization` included when there is a bearer.
-    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The provider's headers, `authorization` included when there is a
+    /// bearer; `content-length` is added when missing. A map, so that a
+    /// payload's headers, built once, are cloned per request as they are.
+    pub headers: http::HeaderMap,
     /// The JSON body, built from the prepared payload and the tokens.
     pub body: Bytes,
 }
@@ -377,10 +379,12 @@ pub(crate) fn header_value(name: &str, value: &str) -> Result<http::HeaderValue,
 }
 
 /// The headers of an OAuth-authenticated JSON POST (FCM, HMS).
-pub(crate) fn json_bearer_headers(bearer: Option<&Bearer>) -> Vec<(http::HeaderName, http::HeaderValue)> {
-    let mut headers = Vec::with_capacity(2);
-    headers.push((http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8")));
-    headers.extend(bearer.map(|b| (http::header::AUTHORIZATION, b.header().clone())));
+pub(crate) fn json_bearer_headers(bearer: Option<&Bearer>) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::with_capacity(3);
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=UTF-8"));
+    if let Some(b) = bearer {
+        headers.insert(http::header::AUTHORIZATION, b.header().clone());
+    }
     headers
 }
 

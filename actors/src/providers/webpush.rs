@@ -182,12 +182,12 @@ impl Provider for WebPush {
             .vapid
             .authorization(&sub.origin(), super::unix_now())
             .map_err(|e| FormatError { status: 500, message: format!("VAPID: {e}") })?;
-        let mut headers = p.headers.clone();
-        headers.push((http::header::CONTENT_ENCODING, http::HeaderValue::from_static("aes128gcm")));
-        headers.push((http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/octet-stream")));
+        let mut headers: http::HeaderMap = p.headers.iter().cloned().collect();
+        headers.insert(http::header::CONTENT_ENCODING, http::HeaderValue::from_static("aes128gcm"));
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/octet-stream"));
         let mut authorization = super::header_value("the VAPID authorization", &vapid)?;
         authorization.set_sensitive(true);
-        headers.push((http::header::AUTHORIZATION, authorization));
+        headers.insert(http::header::AUTHORIZATION, authorization);
         Ok(WireRequest { authority: sub.authority().cloned(), path: sub.path(), headers, body: Bytes::from(body) })
     }
 
