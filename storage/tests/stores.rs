@@ -130,6 +130,55 @@ fn token_counts_follow_the_index() {
     check(98, 98);
 }
 
+/// A broadcast's walk of an app's index, page by page, finds every valid
+/// token once and in client order, after writes in random order (leaves
+/// split), after most are removed (leaves merge), and after a reopen.
+#[test]
+fn the_index_walk_is_whole_and_ordered_across_splits_and_merges() {
+    use herald_storage::clients::Client;
+    let dir = tempfile::tempdir().unwrap();
+    let walk = |s: &Store| {
+        let (mut seen, mut after) = (Vec::new(), None::<String>);
+        loop {
+            let page = s.push_tokens().valid_of_app("t", "app1", after.as_deref(), 256).unwrap();
+            let Some((last, _)) = page.last() else { return seen };
+            after = Some(last.clone());
+            seen.extend(page.into_iter().map(|(client, t)| (client, t.token)));
+        }
+    };
+    let expected = |keep: &dyn Fn(u32) -> bool| -> Vec<(String, String)> {
+        (0..1_000).filter(|i| keep(*i)).map(|i| (format!("C{i:04}"), format!("{i:064x}"))).collect()
+    };
+    // A fixed shuffle (an LCG over 0..1024, which visits each value once).
+    let order: Vec<u32> = (0..1024u32)
+        .scan(7u32, |x, _| {
+            *x = (x.wrapping_mul(1_103_515_245).wrapping_add(12_345)) % 1024;
+            Some(*x)
+        })
+        .filter(|i| *i < 1_000)
+        .collect();
+    {
+        let s = open(dir.path());
+        for &i in &order {
+            let id = format!("C{i:04}");
+            s.clients()
+                .create("t", &Client { id: id.clone(), lock_state: "NONE".into(), ..Client::default() })
+                .unwrap();
+            s.push_tokens().set("t", &id, &token("app1", &format!("{i:064x}"))).unwrap();
+        }
+        s.push_tokens().set("t", "other-app", &token("app2", "bb")).unwrap();
+        assert_eq!(walk(&s), expected(&|_| true));
+        for &i in order.iter().filter(|i| *i % 4 != 0) {
+            assert!(s.transact(|tx| tx.remove_push_token("t", &format!("C{i:04}"))).unwrap());
+        }
+        assert_eq!(walk(&s), expected(&|i| i % 4 == 0));
+        s.close().unwrap();
+    }
+    let s = open(dir.path());
+    assert_eq!(walk(&s), expected(&|i| i % 4 == 0));
+    assert_eq!(s.push_tokens().count_valid_of_app("t", "app1").unwrap(), 250);
+}
+
 /// A send's and a token check's reads, each set in one round trip: every
 /// value from its own tree, in order, and nothing of another tenant.
 #[tokio::test]
