@@ -30,8 +30,9 @@ pub const MAX_TOPIC: usize = 32;
 pub struct WebPushPayload {
     /// The JSON the service worker's `push` event reads (`event.data.json()`).
     pub plaintext: Bytes,
-    /// `TTL`, `Urgency` and, with a collapse key, `Topic`.
-    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// `TTL`, `Urgency` and, with a collapse key, `Topic`: cloned per
+    /// subscription, as an APNs payload's are per token.
+    headers: http::HeaderMap,
 }
 
 /// Formats `n` for browsers: the plaintext `{"notificationId", "category",
@@ -91,12 +92,11 @@ pub fn prepare(n: &Notification) -> Result<WebPushPayload, FormatError> {
         Priority::Normal => "normal",
         Priority::Low => "low",
     };
-    let mut headers = vec![
-        (http::HeaderName::from_static("ttl"), http::HeaderValue::from(ttl)),
-        (http::HeaderName::from_static("urgency"), http::HeaderValue::from_static(urgency)),
-    ];
+    let mut headers = http::HeaderMap::with_capacity(7);
+    headers.insert(http::HeaderName::from_static("ttl"), http::HeaderValue::from(ttl));
+    headers.insert(http::HeaderName::from_static("urgency"), http::HeaderValue::from_static(urgency));
     if let Some(key) = &n.collapse_key {
-        headers.push((http::HeaderName::from_static("topic"), super::header_value("collapseKey", &topic(key))?));
+        headers.insert(http::HeaderName::from_static("topic"), super::header_value("collapseKey", &topic(key))?);
     }
     Ok(WebPushPayload { plaintext: Bytes::from(plaintext), headers })
 }
@@ -182,7 +182,7 @@ impl Provider for WebPush {
             .vapid
             .authorization(&sub.origin(), super::unix_now())
             .map_err(|e| FormatError { status: 500, message: format!("VAPID: {e}") })?;
-        let mut headers: http::HeaderMap = p.headers.iter().cloned().collect();
+        let mut headers = p.headers.clone();
         headers.insert(http::header::CONTENT_ENCODING, http::HeaderValue::from_static("aes128gcm"));
         headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/octet-stream"));
         let mut authorization = super::header_value("the VAPID authorization", &vapid)?;
@@ -206,7 +206,7 @@ mod tests {
     }
 
     fn header(p: &WebPushPayload, name: &str) -> Option<String> {
-        p.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.to_str().unwrap().to_owned())
+        p.headers.get(name).map(|v| v.to_str().unwrap().to_owned())
     }
 
     #[test]
