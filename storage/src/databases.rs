@@ -229,8 +229,8 @@ impl Dbs {
         // for the broadcast index: a broadcast walks it once, end to end,
         // so a larger cache would only hold pages it has passed.
         let cache = |sixteenths: u64| (opts.cache_bytes / 16).saturating_mul(sixteenths);
-        let db = open_db(&opts.data_dir.join("db"), cache(11), opts.compression_level)?;
-        let delivery_db = open_db(&opts.data_dir.join("deliveries"), cache(4), 0)?;
+        let db = open_db(&opts.data_dir.join("db"), cache(11), opts.compression_level, RECORD_LEAF_FANOUT)?;
+        let delivery_db = open_db(&opts.data_dir.join("deliveries"), cache(4), 0, RECORD_LEAF_FANOUT)?;
         move_trees(&db, &delivery_db, &MOVED_DELIVERY_TREES)?;
         let index = Box::new(IndexDb::open(&opts.data_dir.join("index"), cache(1), opts.compression_level, &db)?);
         let trees = Trees::open_sled(&db, &index, &delivery_db)?;
@@ -382,12 +382,19 @@ impl Slot {
     }
 }
 
-pub(crate) fn open_db(path: &Path, cache_bytes: u64, compression_level: i32) -> Result<sled::Db> {
+/// sled's leaf size, kept for the databases that are read and written a
+/// record at a time: a write rewrites its leaf whole every few writes.
+pub(crate) const RECORD_LEAF_FANOUT: usize = 16;
+
+/// `leaf_fanout`: the entries above which a leaf splits (see
+/// `index_db::INDEX_LEAF_FANOUT` for why the broadcast index has larger ones).
+pub(crate) fn open_db(path: &Path, cache_bytes: u64, compression_level: i32, leaf_fanout: usize) -> Result<sled::Db> {
     Ok(sled::Config::new()
         .path(path)
         .cache_capacity(cache_bytes)
         .use_compression(compression_level > 0)
         .compression_factor(compression_level.clamp(1, 22))
+        .leaf_fanout(leaf_fanout)
         .open()?)
 }
 

@@ -39,6 +39,17 @@ use std::time::Instant;
 /// The index's tree, in the index database (and a table on PostgreSQL).
 const INDEX_TREE: &str = "tokens_by_app";
 
+/// Entries above which a leaf of the index splits: 128, not sled's 16.
+///
+/// A broadcast reads its app's index leaf by leaf from disk (the cache is
+/// small on purpose), and each leaf costs a read, a zstd frame to
+/// decompress and a node to decode whatever its size: with leaves of 16
+/// that was ~7.5% of Herald's CPU per notification, for a dozen entries a
+/// leaf. Larger frames also compress better. The price is on token writes:
+/// sled rewrites a leaf whole every ten writes to it, so each write to the
+/// index costs more bytes written (README, "Peak RSS at 1M tokens").
+pub(crate) const INDEX_LEAF_FANOUT: usize = 128;
+
 /// Under this key of the `state` tree while the index matches the records
 /// of a cleanly closed store.
 const CLEAN: &[u8] = b"clean";
@@ -104,7 +115,7 @@ impl IndexDb {
     /// checked against the records in the background (see [`reconcile`]).
     /// From here on the index counts as unclean until a clean close.
     pub(crate) fn open(path: &Path, cache_bytes: u64, compression_level: i32, records: &sled::Db) -> Result<IndexDb> {
-        let db = open_db(path, cache_bytes, compression_level)?;
+        let db = open_db(path, cache_bytes, compression_level, INDEX_LEAF_FANOUT)?;
         let state = db.open_tree("state")?;
         let moved = move_trees(records, &db, &[INDEX_TREE])?;
         let clean = state.remove(CLEAN)?.is_some() || moved;
@@ -380,7 +391,7 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use crate::clients::Client;
-    use crate::databases::{open_db, Engine};
+    use crate::databases::{open_db, Engine, RECORD_LEAF_FANOUT};
     use crate::push_tokens::{index_key, PushProvider, PushToken, TokenRef};
     use crate::{codec, Store};
     use std::path::Path;
@@ -613,7 +624,7 @@ mod tests {
         let opts = sled_options(dir.path());
         let records_at = dir.path().join("db");
         {
-            let records = open_db(&records_at, 1 << 20, opts.compression_level).unwrap();
+            let records = open_db(&records_at, 1 << 20, opts.compression_level, RECORD_LEAF_FANOUT).unwrap();
             let old = records.open_tree("tokens_by_app").unwrap();
             let entry = TokenRef::of(&token("a", "aa"));
             old.insert(index_key("t", "a", "c1"), codec::encode(&entry).unwrap()).unwrap();
@@ -624,7 +635,7 @@ mod tests {
         assert_eq!(listed(&store), pairs(&[("c1", "aa")]), "moved as it was, not checked (it has no token record)");
         store.close().unwrap();
         drop(store);
-        let records = open_db(&records_at, 1 << 20, opts.compression_level).unwrap();
+        let records = open_db(&records_at, 1 << 20, opts.compression_level, RECORD_LEAF_FANOUT).unwrap();
         assert!(!records.tree_names().iter().any(|n| n.as_ref() == b"tokens_by_app"));
     }
 }

@@ -210,6 +210,8 @@ pub struct Inner {
     #[doc(hidden)]
     pub idgen_persist_interval: u64,
     #[doc(hidden)]
+    pub leaf_fanout: usize,
+    #[doc(hidden)]
     pub version: (usize, usize),
     tmp_path: PathBuf,
     pub(crate) global_error: Arc<Atomic<Error>>,
@@ -237,6 +239,11 @@ impl Default for Inner {
             print_profile_on_drop: false,
             flush_every_ms: Some(500),
             idgen_persist_interval: 1_000_000,
+            leaf_fanout: if cfg!(any(test, feature = "lock_free_delays")) {
+                2
+            } else {
+                16
+            },
             global_error: Arc::new(Atomic::default()),
             #[cfg(feature = "event_log")]
             event_log: Arc::new(crate::event_log::EventLog::default()),
@@ -515,6 +522,11 @@ impl Config {
             print_profile_on_drop,
             bool,
             "print a performance profile when the Config is dropped"
+        ),
+        (
+            leaf_fanout,
+            usize,
+            "entries above which a leaf node splits (default 16); it merges below a quarter of it. Larger leaves make fewer, larger pages: a scan reads fewer of them, a write rewrites more bytes when its page is consolidated"
         )
     );
 
@@ -549,6 +561,10 @@ impl Config {
         supported!(
             self.idgen_persist_interval > 0,
             "idgen_persist_interval must be above 0"
+        );
+        supported!(
+            self.leaf_fanout >= 2 && self.leaf_fanout <= 1024,
+            "leaf_fanout must be between 2 and 1024"
         );
         Ok(())
     }

@@ -19,11 +19,23 @@ const MAX_QUEUE_ITEMS: usize = 4;
 #[cfg(not(any(test, feature = "lock_free_delays")))]
 const MAX_QUEUE_ITEMS: usize = 64;
 
-#[cfg(any(test, feature = "lock_free_delays"))]
-const N_SHARDS: usize = 2;
-
-#[cfg(not(any(test, feature = "lock_free_delays")))]
+/// The most shards a cache is split into.
 const N_SHARDS: usize = 256;
+
+/// The least capacity a shard is given (Herald): a cache smaller than
+/// `N_SHARDS` of these has fewer shards. Each shard counts its accesses in
+/// blocks of `MAX_QUEUE_ITEMS`, and a page read is not counted against the
+/// capacity until its block fills, so up to `shards * MAX_QUEUE_ITEMS`
+/// pages can be held beyond it: with 256 shards, 16 384 pages, more than a
+/// small cache's whole database.
+const MIN_SHARD_BYTES: u64 = 2 << 20;
+
+/// How many shards a cache of `cache_capacity` bytes is split into.
+fn shard_count(cache_capacity: u64) -> usize {
+    let by_size = usize::try_from(cache_capacity / MIN_SHARD_BYTES)
+        .unwrap_or(N_SHARDS);
+    by_size.clamp(1, N_SHARDS)
+}
 
 struct AccessBlock {
     len: AtomicUsize,
@@ -220,10 +232,11 @@ impl Lru {
             "Please configure the cache \
              capacity to be at least 256 bytes"
         );
-        let shard_capacity = cache_capacity / N_SHARDS as u64;
+        let n_shards = shard_count(cache_capacity);
+        let shard_capacity = cache_capacity / n_shards as u64;
 
-        let mut shards = Vec::with_capacity(N_SHARDS);
-        shards.resize_with(N_SHARDS, || {
+        let mut shards = Vec::with_capacity(n_shards);
+        shards.resize_with(n_shards, || {
             (AccessQueue::default(), FastLock::new(Shard::new(shard_capacity)))
         });
 
@@ -359,4 +372,36 @@ fn lru_smoke_test() {
         let guard = pin();
         lru.accessed(i, 16, &guard);
     }
+}
+
+/// Herald: the pages a cache holds beyond its capacity are bounded by its
+/// shards' uncounted accesses, a few blocks' worth, not by its 256 shards'.
+#[test]
+fn herald_lru_small_cache_holds_little_beyond_its_capacity() {
+    use crate::pin;
+
+    const PAGE: u64 = 16 << 10;
+    let capacity = 4 << 20;
+    let lru = Lru::new(capacity);
+    assert_eq!(lru.shards.len(), 2);
+    assert_eq!(Lru::new(256).shards.len(), 1);
+    assert_eq!(Lru::new(1 << 30).shards.len(), N_SHARDS);
+
+    // Every page read once, as a broadcast walks an index: the pages the
+    // cache still holds are those read less those it asked to evict.
+    let pages = 10_000;
+    let mut evicted = 0;
+    for pid in 0..pages {
+        let guard = pin();
+        evicted += lru.accessed(pid, PAGE, &guard).len() as u64;
+    }
+    // Two shards leave at most two blocks uncounted: 2 MiB in a release
+    // build, 128 KiB in a test one. 256 shards left up to 16 384 pages.
+    let held = (pages - evicted) * PAGE;
+    assert!(
+        held <= capacity + capacity / 2,
+        "{} bytes held for a capacity of {}",
+        held,
+        capacity
+    );
 }

@@ -596,13 +596,16 @@ impl Node {
         }
     }
 
-    pub(crate) fn should_split(&self) -> bool {
-        let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
-            2
-        } else if self.data.is_index() {
-            256
+    /// `leaf_fanout`: the configured entries above which a leaf splits.
+    pub(crate) fn should_split(&self, leaf_fanout: usize) -> bool {
+        let threshold = if self.data.is_index() {
+            if cfg!(any(test, feature = "lock_free_delays")) {
+                2
+            } else {
+                256
+            }
         } else {
-            16
+            leaf_fanout
         };
 
         let size_checks = self.data.len() > threshold;
@@ -611,13 +614,16 @@ impl Node {
         size_checks && safety_checks
     }
 
-    pub(crate) fn should_merge(&self) -> bool {
-        let threshold = if cfg!(any(test, feature = "lock_free_delays")) {
-            1
-        } else if self.data.is_index() {
-            64
+    /// A leaf merges below a quarter of `leaf_fanout` (4 of the default 16).
+    pub(crate) fn should_merge(&self, leaf_fanout: usize) -> bool {
+        let threshold = if self.data.is_index() {
+            if cfg!(any(test, feature = "lock_free_delays")) {
+                1
+            } else {
+                64
+            }
         } else {
-            4
+            (leaf_fanout / 4).max(1)
         };
 
         let size_checks = self.data.len() < threshold;

@@ -1666,7 +1666,7 @@ impl Tree {
                 retry!();
             }
 
-            if view.should_split() {
+            if view.should_split(self.context.leaf_fanout) {
                 self.split_node(&view, &parent_view, root_pid, guard)?;
                 retry!();
             }
@@ -1728,7 +1728,7 @@ impl Tree {
             // would be merged into a different index, which
             // would add considerable complexity to this already
             // fairly complex implementation.
-            if view.should_merge() && !took_leftmost_branch {
+            if view.should_merge(self.context.leaf_fanout) && !took_leftmost_branch {
                 if let Some(ref mut parent) = parent_view {
                     assert!(parent.merging_child.is_none());
                     if parent.can_merge_child() {
@@ -2277,3 +2277,82 @@ impl fmt::Display for CompareAndSwapError {
 }
 
 impl std::error::Error for CompareAndSwapError {}
+
+#[cfg(test)]
+mod herald_leaf_fanout {
+    use super::*;
+
+    /// The distinct leaves holding `db`'s keys.
+    fn leaf_count(db: &Db) -> usize {
+        let guard = pin();
+        let mut pids = std::collections::HashSet::new();
+        for kv in db.iter() {
+            let (k, _) = kv.unwrap();
+            pids.insert(db.view_for_key(k.as_ref(), &guard).unwrap().pid);
+        }
+        pids.len()
+    }
+
+    /// The distinct leaves holding `0..n` (big-endian keys) after they
+    /// are inserted, and after three in four are removed again.
+    fn leaves(config: Config, n: u32) -> (usize, usize) {
+        let db = config.temporary(true).open().unwrap();
+        for i in 0..n {
+            db.insert(i.to_be_bytes(), vec![7; 100]).unwrap();
+        }
+        let full = leaf_count(&db);
+        for i in (0..n).filter(|i| i % 4 != 0) {
+            db.remove(i.to_be_bytes()).unwrap();
+        }
+        // A leaf merges when a write or a read passes it: one more pass.
+        for i in (0..n).filter(|i| i % 4 == 0) {
+            db.get(i.to_be_bytes()).unwrap();
+        }
+        let thinned = leaf_count(&db);
+        for (i, kv) in db.iter().enumerate() {
+            assert_eq!(kv.unwrap().0.as_ref(), (i as u32 * 4).to_be_bytes());
+        }
+        (full, thinned)
+    }
+
+    /// Leaves split above `leaf_fanout` entries (2 by default in tests,
+    /// as sled's own thresholds were), and merge below a quarter of it.
+    #[test]
+    fn herald_leaves_hold_up_to_their_configured_fanout() {
+        let (small, _) = leaves(Config::new(), 2_000);
+        assert!(small >= 2_000 / 2, "{small} leaves of at most 2 entries");
+        let (full, thinned) = leaves(Config::new().leaf_fanout(128), 2_000);
+        assert!(full <= 2_000 / 32, "{full} leaves of up to 128 entries");
+        assert!(full >= 2_000 / 128, "{full} leaves");
+        assert!(thinned < full, "{thinned} leaves once thinned, {full} before");
+    }
+
+    /// A database written with small leaves and opened with a larger
+    /// fanout (an upgrade) reads the same, and its leaves merge as they
+    /// are passed.
+    #[test]
+    fn herald_a_larger_fanout_reads_a_database_of_small_leaves() {
+        let path = std::env::temp_dir()
+            .join(format!("herald-leaf-fanout-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        let small = {
+            let db = Config::new().path(&path).open().unwrap();
+            for i in 0..1_000u32 {
+                db.insert(i.to_be_bytes(), vec![7; 100]).unwrap();
+            }
+            db.flush().unwrap();
+            leaf_count(&db)
+        };
+        let db = Config::new().path(&path).leaf_fanout(128).open().unwrap();
+        for i in 0..1_000u32 {
+            assert_eq!(db.get(i.to_be_bytes()).unwrap().unwrap().as_ref(), &[7; 100][..]);
+        }
+        let keys: Vec<_> = db.iter().keys().map(|k| k.unwrap()).collect();
+        assert_eq!(keys.len(), 1_000);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let merged = leaf_count(&db);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&path);
+        assert!(merged < small, "{merged} leaves after a pass, {small} before");
+    }
+}
