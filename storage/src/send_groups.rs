@@ -57,6 +57,9 @@ struct State {
     queued: u64,
     /// A caller of [`SendGroups::written`] waits: the writer skips its window.
     hurry: bool,
+    /// Set by tests (see [`SendGroups::hold`]): the writer gathers until
+    /// someone waits for the records, however long that takes.
+    held: bool,
     shutdown: bool,
 }
 
@@ -151,6 +154,16 @@ impl SendGroups {
         }
     }
 
+    /// Tests: while `held`, the writer takes nothing until a caller of
+    /// [`SendGroups::written`] waits, so what a test hands in is one write
+    /// however slowly the test runs (the window is a millisecond).
+    #[cfg(feature = "test-support")]
+    pub(crate) fn hold(&self, held: bool) -> Result<()> {
+        self.shared.lock()?.held = held;
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
     /// Writes what waits and stops the writer: records handed in later are
     /// refused. Blocks until the writer has stopped.
     pub(crate) fn stop(&self) {
@@ -183,7 +196,12 @@ fn run(dbs: &Slot, shared: &Shared) {
         if st.open.is_empty() {
             return; // shut down with nothing left
         }
-        // Gather the window's records, unless someone waits for them.
+        // Gather the window's records (while held, until someone waits for
+        // them), unless someone waits for them.
+        st = match shared.wake.wait_while(st, |s| s.held && !s.hurry && !s.shutdown) {
+            Ok(st) => st,
+            Err(_) => return,
+        };
         st = match shared.wake.wait_timeout_while(st, WINDOW, |s| !s.hurry && !s.shutdown) {
             Ok((st, _)) => st,
             Err(_) => return,

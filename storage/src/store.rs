@@ -368,6 +368,18 @@ impl Store {
         let t = self.trees()?;
         Ok((t.sends.count_prefix([])?, t.batches.count_prefix([])?))
     }
+
+    /// Holds back the writer of one-client send records until something
+    /// waits for them ([`Store::durable`]): tests of how the records handed
+    /// in are grouped, which otherwise depend on the test handing them all
+    /// in within the writer's millisecond. Nothing to hold on PostgreSQL.
+    #[cfg(feature = "test-support")]
+    pub fn test_hold_send_records(&self, held: bool) -> Result<()> {
+        match &self.inner.send_groups {
+            Some(groups) => groups.hold(held),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether tests run on PostgreSQL (`HERALD_TEST_STORE=postgres`) rather than sled.

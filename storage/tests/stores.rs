@@ -8,9 +8,10 @@ use herald_storage::{Error, Store, StoreOptions};
 
 /// The store of `dir` on the backend under test: sled in `dir`, or with
 /// `HERALD_TEST_STORE=postgres` a fresh PostgreSQL database per directory
-/// (the same one when `dir` is opened again).
+/// (the same one when `dir` is opened again). Opened again right after a
+/// drop, sled's file lock may still be held a moment: see [`reopened`].
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(&herald_storage::test_options(dir)).unwrap()
+    reopened(|| Store::open(&herald_storage::test_options(dir)))
 }
 
 fn token(app: &str, t: &str) -> PushToken {
@@ -849,7 +850,7 @@ async fn a_closed_store_leaves_a_snapshot_covering_its_writes() {
         s.durable().await.unwrap();
     }
     // Opened again: sled's snapshot covers what the first run wrote.
-    let s = reopened(|| Store::open(&herald_storage::test_options(dir.path())));
+    let s = open(dir.path());
     let at_open = (!herald_storage::test_on_postgres()).then(|| herald_storage::test_newest_snapshot(dir.path()));
     assert_ne!(at_open.as_deref(), Some(""), "sled wrote a snapshot as it opened");
     for i in 0..200 {
@@ -868,7 +869,7 @@ async fn a_closed_store_leaves_a_snapshot_covering_its_writes() {
             "a snapshot newer than the start's: {at_open}"
         );
     }
-    let s = reopened(|| Store::open(&herald_storage::test_options(dir.path())));
+    let s = open(dir.path());
     assert_eq!(s.apps().list("acme", 0, 1000).unwrap().1, 201);
 }
 
@@ -892,6 +893,8 @@ fn send_record(id: &str, client: &str) -> herald_storage::deliveries::SendRecord
 async fn sends_handed_in_are_read_at_once_and_written_together() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
+    // Written once the test waits for them, not when its millisecond ends.
+    s.test_hold_send_records(true).unwrap();
     let first = ulid::Ulid::generate();
     let ids: Vec<String> = (0..40).map(|i| ulid::Ulid(first.0 + 2 * i).to_string()).collect();
     let lone = ulid::Ulid(first.0 + 10_000).to_string();
