@@ -229,7 +229,8 @@ impl Dbs {
         // for the broadcast index: a broadcast walks it once, end to end,
         // so a larger cache pays only once it holds the whole index (at
         // 200 000 tokens 32 MiB cut the fan-out's CPU by about 6%,
-        // README "Peak RSS at 1M tokens"), and the records need it more.
+        // README "Peak RSS at 1M tokens"), and it would come out of the
+        // records' share, which one-client sends among many clients read.
         let cache = |sixteenths: u64| (opts.cache_bytes / 16).saturating_mul(sixteenths);
         let db = open_db(&opts.data_dir.join("db"), cache(11), opts.compression_level, RECORD_LEAF_FANOUT)?;
         let delivery_db = open_db(&opts.data_dir.join("deliveries"), cache(4), 0, RECORD_LEAF_FANOUT)?;
