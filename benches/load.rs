@@ -77,8 +77,8 @@
 //! `--repeats N` (rounds of every load point, default 5), `--concurrency
 //! 64,256` (the send API's concurrencies, for experiments), `--no-node` (skip
 //! the node-apn peer), `--only 1,2,6` (run only these items), `--perf` (record
-//! `perf` call graphs of Herald during the fan-out, the C=64 send-API run
-//! and the send-batch run into `target/bench/perf-*.data`), `--ceiling-connections N` and
+//! `perf` call graphs of Herald during the fan-out, the C=64 send-API runs
+//! (HTTP/1.1 and HTTP/2) and the send-batch run into `target/bench/perf-*.data`), `--ceiling-connections N` and
 //! `--ceiling-streams N` (shape the bare client otherwise than Herald's pool,
 //! for experiments), `--proxy-connections N` (the same for the forwarding
 //! proxy: Herald's pool size by default), `--keep` (keep the work directory under `target/bench`),
@@ -2805,9 +2805,12 @@ impl Bench {
                     let servers = [("herald", &herald_target), ("proxy", &proxy_target), ("trivial", &trivial_target)];
                     for (server, target) in servers {
                         let perf = Perf::start(
-                            perf_on && round == 1 && server == "herald" && conc == 64 && proto == Proto::H1,
+                            perf_on && round == 1 && server == "herald" && conc == 64,
                             herald.pid(),
-                            &self.out_dir.join("perf-send-api.data"),
+                            &self.out_dir.join(match proto {
+                                Proto::H1 => "perf-send-api.data",
+                                Proto::H2 => "perf-send-api-h2.data",
+                            }),
                         );
                         let load = Load {
                             proto,

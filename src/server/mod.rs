@@ -243,7 +243,9 @@ impl Connection {
             async move {
                 let answer = match port {
                     Port::Public => dispatch_from(engine, req, Some(peer.ip())).await,
-                    Port::Ops => dispatch_ops(engine, req).await,
+                    // Boxed: this future is in every request's task, the
+                    // public port's too, and the ops port's is the larger.
+                    Port::Ops => Box::pin(dispatch_ops(engine, req)).await,
                 };
                 drop(open);
                 Ok::<_, Infallible>(answer)

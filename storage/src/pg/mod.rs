@@ -115,14 +115,21 @@ impl Pg {
     }
 
     /// Runs `work` on the backend's runtime; the caller awaits it without
-    /// blocking its thread (see [`Table::get_many`]).
-    async fn spawned<T, F>(&self, work: F) -> Result<T>
+    /// blocking its thread (see [`Table::get_many`]). `work` is spawned here,
+    /// not when first polled, so that the future the caller holds is a join
+    /// handle: holding `work` (2 KiB for a `get_many`) made every future
+    /// that may read the store, on sled too, that much larger, and each of
+    /// a request's futures is moved whole several times on its way to its task.
+    fn spawned<T, F>(&self, work: F) -> impl Future<Output = Result<T>> + Send + 'static
     where
         F: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        let Some(rt) = self.rt.0.as_ref() else { return Err(Error::Unavailable("the store is closed".into())) };
-        rt.spawn(work).await.map_err(|e| Error::Unavailable(format!("PostgreSQL task ended: {e}")))?
+        let task = self.rt.0.as_ref().map(|rt| rt.spawn(work));
+        async move {
+            let Some(task) = task else { return Err(Error::Unavailable("the store is closed".into())) };
+            task.await.map_err(|e| Error::Unavailable(format!("PostgreSQL task ended: {e}")))?
+        }
     }
 
     /// A value of the engine-wide sequence: unique across every engine sharing the database.
