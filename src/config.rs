@@ -106,7 +106,7 @@ pub struct Settings {
     /// Seconds without a send or broadcast after which a tenant's actor stops, freeing its provider connections (0: never).
     #[arg(long, env = "HERALD_TENANT_IDLE_STOP_S")]
     pub tenant_idle_stop_s: Option<u64>,
-    /// Nice steps (0 to 19) by which broadcast threads run below the rest, so sends with a caller waiting go first on busy cores.
+    /// Nice steps (0 to 19) by which broadcast threads (batch work, `SCHED_BATCH`) run below the rest, so sends with a caller waiting go first on busy cores.
     #[arg(long, env = "HERALD_BULK_NICE")]
     pub bulk_nice: Option<u8>,
     /// Milliseconds a one-client or one-user send waits for the providers.

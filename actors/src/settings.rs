@@ -72,7 +72,8 @@ pub struct PushSettings {
     /// freeing its provider channels and pools; `None`: never.
     pub tenant_idle_stop: Option<Duration>,
     /// Broadcast work (partitions, their connections, queuing a topic send)
-    /// runs on threads of its own this many nice steps below the engine's,
+    /// runs on threads of its own, as batch work (`SCHED_BATCH`: it never
+    /// preempts on waking), this many nice steps below the engine's,
     /// so that sends with a caller waiting run first when the cores are
     /// busy (`--bulk-nice`, see [`crate::bulk`]); `None`: on the caller's
     /// runtime, for embedding programs that want no threads of Herald's.

@@ -624,6 +624,8 @@ struct ThreadStat {
     /// CPU ticks so far, user and system.
     ticks: u64,
     nice: i64,
+    /// Scheduling policy: 0 normal, 3 batch (`SCHED_*`).
+    policy: i64,
 }
 
 /// The threads of process `pid` (Herald, our child); a thread that ends
@@ -633,10 +635,10 @@ fn thread_stats(pid: u32) -> Vec<ThreadStat> {
         // `tid (comm) state ...`: the name may hold spaces, so split at its last ')'.
         let (head, rest) = stat.rsplit_once(')')?;
         let f: Vec<&str> = rest.split_whitespace().collect();
-        // Fields 14, 15 (utime, stime) and 19 (nice) of proc(5), counted from `state` (3).
+        // Fields 14, 15 (utime, stime), 19 (nice) and 41 (policy) of proc(5), counted from `state` (3).
         let field = |i: usize| f.get(i)?.parse::<i64>().ok();
         let ticks = u64::try_from(field(11)?).ok()?.saturating_add(u64::try_from(field(12)?).ok()?);
-        Some(ThreadStat { name: head.split_once('(')?.1.to_string(), ticks, nice: field(16)? })
+        Some(ThreadStat { name: head.split_once('(')?.1.to_string(), ticks, nice: field(16)?, policy: field(38)? })
     };
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("Herald's /proc entry")
@@ -656,14 +658,16 @@ fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
     by_name
 }
 
-/// A broadcast runs on threads of its own, `--bulk-nice` steps below the
-/// engine's priority, so sends with a caller waiting go first on busy cores:
+/// A broadcast runs on threads of its own, batch work `--bulk-nice` steps
+/// below the engine's priority, so sends with a caller waiting go first on busy cores:
 /// the broadcast takes more CPU on its threads than on the engine's workers,
 /// where those sends run. (Not "most of the process's CPU": that total also
 /// counts threads that ended meanwhile, such as the index check of a store
 /// left unclean; on a loaded CI machine the rest came to 11 of 21 ticks once.)
 #[tokio::test]
 async fn a_broadcast_runs_on_threads_of_lower_priority() {
+    const SCHED_NORMAL: i64 = 0;
+    const SCHED_BATCH: i64 = 3;
     const N: u64 = 10_000;
     let w = ChildWorld::start().await;
     let mut env = w.env.clone();
@@ -681,9 +685,16 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     assert_eq!(h.wait_report(&http, &token, id, 60).await["counts"]["sent"], N);
     let after = ticks_by_thread_name(pid);
 
-    let bulk: Vec<i64> = thread_stats(pid).into_iter().filter(|t| t.name == "herald-bulk").map(|t| t.nice).collect();
+    let threads = thread_stats(pid);
+    let bulk: Vec<(i64, i64)> =
+        threads.iter().filter(|t| t.name == "herald-bulk").map(|t| (t.nice, t.policy)).collect();
     assert!(!bulk.is_empty(), "the engine has broadcast threads");
-    assert!(bulk.iter().all(|nice| *nice == i64::from((own + 7).min(19))), "nice {bulk:?}, engine at {own}");
+    assert!(
+        bulk.iter().all(|t| *t == (i64::from((own + 7).min(19)), SCHED_BATCH)),
+        "(nice, policy) {bulk:?}, engine at nice {own}"
+    );
+    let workers: Vec<i64> = threads.iter().filter(|t| t.name == "tokio-rt-worker").map(|t| t.policy).collect();
+    assert!(workers.iter().all(|p| *p == SCHED_NORMAL), "the engine's workers keep the normal policy: {workers:?}");
     let spent: std::collections::BTreeMap<&str, u64> = after
         .iter()
         .map(|(name, t)| (name.as_str(), t.saturating_sub(before.get(name).copied().unwrap_or(0))))
