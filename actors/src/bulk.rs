@@ -35,10 +35,11 @@ impl Bulk {
         // lowered) workers and inherit their value.
         let own = rustix::process::getpriority_process(None).unwrap_or(0);
         let target = own.saturating_add(i32::from(nice)).min(19);
+        let batch = batch_priority(target);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .thread_name("herald-bulk")
             .enable_all()
-            .on_thread_start(move || lower_priority(target))
+            .on_thread_start(move || lower_priority(target, batch))
             .build()
             .map_err(|e| format!("starting the broadcast runtime: {e}"))?;
         Ok(Bulk { runtime: Some(runtime) })
@@ -86,21 +87,26 @@ impl Drop for Bulk {
     }
 }
 
-/// Puts the calling thread under `SCHED_BATCH` at `nice` (Linux keeps both
-/// per thread). Neither needs privilege when the value is not lowered; a
-/// failure leaves the thread as it was, which is only less fair, so it is
-/// logged, not fatal.
-fn lower_priority(nice: i32) {
-    use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadPriorityValue, ThreadSchedulePolicy};
-    let batch = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch);
-    // The crate names a normal policy's nice value on a scale of 0 to 99:
-    // the step that maps to `nice` exactly.
-    let priority = (u8::from(ThreadPriorityValue::MIN)..=u8::from(ThreadPriorityValue::MAX))
+const BATCH: thread_priority::ThreadSchedulePolicy =
+    thread_priority::ThreadSchedulePolicy::Normal(thread_priority::NormalThreadSchedulePolicy::Batch);
+
+/// `nice` as the thread-priority crate names it for a normal policy (a step
+/// of 0 to 99 that maps to a nice value); `None` if no step maps to it.
+fn batch_priority(nice: i32) -> Option<thread_priority::ThreadPriority> {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue};
+    (u8::from(ThreadPriorityValue::MIN)..=u8::from(ThreadPriorityValue::MAX))
         .filter_map(|p| ThreadPriorityValue::try_from(p).ok())
         .map(ThreadPriority::Crossplatform)
-        .find(|p| p.to_posix(batch).ok() == Some(nice));
-    let batched = priority
-        .map(|p| thread_priority::set_thread_priority_and_policy(thread_priority::thread_native_id(), p, batch));
+        .find(|p| p.to_posix(BATCH).ok() == Some(nice))
+}
+
+/// Puts the calling thread under `SCHED_BATCH` at `nice` (`batch`: the same
+/// value as [`batch_priority`] names it; Linux keeps both per thread).
+/// Neither needs privilege when the value is not lowered; a failure leaves
+/// the thread as it was, which is only less fair, so it is logged, not fatal.
+fn lower_priority(nice: i32, batch: Option<thread_priority::ThreadPriority>) {
+    let batched =
+        batch.map(|p| thread_priority::set_thread_priority_and_policy(thread_priority::thread_native_id(), p, BATCH));
     if let Some(Ok(())) = batched {
         return;
     }
@@ -120,9 +126,7 @@ mod tests {
     }
 
     fn batch() -> bool {
-        use thread_priority::{NormalThreadSchedulePolicy, ThreadSchedulePolicy};
-        thread_priority::thread_schedule_policy().unwrap()
-            == ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Batch)
+        thread_priority::thread_schedule_policy().unwrap() == BATCH
     }
 
     #[tokio::test]
