@@ -84,7 +84,13 @@
 //! proxy: Herald's pool size by default), `--keep` (keep the work directory under `target/bench`),
 //! `--store postgres` (Herald's records in a PostgreSQL this benchmark starts
 //! from Debian's `postgresql` package, fsync on, instead of sled in its data
-//! directory: the same figures, for one table per backend).
+//! directory: the same figures, for one table per backend), `--callgrind`
+//! (with item 4: after its timed runs, Herald and the forwarding proxy run
+//! again under valgrind's callgrind for a fixed number of sends, and the
+//! table gives the instructions each spent per send and per send-batch
+//! event: figures the machine's speed and other load do not move, to
+//! compare two builds' CPU per send where timed runs vary by 10%; needs
+//! `valgrind`, about a minute).
 //!
 //! The simulators run in a child process that is this executable started again
 //! with `--sim-child` (so it is always built from the current `tests/sim`), and
@@ -137,6 +143,9 @@ const VIP_TOKEN: u64 = 2;
 const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
 /// One-client sends per request of the batch run (send-batch's most).
 const BATCH: usize = 500;
+
+/// One-client sends counted under callgrind (`--callgrind`), after as many to warm up.
+const COUNTED_SENDS: u64 = 2000;
 /// Rate of the interactive sends during the broadcasts (phase 5).
 const INTERACTIVE_PER_S: f64 = 50.0;
 
@@ -186,6 +195,8 @@ struct Options {
     keep: bool,
     /// Records in PostgreSQL rather than sled.
     postgres: bool,
+    /// Counts the instructions of a send under callgrind (see [`Bench::instructions`]).
+    callgrind: bool,
 }
 
 /// The PostgreSQL of `--store postgres` and the URL of Herald's database, kept for the whole run.
@@ -224,6 +235,7 @@ impl Options {
         let mut proxy_connections = None;
         let mut keep = false;
         let mut postgres = false;
+        let mut callgrind = false;
         let count = |v: Option<&String>, flag: &str| -> usize {
             v.and_then(|v| v.parse::<usize>().ok())
                 .filter(|n| *n > 0)
@@ -275,6 +287,7 @@ impl Options {
                 "--quick" => quick = true,
                 "--no-node" => node = false,
                 "--perf" => perf = true,
+                "--callgrind" => callgrind = true,
                 // Cargo passes `--bench` to every benchmark executable.
                 "--bench" => {}
                 "--help" | "-h" => {
@@ -301,12 +314,13 @@ impl Options {
             proxy_connections,
             keep,
             postgres,
+            callgrind,
         }
     }
 }
 
 const USAGE: &str = "cargo bench --bench load -- [--tokens N] [--quick] [--phase-secs S] [--repeats N] [--concurrency 1,16,64,256] [--no-node] \
-[--only 1,2,...,9] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled]";
+[--only 1,2,...,9] [--perf] [--ceiling-connections N] [--ceiling-streams N] [--proxy-connections N] [--keep] [--store postgres|sled] [--callgrind]";
 
 /// Progress on stderr.
 macro_rules! say {
@@ -695,11 +709,22 @@ impl Herald {
 
     /// [`Herald::start`] with more environment.
     fn start_with(data: &Path, sims: &Sims, env: &[(&str, &str)]) -> Herald {
+        Self::spawn(data, sims, env, &[])
+    }
+
+    /// [`Herald::start`] as an argument of `wrapper` (a program and its
+    /// arguments, such as [`Callgrind::wrapper`]).
+    fn start_under(data: &Path, sims: &Sims, wrapper: &[String]) -> Herald {
+        Self::spawn(data, sims, &[], wrapper)
+    }
+
+    fn spawn(data: &Path, sims: &Sims, env: &[(&str, &str)], wrapper: &[String]) -> Herald {
         let spawned = Instant::now();
+        // `HERALD_LOAD_BIN`: another build of herald, to compare two builds.
+        let bin = std::env::var_os("HERALD_LOAD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_herald").into());
         let mut proc = Proc::spawn(
             "herald",
-            // `HERALD_LOAD_BIN`: another build of herald, to compare two builds.
-            Command::new(std::env::var_os("HERALD_LOAD_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_herald").into()))
+            wrapped(wrapper, bin)
                 .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
                 .arg(data)
                 .envs(store_url().map(|url| ("HERALD_STORE", url)))
@@ -1238,6 +1263,76 @@ async fn watch(
     out
 }
 
+/// A command running `program`, or `wrapper` (a program and its
+/// arguments) running it when `wrapper` is not empty.
+fn wrapped(wrapper: &[String], program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match wrapper.split_first() {
+        Some((first, args)) => {
+            let mut c = Command::new(first);
+            c.args(args).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+/// Processes run under valgrind's callgrind (`--callgrind`), which counts
+/// the instructions they execute; each dump (`callgrind_control -d`)
+/// writes the counts since the previous one and starts them again.
+struct Callgrind {
+    dir: PathBuf,
+}
+
+impl Callgrind {
+    /// `None` (and says why) when valgrind is not installed.
+    fn new(dir: &Path) -> Option<Callgrind> {
+        let found = Command::new("valgrind").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+        if !found.is_ok_and(|s| s.success()) {
+            say!("callgrind unavailable: valgrind is not installed (apt-get install valgrind)");
+            return None;
+        }
+        std::fs::create_dir_all(dir).expect("callgrind directory");
+        Some(Callgrind { dir: dir.to_path_buf() })
+    }
+
+    /// Runs a program named `name` under callgrind (see [`Herald::start_under`]).
+    fn wrapper(&self, name: &str) -> Vec<String> {
+        vec![
+            "valgrind".into(),
+            "--tool=callgrind".into(),
+            format!("--callgrind-out-file={}/{name}.%p", self.dir.display()),
+        ]
+    }
+
+    /// Dumps the counts of process `pid` (run by `wrapper(name)`) as its
+    /// `part`-th dump, and answers the instructions it executed since the
+    /// previous dump (since it started, for the first).
+    fn dump(&self, name: &str, pid: u32, part: u32) -> Option<u64> {
+        let asked = Command::new("callgrind_control")
+            .args(["-d", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !asked.is_ok_and(|s| s.success()) {
+            say!("callgrind_control could not dump process {pid}");
+            return None;
+        }
+        let file = self.dir.join(format!("{name}.{pid}.{part}"));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let totals = std::fs::read_to_string(&file).ok().and_then(|text| {
+                text.lines().find_map(|l| l.strip_prefix("totals:")).and_then(|v| v.trim().parse::<u64>().ok())
+            });
+            if totals.is_some() {
+                return totals;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        say!("no callgrind dump at {}", file.display());
+        None
+    }
+}
+
 /// `perf record` of a process while a phase runs (with `--perf`; it slows
 /// Herald down, so the figures of such a run are not comparable).
 struct Perf(Option<Proc>);
@@ -1748,6 +1843,8 @@ struct Load {
     /// Ends the run early when set.
     stop: Option<Arc<AtomicBool>>,
     expect_status: u16,
+    /// Of a closed loop: ends it after this many requests in all.
+    limit: Option<u64>,
 }
 
 /// What a load run measured.
@@ -1802,6 +1899,9 @@ async fn run_load(target: &Target, load: &Load) -> LoadResult {
             loop {
                 let now = Instant::now();
                 if now >= end || load.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    break;
+                }
+                if load.rate.is_none() && load.limit.is_some_and(|l| next.fetch_add(1, Ordering::Relaxed) >= l) {
                     break;
                 }
                 let scheduled = match load.rate {
@@ -2141,6 +2241,8 @@ const RATIOS: &[(&str, &str, &str)] = &[
     ("c256_vs_c64_h2", "herald_h2_c256_rps", "herald_h2_c64_rps"),
     ("batch_vs_single", "batch_per_s", "herald_h1_c64_rps"),
     ("batch_vs_fanout", "batch_per_s", "fanout_per_s"),
+    ("send_api_instructions_vs_proxy", "herald_instructions_per_send", "proxy_instructions_per_send"),
+    ("batch_event_instructions_vs_send", "herald_instructions_per_batch_event", "herald_instructions_per_send"),
 ];
 
 /// A target of the team (issue 23's table and the earlier ones): the JSON
@@ -2340,6 +2442,9 @@ struct Bench {
     /// tokens (signed each round) never make the simulator refuse the
     /// proxy's as too frequent an update (`TooManyProviderTokenUpdates`).
     creds_proxy: herald_sim::Credentials,
+    /// The proxy's JWT, signed once: a second proxy (`--callgrind`) signing
+    /// its own would be refused as too frequent an update too.
+    proxy_jwt: std::sync::OnceLock<String>,
     creds_node: herald_sim::Credentials,
     /// Herald's APNs request for the benchmark's notification.
     payload: apns::ApnsPayload,
@@ -2371,6 +2476,7 @@ async fn run(opts: Options) {
         creds_b: sims.credentials(&work.join("creds-b")),
         creds_ceiling: sims.credentials(&work.join("creds-ceiling")),
         creds_proxy: sims.credentials(&work.join("creds-proxy")),
+        proxy_jwt: std::sync::OnceLock::new(),
         creds_node: sims.credentials(&work.join("creds-node")),
         creds_a,
         data: work.join("data"),
@@ -2410,6 +2516,9 @@ async fn run(opts: Options) {
         }
         // Its store closes with a snapshot, so the next start (phase 5) reads that.
         b.res.stop = Some(herald.stop());
+        if wants(&[4]) && b.opts.callgrind {
+            b.instructions(&send_client).await;
+        }
         if wants(&[7]) {
             b.retention(&send_client).await;
         }
@@ -2519,6 +2628,7 @@ impl Bench {
                 rate: None,
                 stop: None,
                 expect_status: 202,
+                limit: None,
             };
             let t0 = Instant::now();
             let (mut sent, mut errors) = (0, 0);
@@ -2717,8 +2827,13 @@ impl Bench {
     /// connections to the APNs simulator, answering `answer`, in a process
     /// of its own: this executable with `--proxy-child`.
     fn proxy(&self, answer: Bytes) -> ProxyChild {
+        self.proxy_under(answer, &[])
+    }
+
+    /// [`Bench::proxy`] as an argument of `wrapper` (see [`Herald::start_under`]).
+    fn proxy_under(&self, answer: Bytes, wrapper: &[String]) -> ProxyChild {
         let c = &self.creds_proxy;
-        let jwt = sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id);
+        let jwt = self.proxy_jwt.get_or_init(|| sign_apns_jwt(&c.apns_key_pem, &c.apns_key_id, &c.apns_team_id));
         let sim = self.sims.apns_addr();
         let mut headers = http::HeaderMap::new();
         for (k, v) in self.payload.headers() {
@@ -2748,7 +2863,7 @@ impl Bench {
         std::fs::write(&file, spec.to_string()).expect("write the proxy's file");
         let mut proc = Proc::spawn(
             "proxy",
-            Command::new(std::env::current_exe().expect("current exe"))
+            wrapped(wrapper, std::env::current_exe().expect("current exe"))
                 .arg("--proxy-child")
                 .arg(&file)
                 .stdin(Stdio::null())
@@ -2757,7 +2872,8 @@ impl Bench {
         )
         .expect("start the forwarding proxy");
         let lines = read_lines(proc.child.stdout.take().expect("piped stdout"));
-        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the proxy starts within 30 s");
+        // Under valgrind, reading this executable's debug information takes a while.
+        let line = lines.recv_timeout(Duration::from_secs(120)).expect("the proxy starts within 120 s");
         let addr = line.strip_prefix("listening ").expect("the proxy's address").parse().expect("proxy address");
         say!("forwarding proxy (pid {}) on {addr}", proc.pid());
         ProxyChild { proc, addr }
@@ -2819,6 +2935,7 @@ impl Bench {
                             rate: None,
                             stop: None,
                             expect_status: 202,
+                            limit: None,
                         };
                         let server_cpu = || match server {
                             "herald" => Some(herald.cpu()),
@@ -2873,6 +2990,7 @@ impl Bench {
                             rate: None,
                             stop: None,
                             expect_status: 202,
+                            limit: None,
                         };
                         let perf = Perf::start(
                             perf_on && round == 1,
@@ -2917,6 +3035,7 @@ impl Bench {
             rate: Some(rate),
             stop: None,
             expect_status: 202,
+            limit: None,
         };
         for round in 1..=repeats {
             let before = flush_hist(&self.http, herald).await;
@@ -2952,6 +3071,74 @@ impl Bench {
             self.res.add("proxy_p99_ms_half_load", r.pct_ms(0.99));
         }
         drop(proxy);
+    }
+
+    /// `--callgrind` (with item 4, Herald stopped): Herald on the same data,
+    /// then the forwarding proxy, each under callgrind for [`COUNTED_SENDS`]
+    /// one-client sends over HTTP/1.1 (after as many to warm up), and
+    /// Herald for 4 send-batches of [`BATCH`]: the instructions per send
+    /// and per batch event, the whole process's (its background threads
+    /// included), user space only.
+    async fn instructions(&mut self, send_client: &str) {
+        let Some(cg) = Callgrind::new(&self.work.join("callgrind")) else { return };
+        say!("callgrind: instructions per send, Herald then the forwarding proxy");
+        let herald = Herald::start_under(&self.data, &self.sims, &cg.wrapper("herald"));
+        let admin = admin_token(&self.http, &herald, TENANT_A).await;
+        let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
+        let send_body = one_client_body(TENANT_A, "sender", send_client);
+        let (st, answer) =
+            api(&self.http, &herald, reqwest::Method::POST, &path, Some(&admin), Some(send_body.clone())).await;
+        assert_eq!(st, 202, "one-client send: {answer}");
+        let single = Target { addr: herald.addr, path, bearer: Some(admin), body: Bytes::from(send_body.to_string()) };
+        let batch = Target {
+            path: format!("/v1/tenants/{TENANT_A}/push_notification/send-batch"),
+            body: Bytes::from(json!({ "events": vec![send_body; BATCH] }).to_string()),
+            ..single.clone()
+        };
+        // A fixed count, bounded in time too (callgrind slows a process some 50 times).
+        let counted = |target: Target, n: u64, concurrency: usize| async move {
+            let load = Load {
+                proto: Proto::H1,
+                concurrency,
+                duration: Duration::from_secs(300),
+                rate: None,
+                stop: None,
+                expect_status: 202,
+                limit: Some(n),
+            };
+            let r = run_load(&target, &load).await;
+            if r.errors > 0 {
+                say!("  {} errors under callgrind (first: {})", r.errors, r.first_error.as_deref().unwrap_or("?"));
+            }
+            r.ok
+        };
+        let per = |instructions: Option<u64>, n: u64| instructions.filter(|_| n > 0).map(|i| i as f64 / n as f64);
+        counted(single.clone(), COUNTED_SENDS, 16).await;
+        counted(batch.clone(), 1, 1).await;
+        cg.dump("herald", herald.pid(), 1);
+        let sent = counted(single.clone(), COUNTED_SENDS, 16).await;
+        let per_send = per(cg.dump("herald", herald.pid(), 2), sent);
+        let batches = counted(batch, 4, 1).await;
+        let per_event = per(cg.dump("herald", herald.pid(), 3), batches * BATCH as u64);
+        herald.stop();
+        let answer = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
+        let proxy = self.proxy_under(answer, &cg.wrapper("proxy"));
+        let proxy_target = Target { addr: proxy.addr, ..single };
+        counted(proxy_target.clone(), COUNTED_SENDS, 16).await;
+        cg.dump("proxy", proxy.proc.pid(), 1);
+        let sent = counted(proxy_target, COUNTED_SENDS, 16).await;
+        let proxy_per_send = per(cg.dump("proxy", proxy.proc.pid(), 2), sent);
+        drop(proxy);
+        let k = |v: Option<f64>| v.map_or("?".into(), |v| format!("{:.0}k", v / 1000.0));
+        say!(
+            "  instructions per send: herald {}, proxy {}; per batch event: herald {}",
+            k(per_send),
+            k(proxy_per_send),
+            k(per_event)
+        );
+        self.res.add("herald_instructions_per_send", per_send);
+        self.res.add("proxy_instructions_per_send", proxy_per_send);
+        self.res.add("herald_instructions_per_batch_event", per_event);
     }
 
     /// Item 5: tenant B seeded with N clients too; both tenants' broadcasts
@@ -2997,6 +3184,7 @@ impl Bench {
                 rate: Some(INTERACTIVE_PER_S),
                 stop: Some(stop.clone()),
                 expect_status: 202,
+                limit: None,
             };
             let target = vip_target.clone();
             let interactive = tokio::spawn(async move { run_load(&target, &load).await });
@@ -3397,6 +3585,16 @@ fn table(res: &Results, opts: &Options) -> String {
         row("send API / forwarding proxy (C=64, HTTP/2)".into(), "send_api_vs_proxy_h2", 2, "x"),
         row("CPU per notification, send API / proxy (C=64, HTTP/1.1)".into(), "send_api_cpu_vs_proxy", 2, "x"),
         row("send API / trivial (C=64, HTTP/1.1)".into(), "send_api_vs_trivial", 2, "x"),
+        (
+            "  instructions per send (callgrind, --callgrind): herald / proxy".into(),
+            format!(
+                "{} / {}",
+                fmt_opt(res.median("herald_instructions_per_send").map(|i| i / 1000.0), 0, "k"),
+                fmt_opt(res.median("proxy_instructions_per_send").map(|i| i / 1000.0), 0, "k"),
+            ),
+            String::new(),
+        ),
+        row("  … send API / proxy, instructions per send".into(), "send_api_instructions_vs_proxy", 2, "x"),
         row("send API C=256 / C=64 (HTTP/1.1)".into(), "c256_vs_c64", 2, "x"),
         row("send API C=256 / C=64 (HTTP/2)".into(), "c256_vs_c64_h2", 2, "x"),
         (
@@ -3411,6 +3609,12 @@ fn table(res: &Results, opts: &Options) -> String {
             String::new(),
         ),
         row(format!("send-batch, batches of {BATCH} at C=4: notifications/s"), "batch_per_s", 0, "/s"),
+        row(
+            "  instructions per batch event / per one-client send (--callgrind)".into(),
+            "batch_event_instructions_vs_send",
+            2,
+            "x",
+        ),
         (
             "  CPU per notification: herald / simulator".into(),
             format!(
