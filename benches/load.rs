@@ -1301,6 +1301,8 @@ impl Callgrind {
             "valgrind".into(),
             "--tool=callgrind".into(),
             format!("--callgrind-out-file={}/{name}.%p", self.dir.display()),
+            // Each dump readable alone (`callgrind_annotate`), not only with the first.
+            "--compress-strings=no".into(),
         ]
     }
 
