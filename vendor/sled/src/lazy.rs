@@ -1,16 +1,16 @@
 //! This module exists because `lazy_static` causes TSAN to
 //! be very unhappy. We rely heavily on TSAN for finding
 //! races, so we don't use `lazy_static`.
+//!
+//! Herald: backed by `std::sync::OnceLock`, so that a thread finding the
+//! value being made by another waits blocked rather than spinning on a
+//! flag (see HERALD.md, 13).
 
-use std::sync::atomic::{
-    AtomicBool, AtomicPtr,
-    Ordering::{Acquire, SeqCst},
-};
+use std::sync::OnceLock;
 
 /// A lazily initialized value
 pub struct Lazy<T, F> {
-    value: AtomicPtr<T>,
-    init_mu: AtomicBool,
+    value: OnceLock<T>,
     init: F,
 }
 
@@ -20,23 +20,7 @@ impl<T, F> Lazy<T, F> {
     where
         F: Sized,
     {
-        Self {
-            value: AtomicPtr::new(std::ptr::null_mut()),
-            init_mu: AtomicBool::new(false),
-            init,
-        }
-    }
-}
-
-impl<T, F> Drop for Lazy<T, F> {
-    fn drop(&mut self) {
-        let value_ptr = self.value.load(Acquire);
-        if !value_ptr.is_null() {
-            #[allow(unsafe_code)]
-            unsafe {
-                drop(Box::from_raw(value_ptr))
-            }
-        }
+        Self { value: OnceLock::new(), init }
     }
 }
 
@@ -47,51 +31,49 @@ where
     type Target = T;
 
     fn deref(&self) -> &T {
-        {
-            let value_ptr = self.value.load(Acquire);
-            if !value_ptr.is_null() {
-                #[allow(unsafe_code)]
-                unsafe {
-                    return &*value_ptr;
-                }
-            }
-        }
+        self.value.get_or_init(|| (self.init)())
+    }
+}
 
-        // compare_and_swap returns the last value on success,
-        // or the current value on failure. We want to keep
-        // looping as long as it returns true, so we don't need
-        // any explicit conversion here.
-        while self.init_mu.compare_and_swap(false, true, SeqCst) {}
+#[cfg(test)]
+mod tests {
+    use super::Lazy;
+    use std::time::Duration;
 
-        {
-            let value_ptr = self.value.load(Acquire);
-            // we need to check this again because
-            // maybe some other thread completed
-            // the initialization already.
-            if !value_ptr.is_null() {
-                let unlock = self.init_mu.swap(false, SeqCst);
-                assert!(unlock);
-                #[allow(unsafe_code)]
-                unsafe {
-                    return &*value_ptr;
-                }
-            }
-        }
+    /// CPU time the calling thread has used.
+    fn thread_cpu() -> Duration {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        #[allow(unsafe_code)]
+        let usage = unsafe {
+            assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()), 0);
+            usage.assume_init()
+        };
+        let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+    }
 
-        {
-            let value = (self.init)();
-            let value_ptr = Box::into_raw(Box::new(value));
+    fn slow() -> u64 {
+        std::thread::sleep(Duration::from_millis(400));
+        7
+    }
 
-            let old = self.value.swap(value_ptr, SeqCst);
-            assert!(old.is_null());
+    static SLOW: Lazy<u64, fn() -> u64> = Lazy::new(slow);
 
-            let unlock = self.init_mu.swap(false, SeqCst);
-            assert!(unlock);
-
-            #[allow(unsafe_code)]
-            unsafe {
-                &*value_ptr
-            }
-        }
+    /// A thread that derefs while another thread's initialization runs
+    /// waits without using the CPU (released sled spun on a flag: the
+    /// whole wait on a core), then sees the same value.
+    #[test]
+    fn herald_lazy_waits_without_spinning() {
+        let maker = std::thread::spawn(|| *SLOW);
+        std::thread::sleep(Duration::from_millis(50));
+        let waiter = std::thread::spawn(|| {
+            let before = thread_cpu();
+            let value = *SLOW;
+            (value, thread_cpu() - before)
+        });
+        let (value, cpu) = waiter.join().unwrap();
+        assert_eq!(maker.join().unwrap(), 7);
+        assert_eq!(value, 7);
+        assert!(cpu < Duration::from_millis(100), "the waiter used {:?} of CPU while waiting", cpu);
     }
 }
