@@ -143,7 +143,6 @@ const VIP_TOKEN: u64 = 2;
 const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
 /// One-client sends per request of the batch run (send-batch's most).
 const BATCH: usize = 500;
-
 /// One-client sends counted under callgrind (`--callgrind`), after as many to warm up.
 const COUNTED_SENDS: u64 = 2000;
 /// Rate of the interactive sends during the broadcasts (phase 5).
