@@ -25,10 +25,24 @@ pub(crate) async fn readyz(cx: Cx) -> ApiResult<Response> {
     json(StatusCode::OK, &Status { status: "ready" })
 }
 
+/// Rendered on the broadcast threads, at their lower priority: the text is
+/// hundreds of kilobytes (every route's request histogram), milliseconds of
+/// CPU that on a runtime worker would hold up the sends queued behind it at
+/// every scrape.
 pub(crate) async fn metrics(cx: Cx) -> ApiResult<Response> {
-    if let Ok(size) = cx.engine.store.size_on_disk() {
-        metrics::gauge!("herald_storage_size_bytes").set(size as f64);
-    }
-    let text = cx.engine.metrics.render();
+    let engine = cx.engine.clone();
+    let text = cx
+        .engine
+        .push
+        .deliverer()
+        .bulk()
+        .spawn_blocking(move || {
+            if let Ok(size) = engine.store.size_on_disk() {
+                metrics::gauge!("herald_storage_size_bytes").set(size as f64);
+            }
+            engine.metrics.render()
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("rendering the metrics stopped: {e}")))?;
     Ok(with_body(StatusCode::OK, "text/plain; version=0.0.4", text.into()))
 }

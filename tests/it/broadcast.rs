@@ -618,46 +618,6 @@ async fn an_hms_broadcast_goes_in_requests_of_a_thousand_tokens() {
     }
 }
 
-/// One thread of a process, from its `/proc/<pid>/task/<tid>/stat`.
-struct ThreadStat {
-    name: String,
-    /// CPU ticks so far, user and system.
-    ticks: u64,
-    nice: i64,
-    /// Scheduling policy: 0 normal, 3 batch (`SCHED_*`).
-    policy: i64,
-}
-
-/// The threads of process `pid` (Herald, our child); a thread that ends
-/// while they are read is left out.
-fn thread_stats(pid: u32) -> Vec<ThreadStat> {
-    let parse = |stat: &str| {
-        // `tid (comm) state ...`: the name may hold spaces, so split at its last ')'.
-        let (head, rest) = stat.rsplit_once(')')?;
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // Fields 14, 15 (utime, stime), 19 (nice) and 41 (policy) of proc(5), counted from `state` (3).
-        let field = |i: usize| f.get(i)?.parse::<i64>().ok();
-        let ticks = u64::try_from(field(11)?).ok()?.saturating_add(u64::try_from(field(12)?).ok()?);
-        Some(ThreadStat { name: head.split_once('(')?.1.to_string(), ticks, nice: field(16)?, policy: field(38)? })
-    };
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .expect("Herald's /proc entry")
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
-        .filter_map(|stat| parse(&stat))
-        .collect()
-}
-
-/// CPU ticks of process `pid` so far, summed by thread name.
-fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
-    let mut by_name = std::collections::BTreeMap::<String, u64>::new();
-    for t in thread_stats(pid) {
-        let sum = by_name.entry(t.name).or_default();
-        *sum = sum.saturating_add(t.ticks);
-    }
-    by_name
-}
-
 /// A broadcast runs on threads of its own, batch work `--bulk-nice` steps
 /// below the engine's priority, so sends with a caller waiting go first on busy cores:
 /// the broadcast takes more CPU on its threads than on the engine's workers,

@@ -542,3 +542,36 @@ async fn every_counter_and_histogram_is_exported_from_start() {
         assert!(text.lines().any(|l| l == line), "{line} is not exported:\n{text}");
     }
 }
+
+/// A scrape's text (hundreds of kilobytes) is rendered on the broadcast
+/// threads, at their lower priority, not on the runtime workers where
+/// requests run: its milliseconds of CPU never hold up the sends queued
+/// behind it.
+#[tokio::test]
+async fn metrics_are_rendered_off_the_runtime_workers() {
+    const SCRAPES: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let mut herald = Herald::start(&dir.path().join("data"), &[]);
+    let http = crate::common::http_client();
+    let pid = herald.child.id();
+    let before = ticks_by_thread_name(pid);
+    let mut bytes = 0;
+    for _ in 0..SCRAPES {
+        let r = http.get(format!("{}/metrics", herald.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        bytes += r.text().await.unwrap().len();
+    }
+    let after = ticks_by_thread_name(pid);
+    let _ = herald.child.kill();
+    let _ = herald.child.wait();
+    let spent: std::collections::BTreeMap<&str, u64> = after
+        .iter()
+        .map(|(name, t)| (name.as_str(), t.saturating_sub(before.get(name).copied().unwrap_or(0))))
+        .collect();
+    let of = |name: &str| spent.get(name).copied().unwrap_or(0);
+    println!("{SCRAPES} scrapes of {} bytes: CPU ticks by thread name {spent:?}", bytes / SCRAPES);
+    assert!(
+        of("herald-bulk") > of("tokio-rt-worker"),
+        "more of the scrapes' CPU on the broadcast threads than on the engine's workers: {spent:?}"
+    );
+}
