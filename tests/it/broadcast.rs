@@ -643,7 +643,7 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     assert_eq!(answer[0]["metadata"]["targeted"], N, "{answer}");
     let id = answer[0]["notificationId"].as_str().unwrap();
     assert_eq!(h.wait_report(&http, &token, id, 60).await["counts"]["sent"], N);
-    let after = ticks_by_thread_name(pid);
+    let spent = ticks_since(pid, &before);
 
     let threads = thread_stats(pid);
     let bulk: Vec<(i64, i64)> =
@@ -655,10 +655,6 @@ async fn a_broadcast_runs_on_threads_of_lower_priority() {
     );
     let workers: Vec<i64> = threads.iter().filter(|t| t.name == "tokio-rt-worker").map(|t| t.policy).collect();
     assert!(workers.iter().all(|p| *p == SCHED_NORMAL), "the engine's workers keep the normal policy: {workers:?}");
-    let spent: std::collections::BTreeMap<&str, u64> = after
-        .iter()
-        .map(|(name, t)| (name.as_str(), t.saturating_sub(before.get(name).copied().unwrap_or(0))))
-        .collect();
     let of = |name: &str| spent.get(name).copied().unwrap_or(0);
     println!("broadcast of {N}: CPU ticks by thread name {spent:?}");
     assert!(

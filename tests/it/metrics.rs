@@ -561,13 +561,9 @@ async fn metrics_are_rendered_off_the_runtime_workers() {
         assert_eq!(r.status(), StatusCode::OK);
         bytes += r.text().await.unwrap().len();
     }
-    let after = ticks_by_thread_name(pid);
+    let spent = ticks_since(pid, &before);
     let _ = herald.child.kill();
     let _ = herald.child.wait();
-    let spent: std::collections::BTreeMap<&str, u64> = after
-        .iter()
-        .map(|(name, t)| (name.as_str(), t.saturating_sub(before.get(name).copied().unwrap_or(0))))
-        .collect();
     let of = |name: &str| spent.get(name).copied().unwrap_or(0);
     println!("{SCRAPES} scrapes of {} bytes: CPU ticks by thread name {spent:?}", bytes / SCRAPES);
     assert!(

@@ -600,3 +600,17 @@ pub fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64>
     }
     by_name
 }
+
+/// CPU ticks of process `pid` by thread name since `before` (a [`ticks_by_thread_name`]).
+pub fn ticks_since(
+    pid: u32,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    ticks_by_thread_name(pid)
+        .into_iter()
+        .map(|(name, t)| {
+            let spent = t.saturating_sub(before.get(&name).copied().unwrap_or(0));
+            (name, spent)
+        })
+        .collect()
+}
