@@ -2880,6 +2880,30 @@ impl Bench {
         ProxyChild { proc, addr }
     }
 
+    /// Item 4's loads on `herald`: a one-client send to `send_client` (sent
+    /// once here, it must succeed), and a send-batch of [`BATCH`] of them;
+    /// with Herald's answer to the send, which the baselines give back.
+    async fn send_targets(&self, herald: &Herald, admin: &str, send_client: &str) -> (Target, Target, Bytes) {
+        let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
+        let send_body = one_client_body(TENANT_A, "sender", send_client);
+        let (st, answer) =
+            api(&self.http, herald, reqwest::Method::POST, &path, Some(admin), Some(send_body.clone())).await;
+        assert_eq!(st, 202, "one-client send: {answer}");
+        assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
+        let single = Target {
+            addr: herald.addr,
+            path,
+            bearer: Some(admin.to_string()),
+            body: Bytes::from(send_body.to_string()),
+        };
+        let batch = Target {
+            path: format!("/v1/tenants/{TENANT_A}/push_notification/send-batch"),
+            body: Bytes::from(json!({ "events": vec![send_body; BATCH] }).to_string()),
+            ..single.clone()
+        };
+        (single, batch, Bytes::from(serde_json::to_vec(&answer).expect("answer JSON")))
+    }
+
     /// Item 4: one-client sends at each concurrency over HTTP/1.1 and HTTP/2,
     /// against Herald, the forwarding proxy and the trivial handler in turn,
     /// `repeats` rounds per point (send-batch joins the rounds of HTTP/1.1
@@ -2888,31 +2912,12 @@ impl Bench {
     async fn send_api(&mut self, herald: &Herald, admin: &str, send_client: &str) {
         let (phase, repeats, perf_on) = (self.opts.phase, self.opts.repeats, self.opts.perf);
         say!("phase 4: send API, one client, {phase:?} per run, {repeats} rounds per point");
-        let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
-        let send_body = one_client_body(TENANT_A, "sender", send_client);
-        let (st, answer) =
-            api(&self.http, herald, reqwest::Method::POST, &path, Some(admin), Some(send_body.clone())).await;
-        assert_eq!(st, 202, "one-client send: {answer}");
-        assert_eq!(answer[0]["isSuccessful"], true, "one-client send: {answer}");
-        let herald_target = Target {
-            addr: herald.addr,
-            path,
-            bearer: Some(admin.to_string()),
-            body: Bytes::from(send_body.to_string()),
-        };
+        let (herald_target, batch_target, answer) = self.send_targets(herald, admin, send_client).await;
         // The trivial handler answers with Herald's own answer: the same size.
-        let answer = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
         let trivial = Loopback::trivial(answer.clone());
         let trivial_target = Target { addr: trivial.addr, ..herald_target.clone() };
         let proxy = self.proxy(answer);
         let proxy_target = Target { addr: proxy.addr, ..herald_target.clone() };
-        // Batches of 500 one-client sends (send-batch), 4 at a time over HTTP/1.1.
-        let batch = json!({ "events": vec![send_body.clone(); BATCH] });
-        let batch_target = Target {
-            path: format!("/v1/tenants/{TENANT_A}/push_notification/send-batch"),
-            body: Bytes::from(batch.to_string()),
-            ..herald_target.clone()
-        };
         // The machine's speed before any load: a reference for the half-load rounds' probes.
         self.res.probe_speed();
         let foreign = Foreign::start(&[herald.pid(), self.sims.proc.pid(), proxy.proc.pid()]);
@@ -3085,17 +3090,7 @@ impl Bench {
         say!("callgrind: instructions per send, Herald then the forwarding proxy");
         let herald = Herald::start_under(&self.data, &self.sims, &cg.wrapper("herald"));
         let admin = admin_token(&self.http, &herald, TENANT_A).await;
-        let path = format!("/v1/tenants/{TENANT_A}/push_notification/send");
-        let send_body = one_client_body(TENANT_A, "sender", send_client);
-        let (st, answer) =
-            api(&self.http, &herald, reqwest::Method::POST, &path, Some(&admin), Some(send_body.clone())).await;
-        assert_eq!(st, 202, "one-client send: {answer}");
-        let single = Target { addr: herald.addr, path, bearer: Some(admin), body: Bytes::from(send_body.to_string()) };
-        let batch = Target {
-            path: format!("/v1/tenants/{TENANT_A}/push_notification/send-batch"),
-            body: Bytes::from(json!({ "events": vec![send_body; BATCH] }).to_string()),
-            ..single.clone()
-        };
+        let (single, batch, answer) = self.send_targets(&herald, &admin, send_client).await;
         // A fixed count, bounded in time too (callgrind slows a process some 50 times).
         let counted = |target: Target, n: u64, concurrency: usize| async move {
             let load = Load {
@@ -3122,7 +3117,6 @@ impl Bench {
         let batches = counted(batch, 4, 1).await;
         let per_event = per(cg.dump("herald", herald.pid(), 3), batches * BATCH as u64);
         herald.stop();
-        let answer = Bytes::from(serde_json::to_vec(&answer).expect("answer JSON"));
         let proxy = self.proxy_under(answer, &cg.wrapper("proxy"));
         let proxy_target = Target { addr: proxy.addr, ..single };
         counted(proxy_target.clone(), COUNTED_SENDS, 16).await;
