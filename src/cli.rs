@@ -124,7 +124,8 @@ pub async fn run(cli: Cli) -> Result<(), String> {
                 None => Settings::default(),
             };
             let config = Config::resolve(settings.or(from_file))?;
-            init_logging(config.log_json);
+            // Held until `serve` returns: dropping it writes the lines still queued.
+            let _log = init_logging(config.log_json);
             serve(config, demo).await
         }
         Command::Config { command: ConfigCommand::Defaults } => {
@@ -225,8 +226,20 @@ async fn shutdown_signal() {
     tracing::info!("shutting down: finishing in-flight requests");
 }
 
-fn init_logging(json: bool) {
+/// Log lines are written by a thread of their own ("herald-log"): a request
+/// logs one at the default `info`, and a write to stderr of its own on the
+/// runtime worker (a pipe to a journal that may be slow to read) held up the
+/// sends queued behind it. The lines are queued (a bounded queue: past
+/// 128 000 lines the workers wait rather than lines being lost) and written
+/// in as few writes as arrive together. The guard writes what is queued when
+/// dropped; a crash loses at most the lines queued.
+fn init_logging(json: bool) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("herald-log")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
+    guard
 }

@@ -35,6 +35,7 @@ mod identity;
 mod isolation;
 #[cfg(feature = "demo")]
 mod library;
+mod logging;
 mod metrics;
 mod multinode;
 mod nonces;
