@@ -239,7 +239,9 @@ fn init_logging(json: bool) -> tracing_appender::non_blocking::WorkerGuard {
         .lossy(false)
         .thread_name("herald-log")
         .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    // Colours only for a terminal: a file or a journal would keep the escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(writer);
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
     guard
 }

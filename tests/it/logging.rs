@@ -25,7 +25,7 @@ fn writes_by_thread_name(pid: u32) -> BTreeMap<String, u64> {
 /// reads stderr; and a reader of stderr that stalls (a log shipper down)
 /// left them blocked on a full pipe once 64 KiB were waiting, every request
 /// with them. Every line is still written once the reader reads again,
-/// those queued at SIGTERM included.
+/// those queued at SIGTERM included, without colour codes (not a terminal).
 #[tokio::test]
 async fn request_lines_are_written_off_the_runtime_workers_and_none_is_lost() {
     const REQUESTS: u64 = 2_000; // ~250 KB of lines: well past a pipe's buffer
@@ -73,7 +73,10 @@ async fn request_lines_are_written_off_the_runtime_workers_and_none_is_lost() {
     let stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
         let lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
-        lines.map_while(Result::ok).filter(|l| l.contains("request") && l.contains("/healthz")).count() as u64
+        let lines: Vec<String> = lines.map_while(Result::ok).collect();
+        // Not a terminal: no colour escape codes in the file or journal.
+        assert!(lines.iter().all(|l| !l.contains('\x1b')), "escape codes in {:?}", lines.first());
+        lines.iter().filter(|l| l.contains("request") && l.contains("/healthz")).count() as u64
     });
     signal(&child, Signal::TERM);
     assert!(child.wait().unwrap().success());
