@@ -125,7 +125,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
             };
             let config = Config::resolve(settings.or(from_file))?;
             // Held until `serve` returns: dropping it writes the lines still queued.
-            let _log = init_logging(config.log_json);
+            let _log = crate::logging::init(config.log_json);
             serve(config, demo).await
         }
         Command::Config { command: ConfigCommand::Defaults } => {
@@ -224,24 +224,4 @@ async fn shutdown_signal() {
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
     tracing::info!("shutting down: finishing in-flight requests");
-}
-
-/// Log lines are written by a thread of their own ("herald-log"): a request
-/// logs one at the default `info`, and a write to stderr of its own on the
-/// runtime worker (a pipe to a journal that may be slow to read) held up the
-/// sends queued behind it. The lines are queued (a bounded queue: past
-/// 128 000 lines the workers wait rather than lines being lost) and written
-/// in as few writes as arrive together. The guard writes what is queued when
-/// dropped; a crash loses at most the lines queued.
-fn init_logging(json: bool) -> tracing_appender::non_blocking::WorkerGuard {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HERALD_LOG").unwrap_or_else(|_| "info".into());
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("herald-log")
-        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
-    // Colours only for a terminal: a file or a journal would keep the escape codes.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(writer);
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
-    guard
 }

@@ -53,6 +53,7 @@ pub mod error;
 pub mod http;
 pub mod library;
 pub mod list_filter;
+pub mod logging;
 pub mod metrics;
 pub mod models;
 pub mod node;

@@ -138,6 +138,7 @@ fn at_zero() {
     for recipient in ["client", "user", "topic"] {
         let _ = histogram!("herald_send_duration_seconds", "recipient" => recipient);
     }
+    counter!("herald_log_lines_dropped_total").absolute(0);
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
     for kind in ["report", "outcome", "attempt", "idempotency_key", "schedule"] {
@@ -282,6 +283,8 @@ pub const SERIES: &[Series] = &[
         "Requests refused with 429 past a tenant's quota, by limit (interactivePerSecond, broadcastsPerDay, pushTokens)."),
     series("herald_quota_throttled_total", Kind::Counter, &["tenant", "limit"],
         "Broadcast notifications that waited for their turn under a rate, by limit (bulkPerSecond, maxPerSecond)."),
+    series("herald_log_lines_dropped_total", Kind::Counter, &[],
+        "Log lines dropped because stderr was not read fast enough (the log thread's queue full): `herald serve` goes on answering rather than waiting for its log."),
     series("herald_lease_fenced_total", Kind::Counter, &["work"],
         "Writes refused because their lease moved to another engine (this one was paused or cut off past it), by work (broadcast, webhook)."),
 ];

@@ -37,6 +37,7 @@ pub(crate) async fn metrics(cx: Cx) -> ApiResult<Response> {
         .deliverer()
         .bulk()
         .spawn_blocking(move || {
+            crate::logging::export_dropped_lines();
             if let Ok(size) = engine.store.size_on_disk() {
                 metrics::gauge!("herald_storage_size_bytes").set(size as f64);
             }
