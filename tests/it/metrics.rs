@@ -552,7 +552,7 @@ async fn every_counter_and_histogram_is_exported_from_start() {
 async fn metrics_are_rendered_off_the_runtime_workers() {
     const SCRAPES: usize = 40;
     let dir = tempfile::tempdir().unwrap();
-    let mut herald = Herald::start(&dir.path().join("data"), &[]);
+    let herald = Herald::start(&dir.path().join("data"), &[]);
     let http = crate::common::http_client();
     let pid = herald.child.id();
     let before = ticks_by_thread_name(pid);
@@ -563,8 +563,6 @@ async fn metrics_are_rendered_off_the_runtime_workers() {
         bytes += r.text().await.unwrap().len();
     }
     let spent = ticks_since(pid, &before);
-    let _ = herald.child.kill();
-    let _ = herald.child.wait();
     let of = |name: &str| spent.get(name).copied().unwrap_or(0);
     println!("{SCRAPES} scrapes of {} bytes: CPU ticks by thread name {spent:?}", bytes / SCRAPES);
     assert!(

@@ -7,6 +7,7 @@ use herald::config::Config;
 use herald::server::Running;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -335,6 +336,16 @@ pub struct Herald {
 
 impl Herald {
     pub fn start(data_dir: &Path, env: &[(&str, String)]) -> Herald {
+        Self::spawn(data_dir, env, Stdio::inherit())
+    }
+
+    /// [`Herald::start`] with stderr piped (`child.stderr`), for a test to
+    /// read, or to leave unread.
+    pub fn start_piping_stderr(data_dir: &Path, env: &[(&str, String)]) -> Herald {
+        Self::spawn(data_dir, env, Stdio::piped())
+    }
+
+    fn spawn(data_dir: &Path, env: &[(&str, String)], stderr: Stdio) -> Herald {
         let mut child = Command::new(env!("CARGO_BIN_EXE_herald"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
@@ -343,7 +354,7 @@ impl Herald {
             .envs(store_for(data_dir).map(|url| ("HERALD_STORE", url)))
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("herald starts");
         let stdout = child.stdout.take().unwrap();
@@ -592,8 +603,8 @@ pub fn thread_stats(pid: u32) -> Vec<ThreadStat> {
 }
 
 /// CPU ticks of process `pid` so far, summed by thread name.
-pub fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64> {
-    let mut by_name = std::collections::BTreeMap::<String, u64>::new();
+pub fn ticks_by_thread_name(pid: u32) -> BTreeMap<String, u64> {
+    let mut by_name = BTreeMap::<String, u64>::new();
     for t in thread_stats(pid) {
         let sum = by_name.entry(t.name).or_default();
         *sum = sum.saturating_add(t.ticks);
@@ -602,14 +613,36 @@ pub fn ticks_by_thread_name(pid: u32) -> std::collections::BTreeMap<String, u64>
 }
 
 /// CPU ticks of process `pid` by thread name since `before` (a [`ticks_by_thread_name`]).
-pub fn ticks_since(
-    pid: u32,
-    before: &std::collections::BTreeMap<String, u64>,
-) -> std::collections::BTreeMap<String, u64> {
-    ticks_by_thread_name(pid)
-        .into_iter()
-        .map(|(name, t)| {
-            let spent = t.saturating_sub(before.get(&name).copied().unwrap_or(0));
+pub fn ticks_since(pid: u32, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    since(ticks_by_thread_name(pid), before)
+}
+
+/// Write system calls (`syscw` of proc(5)) of process `pid` so far, by thread name.
+pub fn writes_by_thread_name(pid: u32) -> BTreeMap<String, u64> {
+    let mut by_name = BTreeMap::<String, u64>::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("Herald's /proc entry").flatten() {
+        let (Ok(comm), Ok(io)) =
+            (std::fs::read_to_string(task.path().join("comm")), std::fs::read_to_string(task.path().join("io")))
+        else {
+            continue; // the thread ended meanwhile
+        };
+        let writes = io.lines().find_map(|l| l.strip_prefix("syscw: ")).and_then(|n| n.trim().parse::<u64>().ok());
+        let sum = by_name.entry(comm.trim().to_string()).or_default();
+        *sum = sum.saturating_add(writes.unwrap_or(0));
+    }
+    by_name
+}
+
+/// Write system calls of process `pid` by thread name since `before` (a [`writes_by_thread_name`]).
+pub fn writes_since(pid: u32, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    since(writes_by_thread_name(pid), before)
+}
+
+/// A per-thread-name reading minus an earlier one.
+fn since(now: BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    now.into_iter()
+        .map(|(name, n)| {
+            let spent = n.saturating_sub(before.get(&name).copied().unwrap_or(0));
             (name, spent)
         })
         .collect()
