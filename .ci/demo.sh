@@ -12,22 +12,29 @@ demo_start() {
     cargo build -q --workspace --bins --examples
     BIN=${CARGO_TARGET_DIR:-target}/debug/herald
     WORK=$(mktemp -d)
-    local port ready=
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    URL=http://127.0.0.1:$port
+    local port ready= attempt
     export HERALD_OPERATOR_TOKEN=${HERALD_OPERATOR_TOKEN:-ci-operator-$RANDOM$RANDOM}
-    env HERALD_LISTEN="127.0.0.1:$port" HERALD_DATA_DIR="$WORK/data" HERALD_PUBLIC_URL="$URL" "$@" \
-        "$BIN" serve --demo >"$WORK/herald.out" 2>"$WORK/herald.log" &
-    HERALD_PID=$!
     trap demo_stop EXIT
-    for _ in $(seq 1 300); do
-        # The demo tenant is seeded before the server listens.
-        if curl -fsS "$URL/readyz" >/dev/null 2>&1 && grep -q '/stats$' "$WORK/herald.out"; then
-            ready=1
-            break
-        fi
-        kill -0 "$HERALD_PID" 2>/dev/null || break
-        sleep 0.2
+    # The public URL names the port, so it is chosen here; another process may take it between
+    # the probe and Herald's bind, and then Herald exits and is started on another one.
+    for attempt in 1 2 3; do
+        port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        URL=http://127.0.0.1:$port
+        env HERALD_LISTEN="127.0.0.1:$port" HERALD_DATA_DIR="$WORK/data" HERALD_PUBLIC_URL="$URL" "$@" \
+            "$BIN" serve --demo >"$WORK/herald.out" 2>"$WORK/herald.log" &
+        HERALD_PID=$!
+        for _ in $(seq 1 300); do
+            # The demo tenant is seeded before the server listens.
+            if curl -fsS "$URL/readyz" >/dev/null 2>&1 && grep -q '/stats$' "$WORK/herald.out"; then
+                ready=1
+                break
+            fi
+            kill -0 "$HERALD_PID" 2>/dev/null || break
+            sleep 0.2
+        done
+        [ -n "$ready" ] && break
+        grep -qi 'address already in use' "$WORK/herald.log" || break
+        echo "127.0.0.1:$port was taken (attempt $attempt); another port" >&2
     done
     if [ -z "$ready" ]; then
         echo "herald serve --demo did not become ready" >&2
