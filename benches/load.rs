@@ -88,7 +88,8 @@
 //! (with item 4: after its timed runs, Herald and the forwarding proxy run
 //! again under valgrind's callgrind for a fixed number of sends, and the
 //! table gives the instructions each spent per send and per send-batch
-//! event: figures the machine's speed and other load do not move, to
+//! event, and Herald per notification of a broadcast (at most 20 000
+//! tokens): figures the machine's speed and other load do not move, to
 //! compare two builds' CPU per send where timed runs vary by 10%; needs
 //! `valgrind`, about a minute).
 //!
@@ -145,6 +146,8 @@ const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
 const BATCH: usize = 500;
 /// One-client sends counted under callgrind (`--callgrind`), after as many to warm up.
 const COUNTED_SENDS: u64 = 2000;
+/// The most tokens a broadcast under callgrind (`--callgrind`) goes to.
+const FANOUT_COUNTED: u64 = 20_000;
 /// Rate of the interactive sends during the broadcasts (phase 5).
 const INTERACTIVE_PER_S: f64 = 50.0;
 
@@ -3082,9 +3085,10 @@ impl Bench {
     /// `--callgrind` (with item 4, Herald stopped): Herald on the same data,
     /// then the forwarding proxy, each under callgrind for [`COUNTED_SENDS`]
     /// one-client sends over HTTP/1.1 (after as many to warm up), and
-    /// Herald for 4 send-batches of [`BATCH`]: the instructions per send
-    /// and per batch event, the whole process's (its background threads
-    /// included), user space only.
+    /// Herald for 4 send-batches of [`BATCH`] and a broadcast to every
+    /// client of tenant A (at most [`FANOUT_COUNTED`]): the instructions per
+    /// send, per batch event and per broadcast notification, the whole
+    /// process's (its background threads included), user space only.
     async fn instructions(&mut self, send_client: &str) {
         let Some(cg) = Callgrind::new(&self.work.join("callgrind")) else { return };
         say!("callgrind: instructions per send, Herald then the forwarding proxy");
@@ -3116,6 +3120,28 @@ impl Bench {
         let per_send = per(cg.dump("herald", herald.pid(), 2), sent);
         let batches = counted(batch, 4, 1).await;
         let per_event = per(cg.dump("herald", herald.pid(), 3), batches * BATCH as u64);
+        // A broadcast to every client of tenant A, at most FANOUT_COUNTED of
+        // them (callgrind delivers a few thousand a second).
+        let n = self.opts.tokens;
+        let per_notification = if n > FANOUT_COUNTED {
+            say!("  no broadcast under callgrind: {n} tokens, more than {FANOUT_COUNTED}");
+            None
+        } else {
+            // Its report read each second, no more: `watch` would scrape
+            // /metrics four times a second, a cost of its own.
+            let id = start_broadcast(&self.http, &herald, TENANT_A, &admin).await;
+            let deadline = Instant::now() + Duration::from_secs(60 + n / 100);
+            let mut sent = 0;
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let r = report(&self.http, &herald, TENANT_A, &admin, &id).await;
+                if r["state"] == "COMPLETED" {
+                    sent = r["counts"]["sent"].as_u64().unwrap_or(0);
+                    break;
+                }
+            }
+            per(cg.dump("herald", herald.pid(), 4), sent)
+        };
         herald.stop();
         let proxy = self.proxy_under(answer, &cg.wrapper("proxy"));
         let proxy_target = Target { addr: proxy.addr, ..single };
@@ -3126,14 +3152,16 @@ impl Bench {
         drop(proxy);
         let k = |v: Option<f64>| v.map_or("?".into(), |v| format!("{:.0}k", v / 1000.0));
         say!(
-            "  instructions per send: herald {}, proxy {}; per batch event: herald {}",
+            "  instructions per send: herald {}, proxy {}; per batch event: herald {}; per broadcast notification: herald {}",
             k(per_send),
             k(proxy_per_send),
-            k(per_event)
+            k(per_event),
+            k(per_notification)
         );
         self.res.add("herald_instructions_per_send", per_send);
         self.res.add("proxy_instructions_per_send", proxy_per_send);
         self.res.add("herald_instructions_per_batch_event", per_event);
+        self.res.add("herald_instructions_per_fanout_notification", per_notification);
     }
 
     /// Item 5: tenant B seeded with N clients too; both tenants' broadcasts
@@ -3550,6 +3578,11 @@ fn table(res: &Results, opts: &Options) -> String {
         ),
         row("fan-out / bare client".into(), "fanout_vs_ceiling", 2, "x"),
         row("CPU per notification, fan-out / bare client".into(), "fanout_cpu_vs_bare", 2, "x"),
+        (
+            "  instructions per broadcast notification (callgrind, --callgrind, at most 20 000 tokens)".into(),
+            fmt_opt(res.median("herald_instructions_per_fanout_notification").map(|i| i / 1000.0), 1, "k"),
+            String::new(),
+        ),
         row("fan-out / node-apn (rate)".into(), "fanout_vs_node_apn", 2, "x"),
         row("CPU per notification, node-apn / fan-out".into(), "node_apn_cpu_vs_fanout", 2, "x"),
         ("Herald RSS before the broadcast".into(), fmt_opt(res.rss_before, 1, " MiB"), String::new()),
