@@ -22,8 +22,10 @@
 //!    proxy's C=64 rate (open loop, rate-limited; the proxy at the same rate
 //!    beside it; each Herald round is bracketed by a fixed piece of CPU work
 //!    timed in this process and shown as the machine's speed against the
-//!    run's fastest: this VM reports no steal time, and a host that slows it
-//!    for a while turns an open-loop round into a growing queue), and
+//!    run's fastest, and the CPU time the host took (steal, where reported),
+//!    since a host that slows the VM for a while turns an open-loop round
+//!    into a growing queue; Herald's own p99 per send is beside the
+//!    client's), and
 //!    `send-batch` with batches of 500 such sends, 4 at a time:
 //!    notifications/s against single sends at C=64 and against the fan-out.
 //! 5. **Bulk and interactive together**: a second broadcast of tenant A and a
@@ -403,6 +405,43 @@ fn cpu_secs(pid: u32) -> Option<f64> {
     Some(ticks / clock_ticks())
 }
 
+/// CPU seconds of each thread of process `pid` so far, summed by thread
+/// name (`/proc/<pid>/task/*/stat`).
+fn thread_cpu_secs(pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return by_name };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let name = stat.get(open + 1..close).unwrap_or("?").to_string();
+        let fields: Vec<&str> = stat.get(close + 2..).unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        *by_name.entry(name).or_insert(0.0) += (ticks(11) + ticks(12)) / clock_ticks();
+    }
+    by_name
+}
+
+/// The CPU milliseconds each thread name of `pid` spent since `before`
+/// ([`thread_cpu_secs`]), largest first, the runtime's workers left out.
+fn background_cpu_ms(pid: u32, before: &std::collections::BTreeMap<String, f64>) -> String {
+    let mut spent: Vec<(String, f64)> = thread_cpu_secs(pid)
+        .into_iter()
+        .filter(|(name, _)| name != "tokio-rt-worker")
+        .map(|(name, secs)| {
+            let ms = (secs - before.get(&name).copied().unwrap_or(0.0)) * 1e3;
+            (name, ms)
+        })
+        .filter(|(_, ms)| *ms > 0.0)
+        .collect();
+    spent.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let top: Vec<String> = spent.iter().take(4).map(|(name, ms)| format!("{name} {ms:.0}")).collect();
+    if top.is_empty() {
+        "none".into()
+    } else {
+        top.join(", ")
+    }
+}
+
 /// CPU seconds of this process's waited-for children (the node-apn peer):
 /// `cutime` and `cstime` of `/proc/self/stat`, what `getrusage(RUSAGE_CHILDREN)`
 /// reports (rustix has no safe `getrusage`), in clock ticks.
@@ -427,6 +466,14 @@ fn machine_busy_secs() -> f64 {
     let total: f64 = f.iter().take(8).sum();
     let idle = f.get(3).copied().unwrap_or(0.0) + f.get(4).copied().unwrap_or(0.0);
     (total - idle) / clock_ticks()
+}
+
+/// CPU seconds the hypervisor took from this machine so far (`/proc/stat`'s
+/// steal; stays 0 where the host does not report it).
+fn machine_steal_secs() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else { return 0.0 };
+    let steal = stat.lines().next().and_then(|cpu| cpu.split_whitespace().nth(8)).and_then(|v| v.parse::<f64>().ok());
+    steal.unwrap_or(0.0) / clock_ticks()
 }
 
 /// The share of the machine's CPU capacity busy (every process) since `start`.
@@ -483,9 +530,9 @@ impl Foreign {
 const PROBE_WORK: u64 = 1_000_000;
 
 /// How fast the machine runs a fixed piece of CPU work now (work per
-/// second, the median of five timings). This VM reports no steal time, so a
-/// host that takes its cores away for a while shows only as everything
-/// taking longer: a round whose probes are well below the run's fastest ran
+/// second, the median of five timings). A host that takes the cores away
+/// for a while shows as everything taking longer, whether or not it reports
+/// the steal: a round whose probes are well below the run's fastest ran
 /// on a slowed machine, whatever Herald did. Probes at full speed do not
 /// rule out a shorter slow spell within the round (see [`Results::speeds`]).
 fn speed_probe() -> f64 {
@@ -3047,22 +3094,30 @@ impl Bench {
             limit: None,
         };
         for round in 1..=repeats {
-            let before = flush_hist(&self.http, herald).await;
+            let (before, sends) = (flush_hist(&self.http, herald).await, send_hist(&self.http, herald).await);
             let speed_before = self.res.probe_speed();
-            let busy = MachineBusy::start();
+            let (busy, steal, threads) = (MachineBusy::start(), machine_steal_secs(), thread_cpu_secs(herald.pid()));
             let r = run_load(&herald_target, &load).await;
+            let steal = machine_steal_secs() - steal;
+            let background = background_cpu_ms(herald.pid(), &threads);
             self.res.add("half_load_machine_busy", Some(busy.share()));
             let speed_after = self.res.probe_speed();
             let flushes = flush_hist(&self.http, herald).await.since(&before);
+            // Herald's own time per send: a p99 the client sees far above it
+            // was spent outside the send (queued, scheduled, in the kernel).
+            let sends = send_hist(&self.http, herald).await.since(&sends);
             let speed = speed_before.min(speed_after);
             self.res.half_load_speeds.push(speed);
             say!(
-                "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; storage: {}; machine speed {:.0}% of its fastest",
+                "  herald  h1 C=64 at {rate:.0}/s (half the {of}'s rate, {round}/{repeats}): p50 {:.2} ms, p99 {:.2} ms, {} errors; Herald's own time per send mean {:.2} ms, p99 ≤ {} ms; storage: {}; machine speed {:.0}% of its fastest, {:.0} ms stolen by the host; CPU ms of Herald's threads besides the workers: {background}",
                 r.pct_ms(0.5).unwrap_or(f64::NAN),
                 r.pct_ms(0.99).unwrap_or(f64::NAN),
                 r.errors,
+                sends.mean_ms().unwrap_or(f64::NAN),
+                sends.quantile_bound(0.99).map_or("?".into(), |b| format!("{}", b * 1000.0)),
                 flushes.describe(),
-                self.res.speed_share(speed) * 100.0
+                self.res.speed_share(speed) * 100.0,
+                steal * 1000.0
             );
             self.res.add("send_api_p50_ms_half_load", r.pct_ms(0.5));
             self.res.add("send_api_p99_ms_half_load", r.pct_ms(0.99));
