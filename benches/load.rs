@@ -982,6 +982,26 @@ async fn report(http: &reqwest::Client, h: &Herald, tenant: &str, admin: &str, i
     )
 }
 
+/// Reads a broadcast's report every `every` until it says COMPLETED, at most
+/// `polls` times; answers the last report read.
+async fn until_completed(
+    http: &reqwest::Client,
+    h: &Herald,
+    (tenant, admin, id): (&str, &str, &str),
+    every: Duration,
+    polls: u64,
+) -> Value {
+    let mut r = Value::Null;
+    for _ in 0..polls.max(1) {
+        tokio::time::sleep(every).await;
+        r = report(http, h, tenant, admin, id).await;
+        if r["state"] == "COMPLETED" {
+            break;
+        }
+    }
+    r
+}
+
 /// Sums a gauge's samples over its label sets in Prometheus text.
 fn gauge_sum(metrics: &str, name: &str) -> Option<f64> {
     let mut found = false;
@@ -3189,18 +3209,12 @@ impl Bench {
             None
         } else {
             // Its report read each second, no more: `watch` would scrape
-            // /metrics four times a second, a cost of its own.
-            // At most a minute plus a second per 100 tokens (n is at most FANOUT_COUNTED).
+            // /metrics four times a second, a cost of its own. At most a
+            // minute plus a second per 100 tokens (n is at most FANOUT_COUNTED).
             let id = start_broadcast(&self.http, &herald, TENANT_A, &admin).await;
-            let mut sent = 0;
-            for _ in 0..60 + n / 100 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let r = report(&self.http, &herald, TENANT_A, &admin, &id).await;
-                if r["state"] == "COMPLETED" {
-                    sent = r["counts"]["sent"].as_u64().unwrap_or(0);
-                    break;
-                }
-            }
+            let r = until_completed(&self.http, &herald, (TENANT_A, &admin, &id), Duration::from_secs(1), 60 + n / 100)
+                .await;
+            let sent = if r["state"] == "COMPLETED" { r["counts"]["sent"].as_u64().unwrap_or(0) } else { 0 };
             per(cg.dump("herald", herald.pid(), 4), sent)
         };
         herald.stop();
@@ -3996,14 +4010,10 @@ impl Bench {
         let (h_cpu0, s_cpu0) = (h.cpu(), self.sims.cpu());
         let foreign = Foreign::start(&[h.pid(), self.sims.proc.pid()]);
         let id = start_broadcast(&self.http, &h, TENANT_WEB, &admin).await;
-        let deadline = Instant::now() + Duration::from_secs(60 + n / 200);
-        let report = loop {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            let r = report(&self.http, &h, TENANT_WEB, &admin, &id).await;
-            if r["state"] == "COMPLETED" || Instant::now() > deadline {
-                break r;
-            }
-        };
+        // At most a minute plus a second per 200 subscriptions.
+        let report =
+            until_completed(&self.http, &h, (TENANT_WEB, &admin, &id), Duration::from_millis(250), (60 + n / 200) * 4)
+                .await;
         let stats = self.sims.stats().await.webpush;
         self.res.foreign.push(("web push fan-out", foreign.share()));
         let (c, d) = (report["createdAt"].as_u64(), report["completedAt"].as_u64());
