@@ -10,6 +10,10 @@ use futures::future::BoxFuture;
 use hyper_util::client::legacy::connect::dns::Name;
 use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// How long saving a tenant-named endpoint waits for its host to resolve.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Loopback, private, link-local, unique-local, unspecified, broadcast, shared
 /// (CGNAT) and documentation addresses: never reached on a tenant's word
@@ -39,6 +43,30 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
 /// The IP address a URL's host is written as (`10.0.0.1`, `[::1]`), if it is one.
 pub fn literal_ip(host: &str) -> Option<IpAddr> {
     host.trim_start_matches('[').trim_end_matches(']').parse().ok()
+}
+
+/// The first forbidden address among `addrs`: what the guard refuses a name for.
+fn first_forbidden(addrs: &[SocketAddr]) -> Option<IpAddr> {
+    addrs.iter().map(SocketAddr::ip).find(|ip| is_forbidden_ip(*ip))
+}
+
+/// Resolves `host` (within [`RESOLVE_TIMEOUT`]) and refuses it when it does not
+/// resolve or any of its addresses is forbidden, as [`GuardedResolver`] does
+/// when connecting.
+pub async fn refuse_resolved(host: &str, port: u16) -> Result<(), String> {
+    let addrs: Vec<SocketAddr> =
+        match tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, port))).await {
+            Err(_) => return Err(format!("{host} did not resolve within {} s", RESOLVE_TIMEOUT.as_secs())),
+            Ok(Err(e)) => return Err(format!("{host} does not resolve: {e}")),
+            Ok(Ok(addrs)) => addrs.collect(),
+        };
+    if addrs.is_empty() {
+        return Err(format!("{host} resolves to no address"));
+    }
+    match first_forbidden(&addrs) {
+        Some(ip) => Err(format!("refused: {host} resolves to {ip}, a private or loopback address")),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a URL whose host is a forbidden IP literal (names are checked when
@@ -71,7 +99,7 @@ impl tower_service::Service<Name> for GuardedResolver {
         let allow = self.allow_private;
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
-            if !allow && addrs.iter().any(|a| is_forbidden_ip(a.ip())) {
+            if !allow && first_forbidden(&addrs).is_some() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::PermissionDenied,
                     format!("{name} resolves to a private or loopback address"),
@@ -137,6 +165,24 @@ impl EndpointPolicy {
         refuse_literal(&uri)?;
         Ok(Reach::Public)
     }
+
+    /// [`EndpointPolicy::check`], and a [`Reach::Public`] name's addresses
+    /// now, when a tenant saves it ([`refuse_resolved`]: refused if it does
+    /// not resolve in time or any address is private or loopback). What the
+    /// policy trusts is not resolved, as it is not checked when connecting
+    /// either. A name is still checked whenever it is connected to: it can be
+    /// re-pointed after the save.
+    pub async fn check_resolved(&self, url: &str) -> Result<Reach, String> {
+        let reach = self.check(url)?;
+        let uri: http::Uri = url.parse().map_err(|_| format!("{url:?} is not a URL"))?;
+        match (reach, origin(&uri)) {
+            (Reach::Public, Some((_, host, port))) if literal_ip(&host).is_none() => {
+                refuse_resolved(&host, port).await?;
+                Ok(reach)
+            }
+            _ => Ok(reach),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +234,23 @@ mod tests {
         let open = EndpointPolicy::new([], true);
         assert_eq!(open.check("http://127.0.0.1:9/token"), Ok(Reach::Trusted));
         assert_eq!(open.check("https://10.0.0.1/token"), Ok(Reach::Trusted));
+    }
+
+    /// A name is resolved when saved (only `localhost` here: tests resolve no
+    /// external name), unless the policy trusts its origin.
+    #[tokio::test]
+    async fn a_saved_name_is_resolved() {
+        let p = EndpointPolicy::new(["https://localhost:8443"], false);
+        let e = p.check_resolved("https://localhost:9/token").await.unwrap_err();
+        assert!(e.contains("localhost resolves to") && e.contains("private or loopback"), "{e}");
+        assert!(p.check_resolved("http://localhost:9/token").await.unwrap_err().contains("https"));
+        assert_eq!(p.check_resolved("https://localhost:8443/token").await, Ok(Reach::Trusted));
+        assert_eq!(EndpointPolicy::new([], true).check_resolved("https://localhost:9/t").await, Ok(Reach::Trusted));
+        assert_eq!(
+            p.check_resolved("https://93.184.216.34/token").await,
+            Ok(Reach::Public),
+            "a literal is not resolved"
+        );
+        assert!(p.check_resolved("https://10.0.0.1/token").await.is_err());
     }
 }

@@ -103,10 +103,29 @@ impl Default for PushSettings {
 impl PushSettings {
     /// The provider endpoints a tenant may name (a service account's
     /// `token_uri`): https at public addresses, or the origin of an endpoint
-    /// configured here (see [`EndpointPolicy`]).
+    /// configured here or of Google's own token endpoint, the default of a
+    /// service account without `token_uri` (see [`EndpointPolicy`]).
     pub fn endpoint_policy(&self) -> EndpointPolicy {
         let e = &self.endpoints;
-        let configured = [&e.apns, &e.apns_sandbox, &e.fcm, &e.hms, &e.hms_token];
-        EndpointPolicy::new(configured.map(String::as_str), self.allow_private_endpoints)
+        let configured = [&e.apns, &e.apns_sandbox, &e.fcm, &e.hms, &e.hms_token].map(String::as_str);
+        let known = configured.into_iter().chain([crate::providers::fcm::DEFAULT_TOKEN_URI]);
+        EndpointPolicy::new(known, self.allow_private_endpoints)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::Reach;
+
+    /// Google's token endpoint, a service account's default `token_uri`, is
+    /// trusted as a configured endpoint is: a save does not resolve it.
+    #[tokio::test]
+    async fn the_default_token_uri_is_trusted() {
+        let policy = PushSettings::default().endpoint_policy();
+        let uri = crate::providers::fcm::DEFAULT_TOKEN_URI;
+        assert_eq!(policy.check_resolved(uri).await, Ok(Reach::Trusted));
+        assert_eq!(policy.check("https://fcm.googleapis.com/v1/token"), Ok(Reach::Trusted));
+        assert!(policy.check("http://oauth2.googleapis.com/token").is_err());
     }
 }

@@ -148,16 +148,17 @@ impl AppBody {
     }
 
     /// The provider endpoint the body names, a service account's `token_uri`,
-    /// is one `policy` allows: https at a public address, or the origin of a
-    /// provider endpoint the operator configured (400 naming
+    /// is one `policy` allows: https at a public address (a name is resolved
+    /// now, within a few seconds, and every address must be public), or the
+    /// origin of a provider endpoint the operator configured (400 naming
     /// `fcmServiceAccountJSON` otherwise). A name is checked again, on the
     /// addresses it resolves to, whenever a send connects to it. Call after
     /// [`AppBody::validate`].
-    pub fn check_endpoints(&self, policy: &EndpointPolicy) -> ApiResult<()> {
+    pub async fn check_endpoints(&self, policy: &EndpointPolicy) -> ApiResult<()> {
         const F: &str = "fcmServiceAccountJSON";
         if let Some(sa) = self.fcm_service_account_json.as_deref().filter(|v| *v != MASK) {
             let sa = ServiceAccount::from_json(&decode_base64_field(F, sa)?).map_err(|e| ApiError::field(F, e))?;
-            policy.check(&sa.token_uri).map_err(|e| ApiError::field(F, format!("token_uri: {e}")))?;
+            policy.check_resolved(&sa.token_uri).await.map_err(|e| ApiError::field(F, format!("token_uri: {e}")))?;
         }
         Ok(())
     }
@@ -654,18 +655,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_token_uri_must_be_an_allowed_endpoint() {
+    /// (Only `localhost` is resolved: tests resolve no external name.)
+    #[tokio::test]
+    async fn the_token_uri_must_be_an_allowed_endpoint() {
         let policy = EndpointPolicy::new(["https://127.0.0.1:8443"], false);
         let with = |uri: &str| fcm_app(service_account_json(serde_json::json!({ "token_uri": uri })));
-        assert!(with("https://oauth2.googleapis.com/token").check_endpoints(&policy).is_ok());
-        assert!(with("https://127.0.0.1:8443/token").check_endpoints(&policy).is_ok(), "a configured origin");
-        for bad in ["http://127.0.0.1:9/token", "https://10.0.0.1/token", "http://oauth2.googleapis.com/token"] {
-            let e = with(bad).check_endpoints(&policy).unwrap_err().message;
+        assert!(with("https://93.184.216.34/token").check_endpoints(&policy).await.is_ok(), "a public address");
+        assert!(with("https://127.0.0.1:8443/token").check_endpoints(&policy).await.is_ok(), "a configured origin");
+        for bad in [
+            "http://127.0.0.1:9/token",
+            "https://10.0.0.1/token",
+            "http://oauth2.googleapis.com/token",
+            "https://localhost:9/token",
+        ] {
+            let e = with(bad).check_endpoints(&policy).await.unwrap_err().message;
             assert!(e.starts_with("fcmServiceAccountJSON: token_uri: "), "{bad}: {e}");
-            assert!(with(bad).check_endpoints(&EndpointPolicy::new([], true)).is_ok(), "{bad} when allowed");
+            assert!(with(bad).check_endpoints(&EndpointPolicy::new([], true)).await.is_ok(), "{bad} when allowed");
         }
-        assert!(fcm_app(MASK.into()).check_endpoints(&policy).is_ok(), "the stored one was checked when saved");
+        assert!(fcm_app(MASK.into()).check_endpoints(&policy).await.is_ok(), "the stored one was checked when saved");
     }
 
     #[test]

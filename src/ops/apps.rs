@@ -37,11 +37,11 @@ fn app_write<T>(engine: &Engine, write: impl FnOnce() -> ApiResult<T>) -> ApiRes
 }
 
 /// Validates (credentials are parsed as the send path reads them, a service
-/// account's `token_uri` is checked against the provider endpoint guard) and
-/// creates an app; 409 when the name is taken.
+/// account's `token_uri` is checked against the provider endpoint guard, its
+/// host resolved) and creates an app; 409 when the name is taken.
 pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
-    body.check_endpoints(&engine.config.push.endpoint_policy())?;
+    body.check_endpoints(&engine.config.push.endpoint_policy()).await?;
     let (sealed, vapid) = seal(engine, tenant, name, body)?;
     let app = record(name, body, &sealed, None, now_ms())?;
     let web_push = web_push_record(body, vapid.as_ref(), None)?;
@@ -63,7 +63,7 @@ pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -
 /// concurrent update is built on.
 pub async fn update(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -> ApiResult<AppView> {
     body.validate(name)?;
-    body.check_endpoints(&engine.config.push.endpoint_policy())?;
+    body.check_endpoints(&engine.config.push.endpoint_policy()).await?;
     let (sealed, vapid) = seal(engine, tenant, name, body)?;
     let now = now_ms();
     let (app, web_push) = app_write(engine, || {
