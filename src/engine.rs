@@ -83,6 +83,11 @@ impl Engine {
         herald_actors::telemetry::set_tenant_label(config.metrics_tenant_label);
         let tenants = store.tenants().list().map_err(|e| format!("listing tenants: {e}"))?;
         herald_actors::telemetry::export_at_zero(tenants.iter().map(|t| t.id.as_str()));
+        for t in &tenants {
+            if let Some(limits) = store.limits().get(&t.id).map_err(|e| format!("reading quotas: {e}"))? {
+                crate::quotas::export_at_zero(&t.id, &limits);
+            }
+        }
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
         let pki =

@@ -102,9 +102,40 @@ fn refused(tenant: &str, limit: &'static str, value: String, secs: u64) -> ApiEr
 /// The labels of a quota series: the limit, and the tenant as the
 /// `--metrics-tenant-label` policy shows it.
 fn labels(tenant: &str, limit: &'static str) -> Vec<metrics::Label> {
+    labelled(herald_actors::telemetry::tenant(tenant).label.clone(), limit)
+}
+
+fn labelled(tenant: Option<metrics::Label>, limit: &'static str) -> Vec<metrics::Label> {
     let mut labels = vec![metrics::Label::new("limit", limit)];
-    labels.extend(herald_actors::telemetry::tenant(tenant).label.clone());
+    labels.extend(tenant);
     labels
+}
+
+/// Registers the quota series of `tenant` for the quotas `limits` sets, at
+/// zero until something is refused or slowed, so the "Tenant quotas" panel
+/// shows a tenant with quotas before its first refusal (README "Tenant
+/// quotas"). Adds zero: what is already counted stays. Under
+/// `--metrics-tenant-label=top:N` only a tenant already seen is registered
+/// (registering gives labels in the order tenants are seen).
+pub fn export_at_zero(tenant: &str, limits: &TenantLimits) {
+    use herald_actors::telemetry::{self, TenantLabel};
+    let series = match telemetry::tenant_label() {
+        TenantLabel::On => Some(telemetry::tenant(tenant)),
+        TenantLabel::Off | TenantLabel::Top(_) => telemetry::known(tenant),
+    };
+    let Some(series) = series else { return };
+    let refused = [
+        ("interactivePerSecond", limits.interactive_per_second.is_some()),
+        ("broadcastsPerDay", limits.broadcasts_per_day.is_some()),
+        ("pushTokens", limits.push_tokens.is_some()),
+    ];
+    for (limit, _) in refused.into_iter().filter(|(_, set)| *set) {
+        metrics::counter!("herald_quota_refused_total", labelled(series.label.clone(), limit)).increment(0);
+    }
+    if limits.bulk_per_second.is_some() {
+        let labels = labelled(series.label.clone(), "bulkPerSecond");
+        metrics::counter!("herald_quota_throttled_total", labels).increment(0);
+    }
 }
 
 /// Burst of a paced broadcast: a twentieth of a second's notifications, so

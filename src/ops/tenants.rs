@@ -73,6 +73,7 @@ pub async fn set_limits(engine: &Engine, tenant: &str, body: LimitsBody) -> ApiR
     let empty = TenantLimits { updated_ms: record.updated_ms, ..TenantLimits::default() };
     engine.store.limits().set(tenant, (record != empty).then_some(&record))?;
     commit(engine, tenant, Vec::new()).await?;
+    crate::quotas::export_at_zero(tenant, &record);
     limits(engine, tenant)
 }
 

@@ -212,3 +212,56 @@ async fn a_broadcast_over_the_bulk_rate_is_slowed_not_refused() {
     let line = r#"herald_quota_throttled_total{limit="bulkPerSecond",tenant="acme"}"#;
     assert!(metrics.lines().any(|l| l.starts_with(line)), "{line} missing");
 }
+
+/// A tenant's quota series are at 0 from when its quotas are set, and again
+/// after a restart, before anything is refused or slowed: the "Tenant quotas"
+/// panel shows them rather than "No data". Quotas it does not have, and
+/// tenants without quotas, get none. (A child `herald serve`: the metrics
+/// registry is process-wide.)
+#[tokio::test]
+async fn a_tenants_quota_series_are_at_zero_before_a_first_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let http = http_client();
+    let metrics = |h: &Herald| {
+        let (http, url) = (http.clone(), format!("{}/metrics", h.base));
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let zero = [
+        r#"herald_quota_refused_total{limit="interactivePerSecond",tenant="acme"} 0"#,
+        r#"herald_quota_refused_total{limit="broadcastsPerDay",tenant="acme"} 0"#,
+        r#"herald_quota_throttled_total{limit="bulkPerSecond",tenant="acme"} 0"#,
+    ];
+    let absent = [r#"{limit="pushTokens",tenant="acme"}"#, r#"tenant="other""#];
+    let check = |text: &str, when: &str| {
+        let quota_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("herald_quota_")).collect();
+        for line in zero {
+            assert!(quota_lines.contains(&line), "{when}: {line} missing in {quota_lines:#?}");
+        }
+        for part in absent {
+            assert!(!quota_lines.iter().any(|l| l.contains(part)), "{when}: {part} in {quota_lines:#?}");
+        }
+    };
+
+    let h = Herald::start(&data, &[]);
+    h.create_tenant(&http, "acme").await;
+    h.create_tenant(&http, "other").await;
+    let text = metrics(&h).await;
+    assert!(
+        !text.contains(r#"herald_quota_refused_total{limit="interactivePerSecond",tenant="acme"}"#),
+        "no quota yet"
+    );
+    let r = http
+        .put(format!("{}/v1/tenants/acme/limits", h.base))
+        .bearer_auth(OPERATOR)
+        .json(&json!({"interactivePerSecond": 5, "broadcastsPerDay": 3, "bulkPerSecond": 100}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    check(&metrics(&h).await, "once set");
+    h.kill9();
+
+    let h = Herald::start(&data, &[]);
+    check(&metrics(&h).await, "after a restart");
+}
