@@ -116,6 +116,35 @@ impl Space {
     }
 }
 
+/// Room the databases need on the data directory's filesystem besides the
+/// reserve and the ballast, for [`reserve_fits`].
+const DATABASE_ROOM_BYTES: u64 = 16 << 20;
+
+/// Refuses a reserve the data directory's filesystem cannot hold with the
+/// ballast and some room for the databases: every write would be refused
+/// for want of space on a nearly empty disk (README, "A full disk").
+/// A filesystem that cannot be measured passes (sampling says so later).
+pub(crate) fn reserve_fits(dir: &Path, reserve: u64) -> Result<()> {
+    let Ok(s) = rustix::fs::statvfs(dir) else { return Ok(()) };
+    let total = s.f_blocks.saturating_mul(s.f_frsize);
+    let overhead = BALLAST_BYTES.saturating_add(DATABASE_ROOM_BYTES);
+    if reserve == 0 || total >= reserve.saturating_add(overhead) {
+        return Ok(());
+    }
+    let mib = |b: u64| b >> 20;
+    let lower = match total.checked_sub(overhead) {
+        Some(most) if most >= 1 << 20 => format!("lower the reserve to at most {} MiB", mib(most)),
+        _ => "lower the reserve to 0 or use a larger filesystem".to_owned(),
+    };
+    Err(Error::Unavailable(format!(
+        "--disk-reserve-mib {} does not fit: the data directory's filesystem holds only {} MiB, and besides the \
+         reserve needs {} MiB for the ballast and the databases; {lower}",
+        mib(reserve),
+        mib(total),
+        mib(overhead)
+    )))
+}
+
 /// Bytes an unprivileged process may still write on the filesystem of `dir`.
 fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     let s = rustix::fs::statvfs(dir)?;

@@ -105,6 +105,7 @@ impl Store {
         if opts.store_url.is_some() {
             return Self::open_shared(opts, master);
         }
+        crate::space::reserve_fits(&opts.data_dir, opts.disk_reserve_bytes)?;
         let space = Space::new(&opts.data_dir, opts.disk_reserve_bytes);
         let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
         let inner = Arc::new(Inner {

@@ -507,3 +507,59 @@ async fn a_broadcast_pauses_on_a_full_disk_and_completes_once_space_is_freed() {
     assert!(sims.stats().apns.accepted >= TOKENS);
     drop(h);
 }
+
+/// `herald serve` on `data` with `--disk-reserve-mib reserve_mib`, expected to
+/// exit at start-up: answers its stderr (killed and failed after 30 s).
+fn serve_until_exit(data: &std::path::Path, reserve_mib: u64) -> String {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_herald"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--disk-reserve-mib", &reserve_mib.to_string(), "--data-dir"])
+        .arg(data)
+        .env("HERALD_OPERATOR_TOKEN", OPERATOR)
+        .env("HERALD_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("herald serve with a {reserve_mib} MiB reserve on {} did not exit", data.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "{stderr}");
+    stderr
+}
+
+/// A reserve the data directory's filesystem cannot hold (with the ballast and
+/// some room for the database) stops `serve` at start-up, saying so, rather than
+/// every write being refused as "no space left" on a nearly empty disk: on a
+/// 40 MiB tmpfs with the default 64 MiB reserve (where mounting is permitted),
+/// and on the temporary directory's filesystem with a reserve of 100 TiB.
+#[tokio::test]
+async fn a_reserve_larger_than_the_filesystem_is_refused_at_start_up_saying_so() {
+    if herald_storage::test_on_postgres() {
+        return; // The data directory's disk: records live in the database's on PostgreSQL.
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = serve_until_exit(&dir.path().join("data"), 100 << 20);
+    assert!(stderr.contains("--disk-reserve-mib 104857600 does not fit"), "{stderr}");
+    assert!(stderr.contains("lower the reserve"), "{stderr}");
+    assert!(!stderr.contains("no space left"), "{stderr}");
+
+    let Some(disk) = SmallDisk::mount(40) else { return };
+    let stderr = serve_until_exit(&disk.0.path().join("data"), 64);
+    assert!(
+        stderr.contains("--disk-reserve-mib 64 does not fit: the data directory's filesystem holds only 40 MiB"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("lower the reserve to at most 16 MiB"), "{stderr}");
+    assert!(!stderr.contains("no space left"), "{stderr}");
+}
