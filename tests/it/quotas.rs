@@ -6,7 +6,6 @@ use crate::common::*;
 use herald_sim::Provider;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 async fn set_limits(w: &PushWorld, limits: Value) {
@@ -14,15 +13,10 @@ async fn set_limits(w: &PushWorld, limits: Value) {
     assert_eq!(st, StatusCode::OK, "{b}");
 }
 
-/// Requests the APNs simulator received per wall-clock second (from its request times).
-fn apns_per_second(w: &PushWorld) -> BTreeMap<u64, u64> {
-    let mut per_second = BTreeMap::new();
-    for r in w.sims.requests(Provider::Apns, herald_sim::RECORDED_REQUESTS) {
-        if r.path.starts_with("/3/device/") {
-            *per_second.entry(r.received_ms / 1000).or_insert(0) += 1;
-        }
-    }
-    per_second
+/// When the APNs simulator received each send (ms).
+fn apns_arrivals(w: &PushWorld) -> Vec<u64> {
+    let requests = w.sims.requests(Provider::Apns, herald_sim::RECORDED_REQUESTS);
+    requests.iter().filter(|r| r.path.starts_with("/3/device/")).map(|r| r.received_ms).collect()
 }
 
 fn topic() -> Value {
@@ -31,8 +25,8 @@ fn topic() -> Value {
 
 /// The figure of the issue: 1 000 one-client sends at 250 a second, a
 /// tenant limited to 100 a second. The refused get 429 with
-/// `Retry-After` naming the limit, and the simulator never sees more than
-/// 100 in a second.
+/// `Retry-After` naming the limit, and the simulator sees no more than 100 a
+/// second (allowing for arrival jitter: [`assert_paced`]).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tenant_limited_to_100_a_second_is_refused_past_it_and_the_provider_sees_at_most_100_a_second() {
     let w = PushWorld::start().await;
@@ -77,10 +71,10 @@ async fn a_tenant_limited_to_100_a_second_is_refused_past_it_and_the_provider_se
     // The bucket starts with one token and refills at 100 a second.
     assert!(sent as f64 <= 1.0 + 100.0 * secs + 1.0, "{sent} sent in {secs:.2} s");
     assert!(sent as f64 >= 100.0 * secs * 0.5, "{sent} sent in {secs:.2} s: the limit is a rate, not a wall");
-    let per_second = apns_per_second(&w);
-    assert_eq!(per_second.values().sum::<u64>(), sent, "each accepted send reached the simulator once");
-    assert!(per_second.values().all(|n| *n <= 100), "over 100 in a second: {per_second:?}");
-    eprintln!("{sent} sent and {refused} refused in {secs:.2} s; per second at the simulator: {per_second:?}");
+    let arrivals = apns_arrivals(&w);
+    assert_eq!(arrivals.len() as u64, sent, "each accepted send reached the simulator once");
+    assert_paced(&arrivals, 100.0, 1.0);
+    eprintln!("{sent} sent and {refused} refused in {secs:.2} s");
 
     let metrics = w.server.http.get(w.server.url("/metrics")).send().await.unwrap().text().await.unwrap();
     let line = r#"herald_quota_refused_total{limit="interactivePerSecond",tenant="acme"}"#;
@@ -189,7 +183,8 @@ async fn broadcasts_per_day_push_tokens_and_batch_events_are_refused_past_their_
 }
 
 /// A broadcast over the tenant's `bulkPerSecond` is accepted and paced: the
-/// simulator sees at most the rate (and its small burst) in any second.
+/// simulator sees no more than the rate and its small burst (allowing for
+/// arrival jitter: [`assert_paced`]).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broadcast_over_the_bulk_rate_is_slowed_not_refused() {
     let w = PushWorld::start().await;
@@ -206,8 +201,7 @@ async fn a_broadcast_over_the_bulk_rate_is_slowed_not_refused() {
     assert_eq!(report["state"], "COMPLETED", "{report}");
     assert_eq!(report["counts"]["sent"], 50);
     assert!(secs >= 2.0, "50 at 20 a second took {secs:.2} s");
-    let per_second = apns_per_second(&w);
-    assert!(per_second.values().all(|n| *n <= 21), "over 20 (and a burst of 1) in a second: {per_second:?}");
+    assert_paced(&apns_arrivals(&w), 20.0, 1.0);
     let metrics = w.server.http.get(w.server.url("/metrics")).send().await.unwrap().text().await.unwrap();
     let line = r#"herald_quota_throttled_total{limit="bulkPerSecond",tenant="acme"}"#;
     assert!(metrics.lines().any(|l| l.starts_with(line)), "{line} missing");

@@ -647,3 +647,34 @@ fn since(now: BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap
         })
         .collect()
 }
+
+/// How late a request may reach a simulator after the time Herald's pacing
+/// gave it, on a busy machine: scheduling, the connection, the simulator's own
+/// threads. Delays only: nothing arrives before its time.
+pub const ARRIVAL_JITTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Asserts that requests arriving at the times `arrivals_ms` (ms, any order)
+/// went at most at `rate` a second with a burst of `burst`, as a token bucket
+/// paces them, each arriving up to [`ARRIVAL_JITTER`] after its paced time:
+/// any `k` of them arriving within `span` seconds were paced within
+/// `span + jitter`, so `k <= rate * (span + jitter) + burst`. For the first and
+/// the last, this is the least time the pace implies for all of them. Counting
+/// arrivals per calendar second instead fails when the machine delays a few
+/// and they arrive together with the next second's.
+pub fn assert_paced(arrivals_ms: &[u64], rate: f64, burst: f64) {
+    let mut t = arrivals_ms.to_vec();
+    t.sort_unstable();
+    let jitter = ARRIVAL_JITTER.as_secs_f64();
+    for i in 0..t.len() {
+        for j in i..t.len() {
+            let span = (t[j] - t[i]) as f64 / 1000.0;
+            let k = (j - i + 1) as f64;
+            assert!(
+                k <= rate * (span + jitter) + burst,
+                "{k} requests arrived within {span:.3} s: over {rate} a second (burst {burst}, {jitter} s of jitter); \
+                 arrivals (ms from the first): {:?}",
+                t.iter().map(|x| x - t[0]).collect::<Vec<_>>()
+            );
+        }
+    }
+}
