@@ -141,6 +141,9 @@ fn at_zero() {
     counter!("herald_log_lines_dropped_total").absolute(0);
     let _ = histogram!("herald_webhook_delivery_seconds");
     let _ = histogram!("herald_storage_flush_seconds");
+    for kind in herald_storage::WRITE_FAILURE_KINDS {
+        counter!("herald_storage_write_failures_total", "kind" => kind).absolute(0);
+    }
     for kind in ["report", "outcome", "attempt", "idempotency_key", "schedule"] {
         counter!("herald_retention_deleted_total", "kind" => kind).absolute(0);
     }
@@ -267,6 +270,8 @@ pub const SERIES: &[Series] = &[
     series("herald_storage_free_bytes", Kind::Gauge, &[],
         "Free space of the data directory's disk; below --disk-reserve-mib writes are refused with 507 and /readyz answers 503."),
     series("herald_storage_flush_seconds", Kind::Histogram, &[], "Duration of one grouped storage flush."),
+    series("herald_storage_write_failures_total", Kind::Counter, &["kind"],
+        "Writes the database itself failed, by kind (no_space: the disk filled before a sample saw it below the reserve, io, corruption, other): each marks the store failed (/readyz 503) until the database is reopened, as soon as the disk has room."),
     series("herald_stored_reports", Kind::Gauge, &[],
         "Delivery reports stored (one per send), counted after a retention pass (on a large store, at most every 100 times the count's own duration)."),
     series("herald_stored_webhook_attempts", Kind::Gauge, &[],

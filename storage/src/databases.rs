@@ -2,11 +2,15 @@
 //! held in a [`Slot`] that can be emptied and filled again: after a failed
 //! write (a full disk) sled refuses every further write until it is reopened,
 //! and reopening needs the old handles closed first (sled locks its files).
+//! Every error of a write to the sled databases, here and through their
+//! trees (`kv`), comes back through `Space::write_error`, which marks the
+//! store failed so that the database is reopened.
 
 use crate::index_db::{Change, IndexDb, IndexWrites};
 use crate::kv::{Tree, TxTree, Write};
 use crate::leases::{Fence, LeaseOp};
 use crate::pg::{Pg, Txn};
+use crate::space::Space;
 use crate::store::StoreOptions;
 use crate::{Error, Result};
 use std::path::Path;
@@ -19,6 +23,8 @@ pub(crate) struct Dbs {
     /// Where the trees live.
     pub(crate) engine: Engine,
     pub(crate) trees: Trees,
+    /// Where the errors of writes to the sled databases go (see `space`).
+    pub(crate) space: Arc<Space>,
 }
 
 /// The backend behind the trees.
@@ -82,11 +88,11 @@ macro_rules! trees {
         pub(crate) const TREE_NAMES: &[&str] = &[$(stringify!($r),)* stringify!($i), $(stringify!($d),)*];
 
         impl Trees {
-            fn open_sled(db: &sled::Db, index: &IndexDb, delivery_db: &sled::Db) -> Result<Trees> {
+            fn open_sled(db: &sled::Db, index: &IndexDb, delivery_db: &sled::Db, space: &Arc<Space>) -> Result<Trees> {
                 Ok(Trees {
-                    $($r: Tree::Sled(db.open_tree(stringify!($r))?),)*
-                    $i: Tree::Sled(index.tree().clone()),
-                    $($d: Tree::Sled(delivery_db.open_tree(stringify!($d))?),)*
+                    $($r: Tree::Sled(db.open_tree(stringify!($r))?, space.clone()),)*
+                    $i: Tree::Sled(index.tree().clone(), space.clone()),
+                    $($d: Tree::Sled(delivery_db.open_tree(stringify!($d))?, space.clone()),)*
                 })
             }
 
@@ -101,7 +107,7 @@ macro_rules! trees {
             /// The records trees of the sled database, in the order [`TxTrees::sled`] reads them.
             fn sled_records(&self) -> Vec<sled::Tree> {
                 let mut all = Vec::new();
-                $(if let Tree::Sled(t) = &self.$r { all.push(t.clone()); })*
+                $(if let Tree::Sled(t, _) = &self.$r { all.push(t.clone()); })*
                 all
             }
         }
@@ -217,12 +223,13 @@ trees! {
 }
 
 impl Dbs {
-    /// Opens the backend `opts` names: its PostgreSQL database, or the sled databases of its data directory.
-    pub(crate) fn open(opts: &StoreOptions) -> Result<Dbs> {
+    /// Opens the backend `opts` names: its PostgreSQL database, or the sled
+    /// databases of its data directory, whose write errors mark `space`.
+    pub(crate) fn open(opts: &StoreOptions, space: &Arc<Space>) -> Result<Dbs> {
         if let Some(url) = &opts.store_url {
             let pg = Pg::connect(url, opts.connections)?;
             let trees = Trees::open_pg(&pg);
-            return Ok(Dbs { engine: Engine::Pg(pg), trees });
+            return Ok(Dbs { engine: Engine::Pg(pg), trees, space: space.clone() });
         }
         // A modest page cache: Herald's working set is its indexes, and the
         // process must stay small during million-token broadcasts. A 16th
@@ -236,18 +243,27 @@ impl Dbs {
         let delivery_db = open_db(&opts.data_dir.join("deliveries"), cache(4), 0, RECORD_LEAF_FANOUT)?;
         move_trees(&db, &delivery_db, &MOVED_DELIVERY_TREES)?;
         let index = Box::new(IndexDb::open(&opts.data_dir.join("index"), cache(1), opts.compression_level, &db)?);
-        let trees = Trees::open_sled(&db, &index, &delivery_db)?;
+        let trees = Trees::open_sled(&db, &index, &delivery_db, space)?;
         let records = trees.sled_records();
-        Ok(Dbs { engine: Engine::Sled { db, index, delivery_db, records }, trees })
+        Ok(Dbs { engine: Engine::Sled { db, index, delivery_db, records }, trees, space: space.clone() })
+    }
+
+    /// Hands the error of a write to the sled databases to `Space::write_error`.
+    pub(crate) fn write_error(&self, e: impl Into<Error>) -> Error {
+        self.space.write_error(e.into())
     }
 
     /// Writes the sled databases' buffers to disk; nothing to do on
     /// PostgreSQL, where a commit is durable when it returns.
     pub(crate) fn flush(&self) -> Result<()> {
         if let Engine::Sled { db, index, delivery_db, .. } = &self.engine {
-            db.flush()?;
-            index.flush()?;
-            delivery_db.flush()?;
+            let flush = || -> Result<()> {
+                db.flush()?;
+                index.flush()?;
+                delivery_db.flush()?;
+                Ok(())
+            };
+            return flush().map_err(|e| self.write_error(e));
         }
         Ok(())
     }
@@ -255,7 +271,7 @@ impl Dbs {
     /// Brings the broadcast index up to what a committed transaction changed (see `index_db`).
     pub(crate) fn apply_index(&self, changes: Vec<Change>) -> Result<()> {
         match &self.engine {
-            Engine::Sled { index, .. } if !changes.is_empty() => index.apply(changes),
+            Engine::Sled { index, .. } if !changes.is_empty() => index.apply(changes).map_err(|e| self.write_error(e)),
             _ => Ok(()),
         }
     }
@@ -273,7 +289,7 @@ impl Dbs {
     /// A number never handed out before, increasing: orders webhook events.
     pub(crate) fn generate_id(&self) -> Result<u64> {
         match &self.engine {
-            Engine::Sled { db, .. } => Ok(db.generate_id()?),
+            Engine::Sled { db, .. } => db.generate_id().map_err(|e| self.write_error(e)),
             Engine::Pg(pg) => pg.next_id(),
         }
     }
@@ -292,7 +308,7 @@ impl Dbs {
                 let mut trees: Vec<sled::Tree> = Vec::new();
                 let mut ops = Vec::with_capacity(writes.len());
                 for (tree, k, v) in &writes {
-                    let Tree::Sled(t) = tree else {
+                    let Tree::Sled(t, _) = tree else {
                         return Err(Error::Unavailable("a tree of another backend".into()));
                     };
                     let at = match trees.iter().position(|x| x.name() == t.name()) {
@@ -304,8 +320,9 @@ impl Dbs {
                     };
                     ops.push((at, k, v));
                 }
+                use sled::transaction::{ConflictableTransactionError, TransactionError};
                 use sled::Transactional;
-                trees.as_slice().transaction(|views| {
+                let done = trees.as_slice().transaction(|views| {
                     for (at, k, v) in &ops {
                         let Some(view) = views.get(*at) else { continue };
                         match v {
@@ -313,9 +330,13 @@ impl Dbs {
                             None => view.remove(k.as_slice()).map(drop)?,
                         }
                     }
-                    Ok::<(), sled::transaction::ConflictableTransactionError<Error>>(())
-                })?;
-                Ok(())
+                    Ok::<(), ConflictableTransactionError<Error>>(())
+                });
+                match done {
+                    Ok(()) => Ok(()),
+                    Err(TransactionError::Abort(e)) => Err(e),
+                    Err(TransactionError::Storage(e)) => Err(self.write_error(e)),
+                }
             }
             Engine::Pg(pg) => {
                 let mut rows = Vec::with_capacity(writes.len());

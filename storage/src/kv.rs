@@ -7,8 +7,10 @@
 
 use crate::keys::Key;
 use crate::pg;
+use crate::space::Space;
 use crate::{Error, Result};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A stored value or key: sled's buffer, which PostgreSQL rows convert into.
 pub(crate) type Bytes = sled::IVec;
@@ -16,8 +18,9 @@ pub(crate) type Bytes = sled::IVec;
 /// One record kind or index of the store (see `databases.rs`).
 #[derive(Clone)]
 pub(crate) enum Tree {
-    /// A tree of the embedded database.
-    Sled(sled::Tree),
+    /// A tree of the embedded database, and where the errors of writes to
+    /// it go (`Space::write_error`: a failed write marks the store failed).
+    Sled(sled::Tree, Arc<Space>),
     /// A table of the shared database.
     Pg(pg::Table),
 }
@@ -30,7 +33,7 @@ impl Tree {
     pub(crate) fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         match self {
-            Tree::Sled(t) => Ok(t.get(key)?),
+            Tree::Sled(t, _) => Ok(t.get(key)?),
             Tree::Pg(t) => Ok(t.get(key)?.map(Bytes::from)),
         }
     }
@@ -44,7 +47,7 @@ impl Tree {
     pub(crate) fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
         match self {
-            Tree::Sled(t) => t.insert(key, value).map(drop).map_err(Error::from),
+            Tree::Sled(t, space) => t.insert(key, value).map(drop).map_err(|e| space.write_error(e.into())),
             Tree::Pg(t) => t.put(key, value),
         }
     }
@@ -52,7 +55,7 @@ impl Tree {
     /// [`Tree::insert`], awaited: on PostgreSQL without blocking the caller's thread.
     pub(crate) async fn insert_async(&self, key: &[u8], value: Vec<u8>) -> Result<()> {
         match self {
-            Tree::Sled(t) => t.insert(key, value).map(drop).map_err(Error::from),
+            Tree::Sled(t, space) => t.insert(key, value).map(drop).map_err(|e| space.write_error(e.into())),
             Tree::Pg(t) => t.put_async(key.to_vec(), value).await,
         }
     }
@@ -61,7 +64,7 @@ impl Tree {
     pub(crate) fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         let key = key.as_ref();
         match self {
-            Tree::Sled(t) => Ok(t.remove(key)?),
+            Tree::Sled(t, space) => t.remove(key).map_err(|e| space.write_error(e.into())),
             Tree::Pg(t) => Ok(t.delete(key)?.map(Bytes::from)),
         }
     }
@@ -70,7 +73,7 @@ impl Tree {
     pub(crate) fn scan_prefix(&self, prefix: impl AsRef<[u8]>) -> Scan {
         let prefix = prefix.as_ref();
         match self {
-            Tree::Sled(t) => Scan::Sled(t.scan_prefix(prefix)),
+            Tree::Sled(t, _) => Scan::Sled(t.scan_prefix(prefix)),
             Tree::Pg(t) => Scan::pg(t, Bound::From(prefix.to_vec()), successor(prefix)),
         }
     }
@@ -79,7 +82,7 @@ impl Tree {
     pub(crate) fn range_from(&self, start: impl AsRef<[u8]>) -> Scan {
         let start = start.as_ref();
         match self {
-            Tree::Sled(t) => Scan::Sled(t.range(start..)),
+            Tree::Sled(t, _) => Scan::Sled(t.range(start..)),
             Tree::Pg(t) => Scan::pg(t, Bound::From(start.to_vec()), None),
         }
     }
@@ -88,7 +91,7 @@ impl Tree {
     pub(crate) fn range_below(&self, end: impl AsRef<[u8]>) -> Scan {
         let end = end.as_ref();
         match self {
-            Tree::Sled(t) => Scan::Sled(t.range(..end)),
+            Tree::Sled(t, _) => Scan::Sled(t.range(..end)),
             Tree::Pg(t) => Scan::pg(t, Bound::Start, Some(end.to_vec())),
         }
     }
@@ -96,7 +99,7 @@ impl Tree {
     /// Every entry, in key order: restart recovery across tenants.
     pub(crate) fn iter(&self) -> Scan {
         match self {
-            Tree::Sled(t) => Scan::Sled(t.iter()),
+            Tree::Sled(t, _) => Scan::Sled(t.iter()),
             Tree::Pg(t) => Scan::pg(t, Bound::Start, None),
         }
     }
@@ -105,7 +108,7 @@ impl Tree {
     pub(crate) fn count_prefix(&self, prefix: impl AsRef<[u8]>) -> Result<u64> {
         let prefix = prefix.as_ref();
         match self {
-            Tree::Sled(t) => Ok(t.scan_prefix(prefix).count() as u64),
+            Tree::Sled(t, _) => Ok(t.scan_prefix(prefix).count() as u64),
             Tree::Pg(t) => t.count(prefix, successor(prefix).as_deref()),
         }
     }
@@ -119,7 +122,7 @@ pub(crate) async fn get_many(reads: &[(&Tree, Key)]) -> Result<Vec<Option<Bytes>
     let mut database = None;
     for (tree, key) in reads {
         match tree {
-            Tree::Sled(_) => return reads.iter().map(|(t, k)| t.get(k)).collect(),
+            Tree::Sled(..) => return reads.iter().map(|(t, k)| t.get(k)).collect(),
             Tree::Pg(t) => {
                 rows.push((t.name(), key.to_vec()));
                 database = Some(t);

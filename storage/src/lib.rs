@@ -16,6 +16,7 @@
 //! - `codec`, `keys`: how values and keys are encoded
 //! - `seal`: secrets sealed at rest (AES-256-GCM)
 //! - `flusher`, `space`: grouped flushes, and refusing writes on a full disk
+//!   or after a failed write (every sled write error comes back through `space`)
 //! - one module per record kind: `tenants`, `users` (and `user_directory`),
 //!   `identity` (addresses, sessions, realm configuration), `clients`, `links`,
 //!   `push_tokens` (and `token_counts`, how many a broadcast targets), `provider_tokens`, `apps`, `versions`, `properties`,
@@ -76,6 +77,7 @@ pub mod webhooks;
 pub use codec::round_trip_every_record;
 pub use error::{Error, Result};
 pub use seal::{MasterKey, Secret};
+pub use space::WRITE_FAILURE_KINDS;
 pub use store::{now_ms, Store, StoreOptions};
 #[cfg(feature = "test-support")]
 pub use store::{test_newest_snapshot, test_on_postgres, test_options};

@@ -283,7 +283,8 @@ mod tests {
     async fn records_of_a_failed_write_are_kept_and_written_later() {
         let dir = tempfile::tempdir().unwrap();
         let opts = StoreOptions::new(dir.path().to_path_buf());
-        let slot = Slot::new(Dbs::open(&opts).unwrap());
+        let space = std::sync::Arc::new(crate::space::Space::unmetered());
+        let slot = Slot::new(Dbs::open(&opts, &space).unwrap());
         let groups = SendGroups::start(slot.clone()).unwrap();
         assert!(slot.close(Duration::from_secs(5)), "the databases closed, as while reopened");
         let id = ulid::Ulid::generate();
@@ -291,7 +292,7 @@ mod tests {
         assert!(groups.written().await.is_err(), "the wait fails with the write");
         assert!(groups.find("acme", id).unwrap().is_some(), "kept in memory");
 
-        slot.put(Dbs::open(&opts).unwrap());
+        slot.put(Dbs::open(&opts, &space).unwrap());
         let written_again = async {
             while groups.find("acme", id).unwrap().is_some() {
                 tokio::time::sleep(Duration::from_millis(20)).await;

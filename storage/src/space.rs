@@ -1,16 +1,32 @@
 //! Free disk space and write health: writes are refused (as [`Error::Full`])
 //! while the data directory's filesystem has less free space than the
-//! reserve, so the database never meets a full disk mid-write (sled cannot
-//! recover from that without a restart), and they resume by themselves once
-//! space is freed.
+//! reserve, so the database rarely meets a full disk mid-write, and they
+//! resume by themselves once space is freed.
+//!
+//! When it does meet one anyway (another process filled the disk and freed it
+//! again between two samples), or any other storage fault fails a write, sled
+//! refuses every write after that one until the database is reopened. Every
+//! error of a write to the sled databases therefore comes back through
+//! [`Space::write_error`]: the store is marked failed at once (`/readyz`
+//! answers 503 saying why), and the watch thread reopens the database as soon
+//! as the disk has room, whether or not a sample ever saw it full (README,
+//! "A full disk").
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// How often free space is measured.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+
+/// How often free space is measured while a failed database waits to be
+/// reopened: writes come back this soon after space is freed.
+pub(crate) const SAMPLE_FAILED_EVERY: Duration = Duration::from_millis(50);
+
+/// The kinds of write failure `herald_storage_write_failures_total` counts.
+pub const WRITE_FAILURE_KINDS: [&str; 4] = ["no_space", "io", "corruption", "other"];
 
 /// Space held in a file of the data directory and given up when the
 /// databases must open on a full disk (sled writes when it opens: up to a
@@ -29,21 +45,37 @@ pub(crate) struct Space {
     /// Set once the database failed a write: sled refuses every write after
     /// one until it is reopened.
     failed: AtomicBool,
+    /// What the failed write met, for `/readyz`; written (under its lock)
+    /// before `failed` is set.
+    failure: Mutex<String>,
+    /// The watch thread, woken by a failed write so it reopens the database
+    /// without waiting out its sampling period.
+    watcher: OnceLock<std::thread::Thread>,
 }
 
 impl Space {
     /// Measures now; the store's watch thread calls [`Space::sample`] after.
     pub(crate) fn new(dir: &Path, reserve: u64) -> Space {
-        let space =
-            Space { dir: dir.to_path_buf(), reserve, free: AtomicU64::new(u64::MAX), failed: AtomicBool::new(false) };
+        let space = Space::at(dir.to_path_buf(), reserve);
         space.sample();
         space
+    }
+
+    fn at(dir: PathBuf, reserve: u64) -> Space {
+        Space {
+            dir,
+            reserve,
+            free: AtomicU64::new(u64::MAX),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(String::new()),
+            watcher: OnceLock::new(),
+        }
     }
 
     /// A store whose data is not on this machine's disk (PostgreSQL): never
     /// full here, and no ballast kept.
     pub(crate) fn unmetered() -> Space {
-        Space { dir: PathBuf::new(), reserve: 0, free: AtomicU64::new(u64::MAX), failed: AtomicBool::new(false) }
+        Space::at(PathBuf::new(), 0)
     }
 
     /// Measures free space, and takes the ballast back when there is room for it.
@@ -69,7 +101,8 @@ impl Space {
     /// `Ok` when a write may be made now.
     pub(crate) fn writable(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(Error::Unavailable("the database failed a write and is being reopened".into()));
+            let failure = self.failure.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            return Err(Error::Unavailable(format!("the database failed a write ({failure}) and is being reopened")));
         }
         if self.free.load(Ordering::Acquire) < self.reserve {
             return Err(Error::Full);
@@ -77,10 +110,42 @@ impl Space {
         Ok(())
     }
 
-    /// Records a failed flush: the database refuses writes until reopened.
-    pub(crate) fn write_failed(&self) {
-        self.failed.store(true, Ordering::Release);
+    /// The one way back of every error of a write to the sled databases (a
+    /// transaction's commit, a direct insert or removal, a flush, the
+    /// broadcast index's update, the send records' writer and the flusher
+    /// through those): a storage fault (a full disk, an I/O error, sled's
+    /// corruption or bug reports) is counted by kind in
+    /// `herald_storage_write_failures_total` and marks the store failed (no
+    /// writes, `/readyz` 503) until the watch thread has reopened the
+    /// database; free space is measured again and the watch thread woken.
+    /// Any other error (a conflict, a record that does not decode...) is not
+    /// the database's failure and is handed back untouched. Answers `e`.
+    pub(crate) fn write_error(&self, e: Error) -> Error {
+        let Some(kind) = failure_kind(&e) else { return e };
+        metrics::counter!("herald_storage_write_failures_total", "kind" => kind).increment(1);
+        {
+            let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+            if !self.failed.load(Ordering::Acquire) {
+                *failure = e.to_string();
+                self.failed.store(true, Ordering::Release);
+                tracing::error!(kind, error = %e, "a write to the database failed: writes are refused until it is reopened, as soon as the disk has room");
+            }
+        }
         self.sample();
+        if let Some(watcher) = self.watcher.get() {
+            watcher.unpark();
+        }
+        e
+    }
+
+    /// Names the thread [`Space::write_error`] wakes (the store's watch thread).
+    pub(crate) fn watched_by(&self, thread: std::thread::Thread) {
+        let _ = self.watcher.set(thread);
+    }
+
+    /// Whether the database failed a write and waits to be reopened.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// The database failed and there is room to reopen it (and to write a
@@ -91,6 +156,7 @@ impl Space {
     }
 
     pub(crate) fn recovered(&self) {
+        let _failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         self.failed.store(false, Ordering::Release);
     }
 
@@ -151,6 +217,18 @@ fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
+/// The kind (one of [`WRITE_FAILURE_KINDS`]) of a write's error that is the
+/// database's failure; `None` for the expected outcomes and other errors.
+fn failure_kind(e: &Error) -> Option<&'static str> {
+    match e {
+        Error::Full => Some("no_space"),
+        Error::Engine(sled::Error::Io(_)) | Error::Io(_) => Some("io"),
+        Error::Engine(sled::Error::Corruption { .. }) => Some("corruption"),
+        Error::Engine(_) => Some("other"),
+        _ => None,
+    }
+}
+
 /// Whether an I/O error says the disk is full.
 pub(crate) fn is_no_space(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::StorageFull || e.raw_os_error() == Some(28)
@@ -169,11 +247,63 @@ mod tests {
         let tight = Space::new(dir.path(), u64::MAX);
         assert!(matches!(tight.writable(), Err(Error::Full)));
         assert!(!tight.needs_reopen());
-        roomy.write_failed();
+        let full = sled::Error::Io(std::io::Error::from_raw_os_error(28));
+        assert!(matches!(roomy.write_error(full.into()), Error::Full), "handed back as it came");
         assert!(matches!(roomy.writable(), Err(Error::Unavailable(_))), "a failed database takes no writes");
         assert!(roomy.needs_reopen(), "and is reopened once there is room");
         roomy.recovered();
         assert!(roomy.writable().is_ok());
+    }
+
+    /// A write that meets the full disk inside sled marks the store failed
+    /// by itself, saying why, whether or not a sample saw the disk full;
+    /// the outcomes of writes that are not the database's failure mark
+    /// nothing.
+    #[test]
+    fn a_failed_write_marks_the_store_failed_until_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let space = Space::new(dir.path(), 0);
+        for expected in [Error::Conflict("user"), Error::NotFound("user"), Error::Codec("bad".into())] {
+            let back = space.write_error(expected);
+            assert!(!matches!(back, Error::Full | Error::Engine(_)));
+            assert!(space.writable().is_ok(), "{back} is not the database's failure");
+        }
+        assert!(!space.failed() && !space.needs_reopen());
+
+        let no_space = sled::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "No space left on device", // as sled hands back its stored error
+        ));
+        let back = space.write_error(no_space.into());
+        assert!(matches!(back, Error::Full), "the writer still answers 507");
+        assert!(space.failed());
+        let Err(Error::Unavailable(why)) = space.writable() else { panic!("a failed database takes no writes") };
+        assert!(why.contains("no space left"), "{why}");
+        assert!(space.needs_reopen(), "the disk has room: reopened at once");
+
+        let tight = Space::new(dir.path(), u64::MAX);
+        tight.write_error(Error::Engine(sled::Error::Io(std::io::Error::other("EIO"))));
+        assert!(tight.writable().is_err());
+        assert!(!tight.needs_reopen(), "not reopened while the disk has no room");
+
+        let corrupt = Space::new(dir.path(), 0);
+        corrupt.write_error(Error::Engine(sled::Error::ReportableBug("x".into())));
+        assert!(matches!(corrupt.writable(), Err(Error::Unavailable(_))), "any fault of the database's");
+        corrupt.recovered();
+        assert!(corrupt.writable().is_ok());
+    }
+
+    #[test]
+    fn write_failures_are_counted_by_kind() {
+        let io = |kind| Error::Engine(sled::Error::Io(std::io::Error::new(kind, "x")));
+        assert_eq!(failure_kind(&Error::Full), Some("no_space"));
+        assert_eq!(failure_kind(&io(std::io::ErrorKind::PermissionDenied)), Some("io"));
+        assert_eq!(failure_kind(&Error::Engine(sled::Error::ReportableBug("x".into()))), Some("other"));
+        assert_eq!(failure_kind(&Error::Unavailable("reopening".into())), None, "a refusal, not a failure");
+        assert_eq!(failure_kind(&Error::Fenced("lease".into())), None);
+        for kind in [Error::Full, io(std::io::ErrorKind::Other)].iter().filter_map(failure_kind) {
+            assert!(WRITE_FAILURE_KINDS.contains(&kind));
+        }
     }
 
     #[test]

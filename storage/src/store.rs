@@ -3,7 +3,7 @@ use crate::flusher::Flusher;
 use crate::kv::Tree;
 use crate::seal::{MasterKey, Secret};
 use crate::send_groups::SendGroups;
-use crate::space::{Space, SAMPLE_EVERY};
+use crate::space::{Space, SAMPLE_EVERY, SAMPLE_FAILED_EVERY};
 use crate::{codec, Error, Result};
 use serde::{de::DeserializeOwned, Serialize};
 use std::path::{Path, PathBuf};
@@ -79,8 +79,9 @@ pub(crate) struct Inner {
     pub(crate) directories: crate::user_directory::Directories,
     /// Tenants' quotas, read by every send (see `limits`).
     pub(crate) limits: crate::limits::LimitsCache,
-    /// Free space and write health of the data directory's disk.
-    space: Space,
+    /// Free space and write health of the data directory's disk, shared
+    /// with the databases, whose write errors mark it (see `space`).
+    space: Arc<Space>,
     /// Bumped after every app write (see [`Store::apps_generation`]).
     pub(crate) apps_generation: std::sync::atomic::AtomicU64,
     /// The leases of this engine when on sled (see `leases`).
@@ -106,7 +107,7 @@ impl Store {
             return Self::open_shared(opts, master);
         }
         crate::space::reserve_fits(&opts.data_dir, opts.disk_reserve_bytes)?;
-        let space = Space::new(&opts.data_dir, opts.disk_reserve_bytes);
+        let space = Arc::new(Space::new(&opts.data_dir, opts.disk_reserve_bytes));
         let dbs = Slot::new(open_or_give_up_ballast(opts, &space)?);
         let inner = Arc::new(Inner {
             flusher: Some(Flusher::start(dbs.clone())?),
@@ -132,7 +133,8 @@ impl Store {
     /// Opens a database that other engines may share, and checks that this
     /// engine's master key opens the secrets already in it.
     fn open_shared(opts: &StoreOptions, master: MasterKey) -> Result<Store> {
-        let dbs = Dbs::open(opts)?;
+        let space = Arc::new(Space::unmetered());
+        let dbs = Dbs::open(opts, &space)?;
         if let Engine::Pg(pg) = &dbs.engine {
             pg.check_master_key(&master)?;
         }
@@ -144,7 +146,7 @@ impl Store {
             master,
             directories: Default::default(),
             limits: Default::default(),
-            space: Space::unmetered(),
+            space,
             apps_generation: Default::default(),
             local_leases: Default::default(),
             renewals: Default::default(),
@@ -163,18 +165,16 @@ impl Store {
             groups.written().await?;
         }
         let Some(flusher) = &self.inner.flusher else { return Ok(()) };
-        let flushed = flusher.durable().await;
-        if flushed.is_err() && !self.inner.closed.load(std::sync::atomic::Ordering::Acquire) {
-            self.inner.space.write_failed();
-        }
-        flushed
+        // A failed flush marked the store failed where it failed (`Dbs::flush`).
+        flusher.durable().await
     }
 
     /// `Ok` when writes may be made: [`Error::Full`](crate::Error::Full)
     /// while free disk is below the reserve (writes resume by themselves when
     /// space is freed), [`Error::Unavailable`](crate::Error::Unavailable)
-    /// after the database failed a write. Callers check it before a write
-    /// they cannot take back, so the database never meets a full disk.
+    /// after the database failed a write (any write's storage error marks it:
+    /// see `space`), until it is reopened. Callers check it before a write
+    /// they cannot take back, so the database rarely meets a full disk.
     pub fn writable(&self) -> Result<()> {
         self.inner.space.writable()
     }
@@ -219,7 +219,7 @@ impl Store {
         // sled's lock on the files is released once its own threads let go of them.
         let deadline = started.checked_add(std::time::Duration::from_secs(5));
         let snapshot = loop {
-            match Dbs::open(&self.inner.opts) {
+            match Dbs::open(&self.inner.opts, &self.inner.space) {
                 Err(Error::Engine(e)) if e.to_string().contains("could not acquire lock") => {
                     if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                         return Err(Error::Engine(e));
@@ -280,11 +280,11 @@ impl Store {
 }
 
 /// Opens the databases; on a full disk, gives up the ballast and tries once more.
-fn open_or_give_up_ballast(opts: &StoreOptions, space: &Space) -> Result<Dbs> {
-    match Dbs::open(opts) {
+fn open_or_give_up_ballast(opts: &StoreOptions, space: &Arc<Space>) -> Result<Dbs> {
+    match Dbs::open(opts, space) {
         Err(Error::Full) if space.give_up_ballast() => {
             tracing::warn!("disk full at start: the ballast was given up to open the database; writes wait for space");
-            Dbs::open(opts)
+            Dbs::open(opts, space)
         }
         other => other,
     }
@@ -305,21 +305,31 @@ impl Inner {
 }
 
 /// Measures free disk every [`SAMPLE_EVERY`] while the store lives, keeps the
-/// ballast, and reopens the databases after a write failure once there is room.
+/// ballast, and reopens the databases after a write failure once there is
+/// room: woken by the failed write itself (`Space::write_error`), then
+/// sampling every [`SAMPLE_FAILED_EVERY`] until reopened, so that recovery
+/// does not depend on a sample having seen the disk full.
 fn watch_disk(inner: std::sync::Weak<Inner>) {
     let spawned = std::thread::Builder::new().name("herald-disk-watch".into()).spawn(move || {
+        if let Some(inner) = inner.upgrade() {
+            inner.space.watched_by(std::thread::current());
+        }
         while let Some(inner) = inner.upgrade() {
             if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
                 return;
             }
             inner.space.sample();
+            let mut reopen_failed = false;
             if inner.space.needs_reopen() {
                 if let Err(e) = inner.reopen() {
                     tracing::warn!(error = %e, "reopening the database failed; trying again");
+                    reopen_failed = true;
                 }
             }
+            // Waiting for room: looked at often. A failed reopen is tried again at the usual pace.
+            let pause = if inner.space.failed() && !reopen_failed { SAMPLE_FAILED_EVERY } else { SAMPLE_EVERY };
             drop(inner);
-            std::thread::sleep(SAMPLE_EVERY);
+            std::thread::park_timeout(pause);
         }
     });
     if let Err(e) = spawned {

@@ -18,6 +18,7 @@ use crate::databases::{Engine, TxTrees};
 use crate::index_db::IndexWrites;
 use crate::kv::TxTree;
 use crate::pg::Txn;
+use crate::space::Space;
 use crate::{codec, Error, Result, Store};
 use serde::{de::DeserializeOwned, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, UnabortableTransactionError};
@@ -39,6 +40,8 @@ pub struct Tx<'a> {
     /// Set when the backend reported a conflict: the closure's error is then
     /// replaced by a retry.
     conflict: Cell<bool>,
+    /// Where a sled storage error met inside the transaction goes (see `space`).
+    space: &'a Space,
 }
 
 impl Store {
@@ -55,7 +58,7 @@ impl Store {
         let dbs = self.trees()?;
         let records = match &dbs.engine {
             Engine::Sled { records, .. } => records,
-            Engine::Pg(pg) => return transact_pg(pg, f),
+            Engine::Pg(pg) => return transact_pg(pg, &dbs.space, f),
         };
         // The lease table before sled's transaction lock (see `LocalLeases`).
         let table = self.inner.local_leases.map();
@@ -64,7 +67,7 @@ impl Store {
         let done = records.as_slice().transaction(|view| {
             let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
-            let tx = Tx { t: &trees, leases: Leases::Local(&table), conflict: Cell::new(false) };
+            let tx = Tx { t: &trees, leases: Leases::Local(&table), conflict: Cell::new(false), space: &dbs.space };
             match f(&tx) {
                 Ok(value) => {
                     if let IndexWrites::After(keys) = &trees.index {
@@ -83,7 +86,8 @@ impl Store {
                 Ok(value)
             }
             Err(TransactionError::Abort(e)) => Err(e),
-            Err(TransactionError::Storage(e)) => Err(Error::from(e).into()),
+            // The commit's write failed: the store is marked failed (see `space`).
+            Err(TransactionError::Storage(e)) => Err(dbs.write_error(e).into()),
         }
     }
 }
@@ -97,6 +101,7 @@ impl Store {
 /// again in step.
 fn transact_pg<T, E>(
     pg: &std::sync::Arc<crate::pg::Pg>,
+    space: &Space,
     f: impl Fn(&Tx) -> std::result::Result<T, E>,
 ) -> std::result::Result<T, E>
 where
@@ -110,7 +115,7 @@ where
         }
         let txn = Txn::begin(pg)?;
         let trees = TxTrees::pg(&txn);
-        let tx = Tx { t: &trees, leases: Leases::Pg(&txn), conflict: Cell::new(false) };
+        let tx = Tx { t: &trees, leases: Leases::Pg(&txn), conflict: Cell::new(false), space };
         match f(&tx) {
             Ok(value) => match txn.commit() {
                 Ok(()) => return Ok(value),
@@ -202,7 +207,7 @@ impl Tx<'_> {
                 self.conflict.set(true);
                 Error::Unavailable("transaction conflict".into())
             }
-            UnabortableTransactionError::Storage(e) => e.into(),
+            UnabortableTransactionError::Storage(e) => self.space.write_error(e.into()),
         }
     }
 }
