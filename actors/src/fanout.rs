@@ -5,7 +5,7 @@
 //!
 //! A kill -9 resends what was sent but not durably checkpointed. That is kept
 //! to about what is in flight: batches are small, the clients sent to but not
-//! committed never exceed `bulk_in_flight` plus one batch, and checkpoints are
+//! committed never exceed `bulk_in_flight` plus two batches, and checkpoints are
 //! made durable by a group commit at most `GROUP_COMMIT` (5 ms) apart, awaited
 //! beside the sends rather than in front of them.
 //!
@@ -18,6 +18,22 @@
 //! An engine that lost the partition's lease (it was paused past it, and
 //! another engine took the partition over) has its next checkpoint refused:
 //! the actor stops and `herald_lease_fenced_total{work="broadcast"}` counts it.
+//!
+//! Progress is certain because of two rules. The budget counts clients sent
+//! but not committed, and batches commit in read order, so a client held
+//! back in the oldest open batch (an HMS token waiting to fill its request
+//! of many) keeps the budget spent by the later batches' answered clients;
+//! before these rules the partition then waited on itself for good. So:
+//! (1) a provider's partly filled request of many tokens goes once waiting
+//! for more cannot help: the reader is blocked on the budget and the
+//! request holds a client of the oldest batch, nothing is in flight, the
+//! reader read nothing for [`LINGER`] for another reason, or the partition
+//! is read to its end; (2) the oldest open batch's clients go whatever the
+//! budget says, once their read mark is durable. Then the oldest batch
+//! always completes (its clients are in flight, or can be sent), its commit
+//! frees budget, and the next becomes the oldest. Rule (2) can put one
+//! batch beyond the budget in flight, so what a kill -9 resends stays below
+//! `bulk_in_flight` plus two batches.
 //!
 //! A cancelled broadcast (see `herald_storage::broadcasts`) is seen by every
 //! partition running it, on whichever engine, at most `CANCEL_CHECK` after
@@ -174,6 +190,11 @@ const GROUP_COMMIT: Duration = Duration::from_millis(5);
 /// on the same thread, wait.
 const TURN: Duration = Duration::from_millis(1);
 
+/// How long a provider's partly filled request of many tokens waits for more
+/// once no client was read though the budget would let the reader read (it
+/// is paused by a full disk): more would come only after that.
+const LINGER: Duration = Duration::from_millis(3);
+
 /// How often a broadcast paused by a full disk looks again.
 const FULL_DISK_RECHECK: Duration = Duration::from_millis(250);
 
@@ -262,6 +283,9 @@ struct Window {
     /// Outcomes of committed batches not yet written.
     to_write: Vec<(String, ClientOutcome)>,
     dirty: bool,
+    /// When clients were last read: a lane's partly filled request waits
+    /// [`LINGER`] from then for more.
+    last_read: Instant,
 }
 
 impl Window {
@@ -276,6 +300,7 @@ impl Window {
             unsettled: 0,
             to_write: Vec::new(),
             dirty: false,
+            last_read: Instant::now(),
         }
     }
 
@@ -318,45 +343,56 @@ impl Window {
             self.unsettled = self.unsettled.saturating_add(batch.len());
             self.pending.extend(batch.into_iter().map(|(client, token)| (seq, client, token)));
             self.dirty = true;
+            self.last_read = Instant::now();
         }
         Ok(())
     }
 
     /// The next clients to send to, in one request: a client whose batch's
-    /// mark is durable, while fewer than `cap` + one batch clients were sent to
-    /// but not committed; or, for a provider taking many tokens per request
-    /// (HMS), up to that many of its clients. Such a batch fills from the
-    /// stream: it goes when full, or when no more can come for now (the
-    /// stream is exhausted, or nothing is in flight, `idle`, so nothing
-    /// settles to make room for more reads) and none of its provider's
-    /// clients read so far waits for its mark to be durable. Meanwhile the
-    /// clients of other providers go on one by one.
+    /// mark is durable, while fewer than `cap` + one batch clients were sent
+    /// to but not committed, or whatever that count when the client is of the
+    /// oldest open batch (the module doc's rules); or, for a provider taking
+    /// many tokens per request (HMS), up to that many of its clients. Such a
+    /// request fills from the stream: it goes when full, or when waiting
+    /// cannot help (the reader is blocked and the request holds a client of
+    /// the oldest batch, or the reader is at the end, nothing is in flight
+    /// (`idle`), or reads paused for [`LINGER`]) and none of its
+    /// provider's clients read so far waits for its mark to be durable.
+    /// Meanwhile the clients of other providers go on one by one.
     fn next_send(&mut self, ctx: &Ctx<'_>, durable: u64, idle: bool) -> Option<Request> {
         // Pending clients are unsettled ones, so the subtraction is exact.
         let room = ctx.cap.saturating_add(ctx.batch).saturating_sub(self.unsettled.saturating_sub(self.pending.len()));
-        if room == 0 {
-            return None;
-        }
-        match self.pick(ctx.cap, room, durable, idle)? {
+        match self.pick(ctx, room, durable, idle)? {
             Pick::One(i) => self.pending.remove(i).map(Request::One),
             Pick::Batch(indexes) => Some(Request::Batch(self.take(&indexes))),
         }
     }
 
     /// The indexes in `pending` of the next request's clients (see [`Window::next_send`]).
-    fn pick(&self, cap: usize, room: usize, durable: u64, idle: bool) -> Option<Pick> {
+    fn pick(&self, ctx: &Ctx<'_>, room: usize, durable: u64, idle: bool) -> Option<Pick> {
         let durable_at = |seq: usize| self.open[self.slot(seq)].reserved_by <= durable;
+        // Nothing more is read until a batch commits (see `Window::read`).
+        let blocked = self.unsettled > ctx.cap.saturating_add(ctx.batch);
+        // Reads paused for another reason (a full disk): nothing more comes for now.
+        let quiet = !blocked && self.last_read.elapsed() >= LINGER;
+        let stalled = idle || quiet;
         let mut deferred: Vec<Option<crate::providers::Backend>> = Vec::new();
         for (i, (seq, _, token)) in self.pending.iter().enumerate() {
             if !durable_at(*seq) {
                 return None; // nor is any later one
             }
-            // A full batch, and what fits the room left (more once answers come).
-            let full = batch_limit(token.provider).min(cap);
+            // Pending clients are in read order: past the oldest batch's, none goes without room.
+            let oldest = self.slot(*seq) == 0;
+            if room == 0 && !oldest {
+                return None;
+            }
+            // A full request, and what fits the room left (more once answers
+            // come); the oldest batch's clients fit whatever the room.
+            let full = batch_limit(token.provider).min(ctx.cap);
             if full <= 1 {
                 return Some(Pick::One(i));
             }
-            let limit = full.min(room);
+            let limit = if oldest { full.min(room.max(ctx.batch)) } else { full.min(room) };
             let backend = backend_of(token.provider);
             if deferred.contains(&backend) {
                 continue;
@@ -376,12 +412,19 @@ impl Window {
                     break;
                 }
             }
-            if picked.len() == full || (!awaits_flush && (self.exhausted || idle)) {
+            if picked.len() == full || (!awaits_flush && (stalled || self.exhausted || (blocked && oldest))) {
                 return Some(Pick::Batch(picked));
             }
             deferred.push(backend);
         }
         None
+    }
+
+    /// When a lane's partly filled request, waiting for more clients, goes
+    /// unless more are read: [`LINGER`] after the last read.
+    fn linger_ends(&self) -> Option<Instant> {
+        let ends = self.last_read.checked_add(LINGER)?;
+        (!self.pending.is_empty() && ends > Instant::now()).then_some(ends)
     }
 
     /// Removes the pending clients at `indexes` (ascending), in order.
@@ -603,6 +646,7 @@ async fn send_part(
         }
         commits.maybe_start(w.waits_for(commits.durable));
         let wake = paced_until.map_or(cancel_check, |t| t.min(cancel_check));
+        let wake = w.linger_ends().map_or(wake, |t| t.min(wake));
         if wake_timer.deadline() != wake {
             wake_timer.as_mut().reset(wake);
         }

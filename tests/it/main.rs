@@ -21,6 +21,7 @@ mod abuse;
 mod auth;
 mod broadcast;
 mod broadcast_control;
+mod broadcast_mix;
 mod catalogue;
 mod clients;
 mod crash;
