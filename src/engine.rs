@@ -90,8 +90,7 @@ impl Engine {
         }
         let push = Push::start(store.clone(), config.push.clone(), config.webhooks.clone()).await?;
         let root = crate::pki::root::Root::load_or_create(&store, &config.data_dir, config.pki.ca.as_ref())?;
-        let pki =
-            crate::pki::Authority::new(store.clone(), root, push.events().clone(), config.pki.client_cert_validity);
+        let pki = crate::pki::Authority::new(store.clone(), root, config.pki.client_cert_validity);
         pki.recover()?;
         spawn_recovery(&background, &pki, config.lease_ttl);
         let engine = Arc::new_cyclic(|me| Engine {

@@ -164,7 +164,6 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
         }
         JobState::Done(job, mut report) => {
             report.completed_ms = Some(now_ms());
-            store.broadcasts().complete(lease, &job, &report).or_else(fenced)?;
             let total = report.total();
             let targeted: u64 = report.targeted.values().sum();
             let mut counts = serde_json::json!({ "notificationId": id, "targeted": targeted, "sent": total.sent, "invalid": total.invalid, "failed": total.failed });
@@ -179,7 +178,21 @@ fn attend(d: &Deliverer, lease: &Lease) -> Result<(), String> {
                 }
                 (None, None) => ("BROADCAST_COMPLETED", counts),
             };
-            d.events().emit(&tenant, "push", event, data);
+            // The event before the completion: the job's report and the
+            // outbox are in two databases on sled. Until the completion
+            // commits, the job is done again (by this engine or another) and
+            // the event queued again under the same id, which receivers
+            // deduplicate: delivered at least once, never lost.
+            let event = crate::webhooks::Event {
+                id: format!("{id}-{}", event.to_ascii_lowercase()),
+                tenant: tenant.clone(),
+                kind: "push".into(),
+                event: event.into(),
+                data,
+            };
+            store.transact(|tx| crate::webhooks::queue(tx, &event)).map_err(|e| e.to_string())?;
+            store.flush_now().map_err(|e| e.to_string())?;
+            store.broadcasts().complete(lease, &job, &report).or_else(fenced)?;
             crate::telemetry::tenant(&tenant).fanout_jobs_completed.increment(1);
             tracing::info!(tenant, job = id, sent = total.sent, resent = report.resent, "broadcast complete");
             Ok(())

@@ -329,15 +329,18 @@ impl Deliverer {
             }
             Outcome::Dead { status, reason } => {
                 series.notification(provider, "invalid");
-                match self.store.push_tokens().invalidate(tenant, client_id, &token.token, now_ms()) {
-                    Ok(true) => self.events.emit(
-                        tenant,
-                        "push",
-                        "PUSH_TOKEN_INVALIDATED",
-                        serde_json::json!({ "astClientId": client_id, "appName": app, "provider": provider, "status": status, "reason": reason }),
-                    ),
-                    Ok(false) => {}
-                    Err(e) => tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid"),
+                // The token marked invalid and its event in one write.
+                let data = serde_json::json!({ "astClientId": client_id, "appName": app, "provider": provider, "status": status, "reason": reason });
+                let event = crate::webhooks::Event::new(tenant, "push", "PUSH_TOKEN_INVALIDATED", data);
+                let now = now_ms();
+                let invalidated = self.store.transact(|tx| {
+                    if tx.invalidate_push_token(tenant, client_id, &token.token, now)? {
+                        crate::webhooks::queue(tx, &event)?;
+                    }
+                    Ok::<_, herald_storage::Error>(())
+                });
+                if let Err(e) = invalidated {
+                    tracing::error!(tenant, client_id, error = %e, "could not mark a dead token invalid");
                 }
                 ClientOutcome {
                     app: app.to_string(),

@@ -54,7 +54,7 @@ pub async fn create(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -
             Ok(tx.put_web_push(tenant, name, web_push.as_ref())?)
         })
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(AppView::of(tenant, &app, web_push.as_ref()))
 }
 
@@ -76,7 +76,7 @@ pub async fn update(engine: &Engine, tenant: &str, name: &str, body: &AppBody) -
             Ok((app, web_push))
         })
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(AppView::of(tenant, &app, web_push.as_ref()))
 }
 
@@ -120,7 +120,7 @@ pub async fn delete(engine: &Engine, tenant: &str, name: &str) -> ApiResult<()> 
             })
         })?;
         if done {
-            return commit(engine, tenant, Vec::new()).await;
+            return commit(engine).await;
         }
     }
     Err(ApiError::conflict(format!("versions of app {name} kept changing during the delete: try again")))

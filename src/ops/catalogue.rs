@@ -9,6 +9,6 @@ use herald_storage::catalogue::Service;
 /// version on in the same transaction; answers the new resource version.
 pub async fn put(engine: &Engine, tenant: &str, service: &Service) -> ApiResult<u64> {
     let version = engine.store.transact(|tx| tx.put_service(tenant, service))?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(version)
 }

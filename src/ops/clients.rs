@@ -1,7 +1,7 @@
 //! Device clients: registration, self-updates, locks, links to users, push
 //! tokens, and deleting what a user holds.
 
-use super::{commit, Event};
+use super::{commit, publish, Event};
 use crate::engine::{random_token, Engine};
 use crate::error::{ApiError, ApiResult};
 use crate::models::client::{RegisterClient, Registered, UpdateClient};
@@ -50,10 +50,11 @@ pub async fn register(engine: &Engine, tenant: &str, body: RegisterClient) -> Ap
         if tx.app(tenant, &client.app_name)?.is_none() {
             return Err(ApiError::field("appName", format!("no app named {} in this tenant", client.app_name)));
         }
-        tx.insert_client(tenant, &client).map_err(ApiError::from)
+        tx.insert_client(tenant, &client)?;
+        let data = json!({ "astClientId": client.id, "appName": client.app_name, "platform": client.platform });
+        publish(tx, tenant, Event::new("client", "CLIENT_REGISTERED", data)).map_err(ApiError::from)
     })?;
-    let data = json!({ "astClientId": client.id, "appName": client.app_name, "platform": client.platform });
-    commit(engine, tenant, vec![Event::new("client", "CLIENT_REGISTERED", data)]).await?;
+    commit(engine).await?;
     Ok(Registered { ast_client_id: client.id, client_secret: secret })
 }
 
@@ -78,7 +79,7 @@ pub async fn update(engine: &Engine, tenant: &str, id: &str, body: UpdateClient)
         tx.put_client(tenant, &c)?;
         Ok::<_, ApiError>(c)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(client)
 }
 
@@ -91,13 +92,14 @@ pub async fn set_lock(engine: &Engine, tenant: &str, id: &str, reason: Option<&s
         let mut c = stored(tx, tenant, id)?;
         crate::models::client::set_lock(&mut c, reason)
             .map_err(|refused| ApiError::new(http::StatusCode::NOT_ACCEPTABLE, refused))?;
-        tx.put_client(tenant, &c).map_err(ApiError::from)
+        tx.put_client(tenant, &c)?;
+        let event = match reason {
+            Some(r) => Event::new("client", "CLIENT_LOCKED", json!({ "astClientId": id, "lockReason": r })),
+            None => Event::new("client", "CLIENT_UNLOCKED", json!({ "astClientId": id })),
+        };
+        publish(tx, tenant, event).map_err(ApiError::from)
     })?;
-    let event = match reason {
-        Some(r) => Event::new("client", "CLIENT_LOCKED", json!({ "astClientId": id, "lockReason": r })),
-        None => Event::new("client", "CLIENT_UNLOCKED", json!({ "astClientId": id })),
-    };
-    commit(engine, tenant, vec![event]).await
+    commit(engine).await
 }
 
 /// Links a user to an existing client, or changes the link's mLoA
@@ -111,7 +113,7 @@ pub async fn link(engine: &Engine, tenant: &str, user: &str, client: &str, mloa:
         tx.put_link(tenant, &link)?;
         Ok::<_, ApiError>(link)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(link)
 }
 
@@ -121,7 +123,7 @@ pub async fn unlink(engine: &Engine, tenant: &str, user: &str, client: &str) -> 
     if !existed {
         return Err(ApiError::not_found(format!("user {user} is not linked to client {client}")));
     }
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// The links of a user; 404 when the user has none.
@@ -147,7 +149,7 @@ pub async fn unlink_selected(
         }
         Ok::<_, ApiError>(())
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// The selected clients of `user` must log in again: access tokens issued
@@ -165,7 +167,7 @@ pub async fn disconnect(engine: &Engine, tenant: &str, user: &str, selected: imp
         }
         Ok::<_, ApiError>(())
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// Deletes a client no user is linked to; 409 while one is. The look at its
@@ -180,9 +182,11 @@ pub async fn delete(engine: &Engine, tenant: &str, id: &str) -> ApiResult<()> {
         if linked || tx.link_generation(tenant, id)? != generation {
             return Err(still_linked());
         }
-        tx.delete_client(tenant, id).map(drop).map_err(ApiError::from)
+        tx.delete_client(tenant, id)?;
+        publish(tx, tenant, Event::new("client", "CLIENT_DELETED", json!({ "astClientId": id })))
+            .map_err(ApiError::from)
     })?;
-    commit(engine, tenant, vec![Event::new("client", "CLIENT_DELETED", json!({ "astClientId": id }))]).await
+    commit(engine).await
 }
 
 /// Sets a client's push token (the app must be the client's), or removes it
@@ -211,7 +215,7 @@ pub async fn set_push_token(
         tx.put_push_token(tenant, client_id, &record)?;
         Ok(Some(record))
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(written)
 }
 
@@ -251,14 +255,10 @@ pub async fn delete_user_data(engine: &Engine, tenant: &str, user: &str) -> ApiR
             return Err(ApiError::conflict(format!("properties of user {user} kept changing: try again")));
         }
     };
-    let mut events = Vec::new();
     for l in &links {
-        if delete_if_orphan(engine, tenant, &l.client_id)? {
-            let data = json!({ "astClientId": l.client_id, "reason": "user data deleted" });
-            events.push(Event::new("client", "CLIENT_DELETED", data));
-        }
+        delete_if_orphan(engine, tenant, &l.client_id)?;
     }
-    commit(engine, tenant, events).await
+    commit(engine).await
 }
 
 /// The user's part of [`delete_user_data`], in its transaction.
@@ -282,9 +282,10 @@ fn remove_all(
     Ok(())
 }
 
-/// Deletes a client no user is linked to any more; a link made to it
-/// meanwhile keeps it (its generation moved on between the look and the
-/// delete, so the look is made again). Answers whether it was deleted.
+/// Deletes a client no user is linked to any more, with its
+/// `CLIENT_DELETED`; a link made to it meanwhile keeps it (its generation
+/// moved on between the look and the delete, so the look is made again).
+/// Answers whether it was deleted.
 fn delete_if_orphan(engine: &Engine, tenant: &str, client: &str) -> ApiResult<bool> {
     let links = engine.store.links();
     for _ in 0..5 {
@@ -296,7 +297,12 @@ fn delete_if_orphan(engine: &Engine, tenant: &str, client: &str) -> ApiResult<bo
             if tx.link_generation(tenant, client)? != generation {
                 return Ok(None);
             }
-            tx.delete_client(tenant, client).map(Some)
+            if !tx.delete_client(tenant, client)? {
+                return Ok(Some(false));
+            }
+            let data = json!({ "astClientId": client, "reason": "user data deleted" });
+            publish(tx, tenant, Event::new("client", "CLIENT_DELETED", data))?;
+            Ok::<_, herald_storage::Error>(Some(true))
         })?;
         if let Some(deleted) = deleted {
             return Ok(deleted);

@@ -5,9 +5,11 @@
 //! check and write as one storage transaction ([`herald_storage::Tx`]: the
 //! store may run the closure again, so nothing slow or external happens
 //! inside; a password is hashed before it), and returns a typed output. The
-//! transaction also returns the events the operation publishes; `commit`
-//! publishes them once it has committed and makes both durable before the
-//! operation returns, so an answer is only given for what is on disk.
+//! events the operation publishes are queued in that same transaction
+//! ([`publish`]), so a change and its events commit together or not at all,
+//! and only the run that commits queues them; `commit` makes the write
+//! durable before the operation returns, so an answer is only given for
+//! what is on disk.
 //!
 //! The rules an operation enforces (lock transitions, links, votes, signer
 //! states, nonce single use, property rules) are plain functions in
@@ -34,7 +36,7 @@ use crate::engine::Engine;
 use crate::error::ApiResult;
 use serde_json::Value;
 
-/// An event an operation publishes after its commit (see `herald_actors::webhooks::bus`).
+/// An event an operation publishes with its transaction (see [`publish`]).
 #[derive(Debug)]
 pub struct Event {
     /// `client`, `push`, `signer`, `version`, `login` or `domain`.
@@ -46,20 +48,22 @@ pub struct Event {
 }
 
 impl Event {
-    /// An event to publish once the operation's write has committed.
+    /// An event of the operation's change.
     pub fn new(kind: &'static str, name: &'static str, data: Value) -> Event {
         Event { kind, name, data }
     }
 }
 
-/// After an operation's transaction committed: queues its events for the
-/// tenant's webhooks, then waits until the write and the queued events are
-/// durable (one grouped flush for both).
-pub(crate) async fn commit(engine: &Engine, tenant: &str, events: Vec<Event>) -> ApiResult<()> {
-    let bus = engine.push.events();
-    for e in events {
-        bus.emit(tenant, e.kind, e.name, e.data);
-    }
+/// Queues `event` for the tenant's webhooks with the operation's transaction
+/// `tx` (see `herald_actors::webhooks::queue`).
+pub(crate) fn publish(tx: &herald_storage::Tx, tenant: &str, event: Event) -> herald_storage::Result<()> {
+    let event = herald_actors::webhooks::Event::new(tenant, event.kind, event.name, event.data);
+    herald_actors::webhooks::queue(tx, &event).map(drop)
+}
+
+/// After an operation's transaction committed: waits until its write (and
+/// the events queued with it) is durable.
+pub(crate) async fn commit(engine: &Engine) -> ApiResult<()> {
     engine.store.durable().await?;
     Ok(())
 }

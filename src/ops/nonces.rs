@@ -1,6 +1,6 @@
 //! Nonces and the login events that spend them.
 
-use super::{commit, Event};
+use super::{commit, publish, Event};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use herald_storage::nonces::Nonce;
@@ -18,7 +18,7 @@ pub async fn create(engine: &Engine, tenant: &str, make: impl Fn() -> ApiResult<
             Err(e) => return Err(e.into()),
         }
     };
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(nonce)
 }
 
@@ -38,15 +38,14 @@ pub async fn login_event(engine: &Engine, tenant: &str, client_id: &str, user: &
         client.last_login_attempt = Some(now);
         client.last_successful_verification = Some(now);
         tx.put_client(tenant, &client)?;
+        let login = json!({ "astClientId": client_id, "userId": user });
+        if nonce.action == "LOGIN_NONCE" {
+            let data = json!({ "timestampMillis": nonce.created_ms, "nonce": nonce.value, "portalSessionId": nonce.portal_session_id, "loginEvent": login });
+            publish(tx, tenant, Event::new("login", "LOGIN_NONCE_COMPLETED", data))?;
+        }
+        publish(tx, tenant, Event::new("client", "CLIENT_LOGIN", login))?;
         Ok::<_, ApiError>(nonce)
     })?;
-    let login = json!({ "astClientId": client_id, "userId": user });
-    let mut events = Vec::new();
-    if nonce.action == "LOGIN_NONCE" {
-        let data = json!({ "timestampMillis": nonce.created_ms, "nonce": nonce.value, "portalSessionId": nonce.portal_session_id, "loginEvent": login });
-        events.push(Event::new("login", "LOGIN_NONCE_COMPLETED", data));
-    }
-    events.push(Event::new("client", "CLIENT_LOGIN", login));
-    commit(engine, tenant, events).await?;
+    commit(engine).await?;
     Ok(nonce)
 }

@@ -1,6 +1,6 @@
 //! Properties of a user, or of a user's client.
 
-use super::{commit, Event};
+use super::{commit, publish, Event};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use herald_storage::properties::Property;
@@ -20,13 +20,13 @@ pub async fn create(engine: &Engine, tenant: &str, p: &Property) -> ApiResult<()
         tx.insert_property(tenant, p).map_err(|e| match e {
             herald_storage::Error::Conflict(_) => ApiError::conflict(format!("property {} already exists", p.name)),
             other => other.into(),
-        })
+        })?;
+        if p.notify {
+            // The value itself stays out of the event: receivers fetch it if allowed.
+            let data = json!({ "userId": p.user_id, "astClientId": p.client_id, "name": p.name, "type": p.kind });
+            publish(tx, tenant, Event::new("client", "PROPERTY_CHANGED", data))?;
+        }
+        Ok(())
     })?;
-    let mut events = Vec::new();
-    if p.notify {
-        // The value itself stays out of the event: receivers fetch it if allowed.
-        let data = json!({ "userId": p.user_id, "astClientId": p.client_id, "name": p.name, "type": p.kind });
-        events.push(Event::new("client", "PROPERTY_CHANGED", data));
-    }
-    commit(engine, tenant, events).await
+    commit(engine).await
 }

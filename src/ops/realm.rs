@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 /// Spec 002 login configuration of the tenant.
 pub async fn set_login_config(engine: &Engine, tenant: &str, c: LoginConfig) -> ApiResult<()> {
     engine.store.transact(|tx| tx.set_login_config(tenant, &c))?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// 400 `BAD_REQUEST` "Component Not found": Keycloak's answer for an unknown LDAP component.
@@ -48,7 +48,7 @@ pub async fn create_ldap(engine: &Engine, tenant: &str, id: &str, body: LdapBody
         herald_storage::Error::Conflict(_) => exists(),
         other => other.into(),
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(c)
 }
 
@@ -68,7 +68,7 @@ pub async fn update_ldap(engine: &Engine, tenant: &str, id: &str, body: LdapBody
         tx.put_config(tenant, &["ldap", id], &c)?;
         Ok(c)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(c)
 }
 
@@ -86,7 +86,7 @@ pub async fn put_app_settings(
         tx.put_config(tenant, &["appsettings"], &stored)?;
         Ok::<_, ApiError>(stored)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(stored)
 }
 
@@ -134,7 +134,7 @@ pub async fn otp_resend(engine: &Engine, tenant: &str, username: &str) -> ApiRes
         }
     })?;
     if matches!(answer, Resend::Locked { counted: true } | Resend::Accepted { .. }) {
-        commit(engine, tenant, Vec::new()).await?;
+        commit(engine).await?;
     }
     Ok(answer)
 }
@@ -151,7 +151,7 @@ pub async fn otp_unlock(engine: &Engine, tenant: &str, username: &str) -> ApiRes
         Ok::<_, ApiError>(true)
     })?;
     if enabled {
-        commit(engine, tenant, Vec::new()).await?;
+        commit(engine).await?;
     }
     Ok(enabled)
 }
@@ -181,7 +181,7 @@ pub async fn otp_unlock_all(engine: &Engine, tenant: &str) -> ApiResult<Option<u
         match done {
             Some(None) => return Ok(None),
             Some(n) => {
-                commit(engine, tenant, Vec::new()).await?;
+                commit(engine).await?;
                 return Ok(n);
             }
             None => {}
@@ -211,7 +211,7 @@ pub async fn record_login_failure(engine: &Engine, tenant: &str, user_id: &str, 
         policy.record_failure(&mut f, now);
         tx.put_login_failure(tenant, user_id, &f)
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// A password login to open a session for.
@@ -253,7 +253,7 @@ pub async fn open_session(engine: &Engine, tenant: &str, login: Login<'_>) -> Ap
         tx.put_session(tenant, login.session_id, &login.session)?;
         Ok::<_, ApiError>(u)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(user)
 }
 
@@ -297,7 +297,7 @@ pub async fn refresh_session(engine: &Engine, tenant: &str, r: Refresh<'_>) -> A
         tx.put_session(tenant, r.session_id, &Session { refresh_jti: r.next_jti.clone(), ..current })?;
         Ok::<_, ApiError>(Some(u))
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     rotated.ok_or_else(|| invalid_grant("Maximum allowed refresh token reuse exceeded"))
 }
 
@@ -308,5 +308,5 @@ pub async fn refresh_session(engine: &Engine, tenant: &str, r: Refresh<'_>) -> A
 pub async fn end_session(engine: &Engine, tenant: &str, session_id: &str) -> ApiResult<()> {
     let until = session::remembered_until(engine, herald_storage::now_ms());
     engine.store.transact(|tx| tx.end_session(tenant, session_id, until))?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }

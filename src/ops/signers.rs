@@ -14,7 +14,7 @@
 //! `Authority::spawn_client`) through `issue_signer` and
 //! `issue_certificate`, which follow the same pattern.
 
-use super::{commit, Event};
+use super::{commit, publish, Event};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::signer as rules;
@@ -125,11 +125,12 @@ pub async fn create(engine: &Engine, tenant: &str, name: Option<String>, only_if
                 tx.put_signer(tenant, s)?;
             }
             tx.insert_signer(tenant, &new)?;
+            let data = json!({ "signerId": new.id, "name": new.name, "generation": new.generation });
+            publish(tx, tenant, Event::new("signer", "SIGNER_CREATED", data))?;
             Ok::<_, ApiError>(Some(new))
         })
     })?;
-    let data = json!({ "signerId": signer.id, "name": signer.name, "generation": signer.generation });
-    commit(engine, tenant, vec![Event::new("signer", "SIGNER_CREATED", data)]).await?;
+    commit(engine).await?;
     engine.pki.spawn_signer(tenant, &signer.id);
     Ok(signer)
 }
@@ -146,7 +147,7 @@ pub async fn renew(engine: &Engine, tenant: &str, spec: &str, ignore_not_issued:
             Ok::<_, ApiError>(Some(s))
         })
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     engine.pki.spawn_signer(tenant, &s.id);
     Ok(s)
 }
@@ -164,7 +165,7 @@ pub async fn delete(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<()> 
             Ok::<_, ApiError>(Some(()))
         })
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// Revokes a signer ([`rules::revoke`]: certificate and key erased) and
@@ -173,10 +174,10 @@ pub async fn delete(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<()> 
 /// checks that the root CRL's number and the signer's serials did not move.
 pub async fn revoke(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<Signer> {
     let store = &engine.store;
-    let (s, revoked) = retrying("the tenant's signers", || {
+    let s = retrying("the tenant's signers", || {
         let (named, seen) = name(engine, tenant, spec)?;
         if seen.state == REVOKED {
-            return Ok(Some((seen, false)));
+            return Ok(Some(seen));
         }
         let now = now_ms();
         let crl_number = store.signers().root_crl(tenant)?.map(|c| c.number);
@@ -187,7 +188,7 @@ pub async fn revoke(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<Sign
         store.transact(|tx| {
             let Some(mut s) = named_in(tx, tenant, &named)? else { return Ok(None) };
             if s.state == REVOKED {
-                return Ok(Some((s, false)));
+                return Ok(Some(s));
             }
             // Another signer revoked, or a serial added: the CRL misses it.
             if s.serials != seen.serials || tx.root_crl(tenant)?.map(|c| c.number) != crl_number {
@@ -196,15 +197,12 @@ pub async fn revoke(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<Sign
             rules::revoke(&mut s, now);
             tx.put_signer(tenant, &s)?;
             tx.put_root_crl(tenant, &RootCrl { number, der: der.clone() })?;
-            Ok::<_, ApiError>(Some((s, true)))
+            let data = json!({ "signerId": s.id, "name": s.name, "serials": s.serials });
+            publish(tx, tenant, Event::new("signer", "SIGNER_REVOKED", data))?;
+            Ok::<_, ApiError>(Some(s))
         })
     })?;
-    let mut events = Vec::new();
-    if revoked {
-        let data = json!({ "signerId": s.id, "name": s.name, "serials": s.serials });
-        events.push(Event::new("signer", "SIGNER_REVOKED", data));
-    }
-    commit(engine, tenant, events).await?;
+    commit(engine).await?;
     Ok(s)
 }
 
@@ -238,7 +236,7 @@ pub async fn crl(engine: &Engine, tenant: &str, spec: &str) -> ApiResult<Vec<u8>
         })
     })?;
     if written {
-        commit(engine, tenant, Vec::new()).await?;
+        commit(engine).await?;
     }
     Ok(der)
 }
@@ -260,7 +258,7 @@ async fn root_crl(engine: &Engine, tenant: &str) -> ApiResult<Vec<u8>> {
         }
     })?;
     if written {
-        commit(engine, tenant, Vec::new()).await?;
+        commit(engine).await?;
     }
     Ok(der)
 }
@@ -299,7 +297,7 @@ pub async fn request_certificate(engine: &Engine, tenant: &str, client: &str, cs
             Ok::<_, ApiError>(Some(c.clone()))
         })
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     engine.pki.spawn_client(tenant, &c.cert_ref);
     Ok(c)
 }
@@ -349,7 +347,7 @@ pub async fn revoke_certificate(engine: &Engine, tenant: &str, cert_ref: &str) -
             Ok::<_, ApiError>(Some(c))
         })
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(c)
 }
 
@@ -406,7 +404,7 @@ fn same_issuer(now: &Signer, seen: &Signer) -> bool {
 /// revoked or retired before it was stored.
 pub(crate) async fn issue_certificate(pki: &Authority, tenant: &str, cert_ref: &str) -> ApiResult<()> {
     let store = pki.store();
-    let issued = retrying("the tenant's signers", || {
+    retrying("the tenant's signers", || {
         let Some(seen) = store.certificates().get(tenant, cert_ref)? else { return Ok(Some(None)) };
         if seen.status != REQUESTED {
             return Ok(Some(None));
@@ -451,14 +449,14 @@ pub(crate) async fn issue_certificate(pki: &Authority, tenant: &str, cert_ref: &
                 }
             }
             tx.put_certificate(tenant, &c)?;
+            if c.status == herald_storage::signers::ISSUED {
+                let data = json!({ "certRef": c.cert_ref, "signerId": c.signer, "astClientId": c.client, "userId": c.user,
+                                   "certProfile": c.profile, "serialNumber": c.serial });
+                publish(tx, tenant, Event::new("signer", "CERTIFICATE_ISSUED", data))?;
+            }
             Ok::<_, ApiError>(Some(Some(c)))
         })
     })?;
-    if let Some(c) = issued.filter(|c| c.status == herald_storage::signers::ISSUED) {
-        let data = json!({ "certRef": c.cert_ref, "signerId": c.signer, "astClientId": c.client, "userId": c.user,
-                           "certProfile": c.profile, "serialNumber": c.serial });
-        pki.events().emit(tenant, "signer", "CERTIFICATE_ISSUED", data);
-    }
     store.durable().await?;
     Ok(())
 }

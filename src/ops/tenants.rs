@@ -21,7 +21,7 @@ pub async fn create(engine: &Engine, body: CreateTenant) -> ApiResult<()> {
     tokio::task::spawn_blocking(move || create_blocking(&store, &body))
         .await
         .map_err(|_| ApiError::internal("tenant creation failed"))??;
-    commit(engine, &tenant, Vec::new()).await?;
+    commit(engine).await?;
     // Its series show 0 on the dashboards until it does something.
     herald_actors::telemetry::export_at_zero([tenant.as_str()]);
     Ok(())
@@ -72,7 +72,7 @@ pub async fn set_limits(engine: &Engine, tenant: &str, body: LimitsBody) -> ApiR
     let record = body.into_record(now_ms());
     let empty = TenantLimits { updated_ms: record.updated_ms, ..TenantLimits::default() };
     engine.store.limits().set(tenant, (record != empty).then_some(&record))?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     crate::quotas::export_at_zero(tenant, &record);
     limits(engine, tenant)
 }

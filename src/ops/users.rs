@@ -71,7 +71,7 @@ pub async fn create(engine: &Engine, tenant: &str, body: &UserWrite) -> ApiResul
     user::set_password(&mut u, new_password(body).await?.as_ref());
     let written = engine.store.transact(|tx| tx.insert_user(tenant, &u)).map_err(refused)?;
     engine.store.users().refresh_directory(tenant, &written)?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(u)
 }
 
@@ -92,7 +92,7 @@ async fn change(engine: &Engine, tenant: &str, username: &str, change: impl Fn(&
         Ok::<_, ApiError>((new, written))
     })?;
     engine.store.users().refresh_directory(tenant, &written)?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(changed)
 }
 
@@ -159,7 +159,7 @@ pub async fn add_address(engine: &Engine, tenant: &str, username: &str, body: &A
         tx.put_addresses(tenant, &u.id, &list)?;
         Ok::<_, ApiError>(list.pop().unwrap_or_default())
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(added)
 }
 
@@ -177,5 +177,5 @@ pub async fn edit_address(
         crate::models::address::edit(&mut list, id, body)?;
         tx.put_addresses(tenant, &u.id, &list).map_err(ApiError::from)
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }

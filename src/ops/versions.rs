@@ -5,7 +5,7 @@
 //! the transaction checks that the version's ballot generation did not move
 //! (a vote or an architecture added meanwhile), else the list is made again.
 
-use super::{commit, Event};
+use super::{commit, publish, Event};
 use crate::engine::Engine;
 use crate::error::{ApiError, ApiResult};
 use crate::models::version::{self as model, Ballot, Decision, Refusal, VersionBody};
@@ -56,7 +56,7 @@ pub async fn create(engine: &Engine, tenant: &str, body: &VersionBody) -> ApiRes
     let parsed = body.validate(false)?;
     let v = model::record(body, parsed, None, &ulid::Ulid::generate().to_string(), now_ms());
     engine.store.transact(|tx| write(tx, tenant, &v))?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(v)
 }
 
@@ -71,7 +71,7 @@ pub async fn update(engine: &Engine, tenant: &str, id: &str, body: &VersionBody)
         write(tx, tenant, &v)?;
         Ok::<_, ApiError>(v)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(v)
 }
 
@@ -85,7 +85,7 @@ pub async fn set_lock(engine: &Engine, tenant: &str, id: &str, locked: bool) -> 
         tx.put_version(tenant, &v)?;
         Ok::<_, ApiError>(v)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(v)
 }
 
@@ -102,7 +102,7 @@ pub async fn delete(engine: &Engine, tenant: &str, id: &str) -> ApiResult<()> {
             Ok::<_, ApiError>(true)
         })?;
         if done {
-            return commit(engine, tenant, Vec::new()).await;
+            return commit(engine).await;
         }
     }
     Err(kept_changing(id))
@@ -176,11 +176,17 @@ pub async fn vote(
             Decision::Counted { vote, state, registered_now } => {
                 tx.put_vote(tenant, version_id, arch, &round, &vote)?;
                 tx.put_arch(tenant, version_id, &state)?;
-                Ok(Ok((version, state, registered_now)))
+                if registered_now {
+                    let v = &version;
+                    let data = json!({ "versionId": v.id, "appName": v.app_name, "platform": v.platform, "versionStr": v.version_str,
+                                       "architecture": state.architecture, "integrityCheckId": state.registered_check_id });
+                    publish(tx, tenant, Event::new("version", "VERSION_REGISTERED", data))?;
+                }
+                Ok(Ok((version, state)))
             }
         }
     })?;
-    let (v, state, registered_now) = outcome.map_err(|r| match r {
+    let (v, state) = outcome.map_err(|r| match r {
         Refusal::Locked => ApiError::conflict(format!("version {version_id} is locked")),
         Refusal::NoIntegrityCheck => ApiError::conflict(format!("version {version_id} does not check integrity")),
         Refusal::Closed(s) => ApiError::conflict(format!("voting on {arch} is closed ({s})")),
@@ -188,13 +194,7 @@ pub async fn vote(
             ApiError::forbidden("under the default policy only a client of registerUserId registers")
         }
     })?;
-    let mut events = Vec::new();
-    if registered_now {
-        let data = json!({ "versionId": v.id, "appName": v.app_name, "platform": v.platform, "versionStr": v.version_str,
-                           "architecture": state.architecture, "integrityCheckId": state.registered_check_id });
-        events.push(Event::new("version", "VERSION_REGISTERED", data));
-    }
-    commit(engine, tenant, events).await?;
+    commit(engine).await?;
     Ok(Counted { version: v, state })
 }
 
@@ -222,7 +222,7 @@ pub async fn reset(engine: &Engine, tenant: &str, version_id: &str, arch: Option
             Ok::<_, ApiError>(true)
         })?;
         if done {
-            return commit(engine, tenant, Vec::new()).await;
+            return commit(engine).await;
         }
     }
     Err(kept_changing(version_id))
@@ -243,7 +243,7 @@ pub async fn delete_registration(engine: &Engine, tenant: &str, version_id: &str
             Ok::<_, ApiError>(Some(found))
         })?;
         match found {
-            Some(true) => return commit(engine, tenant, Vec::new()).await,
+            Some(true) => return commit(engine).await,
             Some(false) => {
                 return Err(ApiError::not_found(format!(
                     "architecture {arch} of version {version_id} has no registration"
@@ -263,7 +263,7 @@ pub async fn create_policy(engine: &Engine, tenant: &str, p: &Policy) -> ApiResu
             other => other.into(),
         })
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }
 
 /// Deletes a policy no version uses ([`model::check_policy_unused`]), else 409.
@@ -275,5 +275,5 @@ pub async fn delete_policy(engine: &Engine, tenant: &str, id: &str) -> ApiResult
         tx.delete_policy(tenant, id)?;
         Ok::<_, ApiError>(())
     })?;
-    commit(engine, tenant, Vec::new()).await
+    commit(engine).await
 }

@@ -65,7 +65,7 @@ pub async fn create(engine: &Engine, tenant: &str, who: &str, body: &WebhookBody
         disabled_reason: None,
     };
     engine.store.transact(|tx| tx.insert_webhook(tenant, &w))?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(Created { webhook: w, secret })
 }
 
@@ -90,7 +90,7 @@ pub async fn update(engine: &Engine, tenant: &str, id: &str, who: &str, body: &W
         tx.put_webhook(tenant, &w)?;
         Ok::<_, ApiError>(w)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     engine.push.events().wake(tenant, id);
     Ok(w)
 }
@@ -114,7 +114,7 @@ pub async fn delete(engine: &Engine, tenant: &str, id: &str) -> ApiResult<()> {
             Ok(true)
         })?;
         if done {
-            return commit(engine, tenant, Vec::new()).await;
+            return commit(engine).await;
         }
     }
     Err(ApiError::conflict(format!("webhook {id} kept receiving events during the delete: try again")))
@@ -139,7 +139,7 @@ pub async fn replay(engine: &Engine, tenant: &str, id: &str, since_ms: u64) -> A
         }
         Ok(n)
     })?;
-    commit(engine, tenant, Vec::new()).await?;
+    commit(engine).await?;
     engine.push.events().wake(tenant, id);
     Ok(n)
 }
@@ -149,6 +149,6 @@ pub async fn replay(engine: &Engine, tenant: &str, id: &str, since_ms: u64) -> A
 /// answers how many.
 pub async fn publish(engine: &Engine, event: &Event) -> ApiResult<usize> {
     let matched = engine.push.events().publish(event)?;
-    commit(engine, &event.tenant, Vec::new()).await?;
+    commit(engine).await?;
     Ok(matched)
 }

@@ -14,7 +14,6 @@ use super::root::Root;
 use super::{crl, csr, issue, jws, keys};
 use crate::error::{ApiError, ApiResult};
 use crate::models::signer::SignerCertificate;
-use herald_actors::webhooks::EventBus;
 use herald_storage::certificates::CertRecord;
 use herald_storage::signers::{Signer, ISSUED, REQUESTED, REVOKED};
 use herald_storage::{now_ms, Store};
@@ -32,11 +31,10 @@ const LEASE_POLL: Duration = Duration::from_millis(50);
 const SIGNER_VALIDITY: Duration = Duration::from_secs(5 * 365 * 86_400);
 
 /// The engine's certificate authority: the root, and through the store the
-/// tenants' signers, client certificates and CRLs; events go to the webhooks.
+/// tenants' signers, client certificates and CRLs.
 pub struct Authority {
     store: Store,
     root: Root,
-    events: Arc<EventBus>,
     client_validity: Duration,
 }
 
@@ -51,8 +49,8 @@ pub fn precondition(message: impl Into<String>) -> ApiError {
 
 impl Authority {
     /// An authority over `root`, issuing client certificates valid for `client_validity`.
-    pub fn new(store: Store, root: Root, events: Arc<EventBus>, client_validity: Duration) -> Arc<Authority> {
-        Arc::new(Authority { store, root, events, client_validity })
+    pub fn new(store: Store, root: Root, client_validity: Duration) -> Arc<Authority> {
+        Arc::new(Authority { store, root, client_validity })
     }
 
     /// The root CA every signer chains to.
@@ -62,10 +60,6 @@ impl Authority {
 
     pub(crate) fn store(&self) -> &Store {
         &self.store
-    }
-
-    pub(crate) fn events(&self) -> &EventBus {
-        &self.events
     }
 
     /// Queues the issuance of everything left `REQUESTED` by a previous run.

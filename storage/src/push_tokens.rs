@@ -102,16 +102,7 @@ impl PushTokens<'_> {
     /// Marks the token invalid if the client still holds exactly `token` (it may
     /// have registered a new one since the send); true when something changed.
     pub fn invalidate(&self, tenant: &str, client_id: &str, token: &str, now: u64) -> Result<bool> {
-        self.0.transact(|tx| {
-            let Some(mut rec) = tx.push_token(tenant, client_id)? else { return Ok(false) };
-            if rec.token != token || !rec.is_valid {
-                return Ok(false);
-            }
-            rec.is_valid = false;
-            rec.updated_ms = now;
-            tx.put_push_token(tenant, client_id, &rec)?;
-            Ok(true)
-        })
+        self.0.transact(|tx| tx.invalidate_push_token(tenant, client_id, token, now))
     }
 
     /// A client's token; `None` when it has none.
@@ -188,6 +179,18 @@ impl PushTokens<'_> {
 }
 
 impl Tx<'_> {
+    /// [`PushTokens::invalidate`] within a transaction (with its event, say).
+    pub fn invalidate_push_token(&self, tenant: &str, client_id: &str, token: &str, now: u64) -> Result<bool> {
+        let Some(mut rec) = self.push_token(tenant, client_id)? else { return Ok(false) };
+        if rec.token != token || !rec.is_valid {
+            return Ok(false);
+        }
+        rec.is_valid = false;
+        rec.updated_ms = now;
+        self.put_push_token(tenant, client_id, &rec)?;
+        Ok(true)
+    }
+
     /// A client's token, read inside the transaction.
     pub fn push_token(&self, tenant: &str, client_id: &str) -> Result<Option<PushToken>> {
         self.get(&self.t.push_tokens, &key(&[tenant, client_id]))

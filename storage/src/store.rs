@@ -90,7 +90,15 @@ pub(crate) struct Inner {
     pub(crate) renewals: std::sync::Mutex<std::collections::HashMap<String, std::sync::Weak<()>>>,
     /// Set by [`Store::close`]: the databases stay closed (no reopening).
     closed: std::sync::atomic::AtomicBool,
+    /// Told of each webhook whose outbox a committed transaction wrote to
+    /// (see [`Store::on_outbox_write`]).
+    outbox_waker: std::sync::OnceLock<OutboxWaker>,
+    /// Tenants' webhooks as last listed (see `Tx::webhooks_of`).
+    pub(crate) webhook_sets: crate::webhooks::WebhookSets,
 }
+
+/// What [`Store::on_outbox_write`] calls: with the tenant and the webhook's id.
+type OutboxWaker = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 impl Store {
     /// Opens the store: the PostgreSQL database of `opts.store_url`
@@ -122,6 +130,8 @@ impl Store {
             local_leases: Default::default(),
             renewals: Default::default(),
             closed: Default::default(),
+            outbox_waker: Default::default(),
+            webhook_sets: Default::default(),
         });
         watch_disk(Arc::downgrade(&inner));
         let store = Store { inner };
@@ -151,6 +161,8 @@ impl Store {
             local_leases: Default::default(),
             renewals: Default::default(),
             closed: Default::default(),
+            outbox_waker: Default::default(),
+            webhook_sets: Default::default(),
         });
         let store = Store { inner };
         store.build_token_counts()?;
@@ -183,6 +195,24 @@ impl Store {
     pub async fn wait_writable(&self) {
         while self.writable().is_err() {
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Sets what is told, after each commit, of every webhook whose outbox the
+    /// transaction wrote to (once; later calls are ignored): the webhook
+    /// dispatcher, which wakes its target. A wake-up lost (none set yet, or
+    /// the engine stopping) costs latency, never the event: targets also
+    /// poll their outboxes.
+    pub fn on_outbox_write(&self, wake: impl Fn(&str, &str) + Send + Sync + 'static) {
+        let _ = self.inner.outbox_waker.set(Box::new(wake));
+    }
+
+    /// Tells the outbox waker of the webhooks a committed transaction wrote to.
+    pub(crate) fn woke_outboxes(&self, written: Vec<(String, String)>) {
+        if let Some(wake) = self.inner.outbox_waker.get() {
+            for (tenant, webhook) in &written {
+                wake(tenant, webhook);
+            }
         }
     }
 
@@ -251,6 +281,7 @@ impl Store {
     /// directory), rebuilt from its records on next use.
     pub fn forget_caches(&self, tenant: &str) {
         self.inner.directories.forget(tenant);
+        self.inner.webhook_sets.forget(tenant);
     }
 
     /// Bytes the databases take on disk, for the operations endpoint.

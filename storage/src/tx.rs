@@ -12,9 +12,15 @@
 //! It has no range scans (sled cannot scan inside a transaction): an
 //! operation that must know "all the X of Y" reads them before its
 //! transaction and checks a record that every change of that set moves on
-//! (a generation, such as a client's link generation) inside it.
+//! (a generation, such as a client's link generation) inside it. Nor may
+//! the closure read the store outside its `Tx`: a sled transaction holds
+//! sled's global lock while it runs, and such a read waits for it for ever.
+//!
+//! Events are queued through the `Tx` too ([`Tx::enqueue_event`]), so they
+//! commit with the change they report; the webhook targets are told after
+//! the commit (see [`Store::on_outbox_write`]).
 
-use crate::databases::{Engine, TxTrees};
+use crate::databases::{Dbs, Engine, TxTrees};
 use crate::index_db::IndexWrites;
 use crate::kv::TxTree;
 use crate::pg::Txn;
@@ -42,7 +48,19 @@ pub struct Tx<'a> {
     conflict: Cell<bool>,
     /// Where a sled storage error met inside the transaction goes (see `space`).
     space: &'a Space,
+    /// Tenants' webhooks as last listed (see [`Tx::webhooks_of`]).
+    pub(crate) webhook_sets: &'a crate::webhooks::WebhookSets,
+    /// The tenant whose webhooks must be listed again before the
+    /// transaction runs again (see [`Tx::webhooks_of`]).
+    pub(crate) stale_set: &'a RefCell<Option<String>>,
+    /// The webhooks whose outbox this run wrote to, as (tenant, webhook):
+    /// woken once it commits.
+    pub(crate) outbox_writes: RefCell<Vec<(String, String)>>,
 }
+
+/// How many times a transaction lists a tenant's webhooks again before it
+/// gives up as unavailable: only concurrent webhook writes make it list again.
+const SET_LISTINGS: u32 = 8;
 
 impl Store {
     /// Runs `f` as one transaction over the records (see [`Tx`]). Its error
@@ -54,25 +72,48 @@ impl Store {
     where
         E: From<Error>,
     {
+        let stale = RefCell::new(None);
+        for _ in 0..SET_LISTINGS {
+            let done = self.transact_once(&f, &stale);
+            match stale.take() {
+                Some(tenant) if done.is_err() => self.list_webhook_set(&tenant)?,
+                _ => return done,
+            }
+        }
+        Err(Error::Unavailable("a tenant's webhooks kept changing; try again".into()).into())
+    }
+
+    /// One [`Store::transact`], which answers with `stale` set when it must
+    /// list a tenant's webhooks and run again.
+    fn transact_once<T, E>(
+        &self,
+        f: &impl Fn(&Tx) -> std::result::Result<T, E>,
+        stale: &RefCell<Option<String>>,
+    ) -> std::result::Result<T, E>
+    where
+        E: From<Error>,
+    {
         self.writable()?;
         let dbs = self.trees()?;
         let records = match &dbs.engine {
             Engine::Sled { records, .. } => records,
-            Engine::Pg(pg) => return transact_pg(pg, &dbs.space, f),
+            Engine::Pg(pg) => return transact_pg(self, pg, &dbs, stale, f),
         };
         // The lease table before sled's transaction lock (see `LocalLeases`).
         let table = self.inner.local_leases.map();
         // The broadcast index keys the run that commits changed (see `index_db`).
         let changed = RefCell::new(Vec::new());
+        let outbox_writes = RefCell::new(Vec::new());
         let done = records.as_slice().transaction(|view| {
             let trees = TxTrees::sled(view)
                 .ok_or_else(|| ConflictableTransactionError::Abort(Error::Unavailable("tree set".into()).into()))?;
-            let tx = Tx { t: &trees, leases: Leases::Local(&table), conflict: Cell::new(false), space: &dbs.space };
+            let tx = Tx::new(&trees, Leases::Local(&table), &dbs, self, stale);
             match f(&tx) {
                 Ok(value) => {
                     if let IndexWrites::After(keys) = &trees.index {
                         changed.replace(keys.take());
                     }
+                    outbox_writes.replace(tx.outbox_writes.take());
                     Ok(value)
                 }
                 Err(_) if tx.conflict.get() => Err(ConflictableTransactionError::Conflict),
@@ -83,6 +124,7 @@ impl Store {
         match done {
             Ok(value) => {
                 dbs.apply_index(changed.into_inner())?;
+                self.woke_outboxes(outbox_writes.into_inner());
                 Ok(value)
             }
             Err(TransactionError::Abort(e)) => Err(e),
@@ -100,9 +142,11 @@ impl Store {
 /// serializable reads of absent keys lock) spread out instead of colliding
 /// again in step.
 fn transact_pg<T, E>(
+    store: &Store,
     pg: &std::sync::Arc<crate::pg::Pg>,
-    space: &Space,
-    f: impl Fn(&Tx) -> std::result::Result<T, E>,
+    dbs: &Dbs,
+    stale: &RefCell<Option<String>>,
+    f: &impl Fn(&Tx) -> std::result::Result<T, E>,
 ) -> std::result::Result<T, E>
 where
     E: From<Error>,
@@ -115,10 +159,13 @@ where
         }
         let txn = Txn::begin(pg)?;
         let trees = TxTrees::pg(&txn);
-        let tx = Tx { t: &trees, leases: Leases::Pg(&txn), conflict: Cell::new(false), space };
+        let tx = Tx::new(&trees, Leases::Pg(&txn), dbs, store, stale);
         match f(&tx) {
             Ok(value) => match txn.commit() {
-                Ok(()) => return Ok(value),
+                Ok(()) => {
+                    store.woke_outboxes(tx.outbox_writes.take());
+                    return Ok(value);
+                }
                 Err(_) if txn.must_retry() => continue,
                 Err(e) => return Err(e.into()),
             },
@@ -137,6 +184,37 @@ enum Leases<'a> {
     /// The engine's lease table, held for the whole transaction.
     Local(&'a crate::leases::LocalTable<'a>),
     Pg(&'a Txn),
+}
+
+impl<'a> Tx<'a> {
+    fn new(
+        t: &'a TxTrees,
+        leases: Leases<'a>,
+        dbs: &'a Dbs,
+        store: &'a Store,
+        stale_set: &'a RefCell<Option<String>>,
+    ) -> Tx<'a> {
+        Tx {
+            t,
+            leases,
+            conflict: Cell::new(false),
+            space: &dbs.space,
+            webhook_sets: &store.inner.webhook_sets,
+            stale_set,
+            outbox_writes: RefCell::default(),
+        }
+    }
+
+    /// A number above every one handed out before: the order of outbox entries.
+    pub(crate) fn generate_id(&self) -> Result<u64> {
+        match &self.t.outbox {
+            TxTree::Sled(t) => t.generate_id().map_err(|e| self.space.write_error(e.into())),
+            TxTree::Pg(_) => match self.leases {
+                Leases::Pg(txn) => txn.next_id(),
+                Leases::Local(_) => Err(Error::Unavailable("a tree of another backend".into())),
+            },
+        }
+    }
 }
 
 impl Tx<'_> {

@@ -1,9 +1,12 @@
 //! Webhooks, their durable outboxes and attempt logs.
 //!
-//! An event matching a webhook is written to that webhook's outbox before the
-//! publishing call answers; the target delivers its outbox in key order (a
-//! sequence number from sled's monotonic id generator), so ordering survives
-//! restarts. An event whose retries are exhausted moves to the failed tree,
+//! An event is written to the outbox of each webhook it matches in the
+//! transaction of the change it reports ([`Tx::enqueue_event`]), so it is
+//! durable exactly when that change is: a crash loses both or neither. The
+//! tenant's webhooks are matched as that transaction sees them
+//! ([`Tx::webhooks_of`]). The target delivers its outbox in key order (a
+//! sequence number from the store's monotonic id generator), so ordering
+//! survives restarts. An event whose retries are exhausted moves to the failed tree,
 //! from which a replay puts it back.
 
 use crate::keys::{key, prefix, Key};
@@ -11,6 +14,7 @@ use crate::leases::Lease;
 use crate::store::{all_with_tenant, get, Store};
 use crate::{codec, Error, Result, Secret, Tx};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A webhook: where and how events matching its filter are delivered.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +95,40 @@ pub struct Attempt {
 /// Webhooks, their outboxes and attempt logs.
 pub struct Webhooks<'a>(&'a Store);
 
+/// Each tenant's webhooks as last listed, with the generation of the set
+/// they were listed at (see [`Tx::webhooks_of`]): a list is used only by a
+/// transaction that reads that generation, so a list another engine made
+/// stale is never used. Dropped with the tenant's other caches.
+#[derive(Default)]
+pub(crate) struct WebhookSets(dashmap::DashMap<String, (u64, Arc<Vec<Webhook>>)>);
+
+impl WebhookSets {
+    /// The tenant's list if it was listed at `generation`.
+    fn at(&self, tenant: &str, generation: u64) -> Option<Arc<Vec<Webhook>>> {
+        self.0.get(tenant).filter(|e| e.0 == generation).map(|e| e.1.clone())
+    }
+
+    pub(crate) fn forget(&self, tenant: &str) {
+        self.0.remove(tenant);
+    }
+}
+
+impl Store {
+    /// Lists a tenant's webhooks for [`Tx::webhooks_of`], outside any
+    /// transaction: kept only when the set's generation is the same before
+    /// and after (no write of a webhook in between).
+    pub(crate) fn list_webhook_set(&self, tenant: &str) -> Result<()> {
+        let t = self.trees()?;
+        let k = set_generation_key(tenant);
+        let before: u64 = get(&t.generations, &k)?.unwrap_or(0);
+        let list = self.webhooks().list(tenant)?;
+        if get::<u64>(&t.generations, &k)?.unwrap_or(0) == before {
+            self.inner.webhook_sets.0.insert(tenant.to_string(), (before, Arc::new(list)));
+        }
+        Ok(())
+    }
+}
+
 impl Store {
     /// The webhooks of this store.
     pub fn webhooks(&self) -> Webhooks<'_> {
@@ -105,6 +143,12 @@ fn seq_part(seq: u64) -> String {
 
 fn records_generation_key(tenant: &str, id: &str) -> Key {
     key(&[tenant, "webhook-records", id])
+}
+
+/// The generation of a tenant's set of webhooks: moved on by every write of
+/// one of them, read by every transaction that matches events against them.
+fn set_generation_key(tenant: &str) -> Key {
+    key(&[tenant, "webhook-set"])
 }
 
 /// The outbox, failed events and attempt log of a webhook, listed outside a
@@ -173,24 +217,6 @@ impl Webhooks<'_> {
             }
         }
         Ok(WebhookRecords { tenant: tenant.to_string(), id: id.to_string(), generation, keys })
-    }
-
-    /// Queues one event for several webhooks in one transaction; a webhook
-    /// deleted meanwhile gets nothing.
-    pub fn enqueue(&self, tenant: &str, webhook_ids: &[String], entry: &OutboxEntry) -> Result<()> {
-        let keys = webhook_ids
-            .iter()
-            .map(|w| Ok((w, key(&[tenant, w, &seq_part(self.0.trees()?.generate_id()?)]))))
-            .collect::<Result<Vec<_>>>()?;
-        self.0.transact(|tx| {
-            for (w, k) in &keys {
-                if tx.webhook(tenant, w)?.is_some() {
-                    tx.moved_records(tenant, w)?;
-                    tx.put(&tx.t.outbox, k, entry)?;
-                }
-            }
-            Ok(())
-        })
     }
 
     /// The first `limit` waiting entries of a webhook's outbox, in order, with their keys.
@@ -289,18 +315,50 @@ impl Tx<'_> {
         if self.has(&self.t.webhooks, &k)? {
             return Err(Error::Conflict("webhook"));
         }
+        self.moved_webhook_set(tenant)?;
         self.put(&self.t.webhooks, &k, w)
     }
 
     /// Stores a webhook over its previous record.
     pub fn put_webhook(&self, tenant: &str, w: &Webhook) -> Result<()> {
+        self.moved_webhook_set(tenant)?;
         self.put(&self.t.webhooks, &key(&[tenant, &w.id]), w)
     }
 
     /// Removes a webhook; whether it was there. Its records go with
     /// [`Tx::remove_webhook_records`].
     pub fn delete_webhook(&self, tenant: &str, id: &str) -> Result<bool> {
+        self.moved_webhook_set(tenant)?;
         self.remove(&self.t.webhooks, &key(&[tenant, id]))
+    }
+
+    /// The tenant's webhooks as this transaction sees them, in id order: a
+    /// webhook written concurrently is in the list, or its write commits
+    /// after this transaction. Sled can neither scan inside a transaction nor
+    /// read outside one while it runs (every transaction holds its global
+    /// lock), so the list is the one last listed outside ([`WebhookSets`]),
+    /// used only while its generation is the one read here; otherwise the
+    /// store lists it again and runs the transaction again.
+    pub fn webhooks_of(&self, tenant: &str) -> Result<Arc<Vec<Webhook>>> {
+        let seen: u64 = self.get(&self.t.generations, &set_generation_key(tenant))?.unwrap_or(0);
+        match self.webhook_sets.at(tenant, seen) {
+            Some(list) => Ok(list),
+            None => {
+                self.stale_set.replace(Some(tenant.to_string()));
+                Err(Error::Unavailable(format!("the webhooks of tenant {tenant} changed; listing them again")))
+            }
+        }
+    }
+
+    /// Queues `entry` in webhook `id`'s outbox with this transaction; its
+    /// target is woken once the transaction commits (see
+    /// [`Store::on_outbox_write`]).
+    pub fn enqueue_event(&self, tenant: &str, id: &str, entry: &OutboxEntry) -> Result<()> {
+        let k = key(&[tenant, id, &seq_part(self.generate_id()?)]);
+        self.moved_records(tenant, id)?;
+        self.put(&self.t.outbox, &k, entry)?;
+        self.outbox_writes.borrow_mut().push((tenant.to_string(), id.to_string()));
+        Ok(())
     }
 
     /// Whether no entry was added to the webhook's outbox, failed events or
@@ -332,6 +390,13 @@ impl Tx<'_> {
         self.moved_records(tenant, id)?;
         self.put(&self.t.outbox, entry_key, entry)?;
         Ok(true)
+    }
+
+    /// Moves the tenant's webhook set's generation on (one of them was written).
+    fn moved_webhook_set(&self, tenant: &str) -> Result<()> {
+        let k = set_generation_key(tenant);
+        let next = self.get::<u64>(&self.t.generations, &k)?.unwrap_or(0).wrapping_add(1);
+        self.put(&self.t.generations, &k, &next)
     }
 
     /// Moves the webhook's record generation on (an entry was added).

@@ -701,7 +701,7 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
     };
     s.transact(|tx| tx.insert_webhook("acme", &hook)).unwrap();
     let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
-    s.webhooks().enqueue("acme", std::slice::from_ref(&hook.id), &entry).unwrap();
+    s.transact(|tx| tx.enqueue_event("acme", &hook.id, &entry)).unwrap();
     let (entry_key, _) = s.webhooks().pending("acme", &hook.id, 1).unwrap().remove(0);
     let lease = s.leases().acquire(&Webhook::lease_name("acme", &hook.id)).unwrap().unwrap();
     for at in [old, old + 1, young] {
@@ -957,4 +957,66 @@ fn interleaved_records_each_find_their_sends() {
         assert_eq!(report.map(|r| r.recipient), Some(format!("u/c{i}")), "send {i}");
     }
     assert!(s.deliveries().report("acme", &id(4)).unwrap().is_none());
+}
+
+/// A webhook of tenant `acme` taking every event.
+fn a_webhook(s: &Store, id: &str) -> herald_storage::webhooks::Webhook {
+    herald_storage::webhooks::Webhook {
+        id: id.into(),
+        filter: "*".into(),
+        callback_url: "http://127.0.0.1:9/".into(),
+        auth_type: "NONE".into(),
+        auth_username: None,
+        auth_password: None,
+        active: true,
+        secret: s.seal(b"whsec", "w").unwrap(),
+        created_ms: 1,
+        modified_ms: 1,
+        created_by: "t".into(),
+        modified_by: "t".into(),
+        disabled_reason: None,
+    }
+}
+
+/// Events queued in a transaction: exactly those of the run that commits.
+/// The first transaction after a webhook is written runs twice (its list
+/// of the tenant's webhooks is stale, so it is listed again) and queues its
+/// event once; a transaction that fails queues nothing; a webhook written
+/// after a list is seen by the next transaction; the targets are told of
+/// committed writes only.
+#[test]
+fn events_queue_with_the_transaction_that_commits_only() {
+    use herald_storage::webhooks::OutboxEntry;
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let woken = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let w = woken.clone();
+    s.on_outbox_write(move |t, id| w.lock().unwrap().push(format!("{t}/{id}")));
+    s.transact(|tx| tx.insert_webhook("acme", &a_webhook(&s, "01A"))).unwrap();
+    let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
+    let runs = std::sync::atomic::AtomicU32::new(0);
+    let queue = |tx: &herald_storage::Tx| {
+        runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for hook in tx.webhooks_of("acme")?.iter() {
+            tx.enqueue_event("acme", &hook.id, &entry)?;
+        }
+        Ok::<_, Error>(())
+    };
+    s.transact(queue).unwrap();
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 2, "run again once its list was made");
+    assert_eq!(s.webhooks().pending("acme", "01A", 10).unwrap().len(), 1, "queued once");
+
+    let failed: Result<(), Error> = s.transact(|tx| {
+        queue(tx)?;
+        Err(Error::Conflict("refused"))
+    });
+    assert!(failed.is_err());
+    assert_eq!(s.webhooks().pending("acme", "01A", 10).unwrap().len(), 1, "a failed transaction queues nothing");
+
+    s.transact(|tx| tx.insert_webhook("acme", &a_webhook(&s, "01B"))).unwrap();
+    s.transact(queue).unwrap();
+    assert_eq!(s.webhooks().pending("acme", "01A", 10).unwrap().len(), 2);
+    assert_eq!(s.webhooks().pending("acme", "01B", 10).unwrap().len(), 1, "the new webhook is matched");
+    assert_eq!(*woken.lock().unwrap(), ["acme/01A", "acme/01A", "acme/01B"]);
+    assert!(s.transact(|tx| tx.webhooks_of("other")).unwrap().is_empty(), "no webhook of another tenant");
 }

@@ -42,6 +42,7 @@ mod multinode;
 mod nonces;
 mod oidc;
 mod openapi;
+mod outbox;
 mod properties;
 mod push;
 mod push_faults;

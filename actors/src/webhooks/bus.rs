@@ -1,10 +1,12 @@
 //! The event bus: an event is matched against the tenant's active webhooks and
-//! written to each matching webhook's outbox; the targets are woken.
+//! written to each matching webhook's outbox in the transaction of the
+//! change it reports ([`queue`]), so the change and its event are durable
+//! together or not at all; the targets are woken after the commit.
 
 use super::dispatcher::DispatcherMsg;
 use crate::filter::{event_lookup, Expr};
 use herald_storage::webhooks::OutboxEntry;
-use herald_storage::{now_ms, Store};
+use herald_storage::{now_ms, Store, Tx};
 use ractor::ActorRef;
 use serde_json::{json, Value};
 use std::sync::OnceLock;
@@ -47,8 +49,8 @@ impl Event {
     }
 }
 
-/// Where events go: written durably to each matching webhook's outbox, whose target
-/// is then woken. One per engine.
+/// Publishes events that are a change of their own (the test event), and
+/// wakes webhook targets. One per engine.
 pub struct EventBus {
     store: Store,
     dispatcher: OnceLock<ActorRef<DispatcherMsg>>,
@@ -59,54 +61,57 @@ impl EventBus {
         EventBus { store, dispatcher: OnceLock::new() }
     }
 
+    /// Wakes the dispatcher's targets: of a webhook changed, and of every
+    /// outbox a committed transaction wrote to.
     pub(crate) fn attach(&self, dispatcher: ActorRef<DispatcherMsg>) {
+        let waker = dispatcher.clone();
+        self.store.on_outbox_write(move |tenant, webhook| {
+            let _ = waker.cast(DispatcherMsg::Wake(tenant.to_string(), webhook.to_string()));
+        });
         let _ = self.dispatcher.set(dispatcher);
     }
 
-    /// Queues the event for every active webhook of its tenant whose filter
-    /// matches; returns how many. The caller makes it durable before answering.
+    /// Queues an event that reports no other change, in a transaction of
+    /// its own; returns how many webhooks it matched. The caller makes it
+    /// durable before answering.
     pub fn publish(&self, event: &Event) -> Result<usize, herald_storage::Error> {
-        crate::telemetry::tenant(&event.tenant).events_published.increment(1);
-        let now = now_ms();
-        let body = event.to_json(now);
-        let lookup = event_lookup(&body);
-        let matching: Vec<String> = self
-            .store
-            .webhooks()
-            .list(&event.tenant)?
-            .into_iter()
-            .filter(|w| w.active)
-            .filter(|w| Expr::parse(&w.filter).map(|f| f.matches(&lookup)).unwrap_or(false))
-            .map(|w| w.id)
-            .collect();
-        if matching.is_empty() {
-            return Ok(0);
-        }
-        let entry = OutboxEntry {
-            event_id: event.id.clone(),
-            body: body.to_string(),
-            created_ms: now,
-            attempts: 0,
-            next_attempt_ms: now,
-        };
-        self.store.webhooks().enqueue(&event.tenant, &matching, &entry)?;
-        for id in &matching {
-            self.wake(&event.tenant, id);
-        }
-        Ok(matching.len())
+        self.store.transact(|tx| queue(tx, event))
     }
 
-    /// Publishes an event the engine emits itself; failures are logged, never fatal.
-    pub fn emit(&self, tenant: &str, kind: &str, event: &str, data: Value) {
-        if let Err(e) = self.publish(&Event::new(tenant, kind, event, data)) {
-            tracing::error!(tenant, event, error = %e, "could not queue an event");
-        }
-    }
-
-    /// Tells a webhook's target that its outbox or configuration changed.
+    /// Tells a webhook's target that its configuration changed.
     pub fn wake(&self, tenant: &str, webhook: &str) {
         if let Some(d) = self.dispatcher.get() {
             let _ = d.cast(DispatcherMsg::Wake(tenant.to_string(), webhook.to_string()));
         }
     }
+}
+
+/// Queues `event` with transaction `tx` for every active webhook of its
+/// tenant whose filter matches, as the transaction sees them (see
+/// `Tx::webhooks_of`); returns how many. Their targets are woken once `tx`
+/// commits; if it does not, nothing was queued. `tx` may run more than once:
+/// only the run that commits counts.
+pub fn queue(tx: &Tx, event: &Event) -> Result<usize, herald_storage::Error> {
+    // Counted as queued: a run again after a conflict (rare) counts it again.
+    crate::telemetry::tenant(&event.tenant).events_published.increment(1);
+    let now = now_ms();
+    let body = event.to_json(now);
+    let lookup = event_lookup(&body);
+    let mut entry = None;
+    let mut matched: usize = 0;
+    for webhook in tx.webhooks_of(&event.tenant)?.iter() {
+        if !webhook.active || !Expr::parse(&webhook.filter).is_ok_and(|f| f.matches(&lookup)) {
+            continue;
+        }
+        let entry = entry.get_or_insert_with(|| OutboxEntry {
+            event_id: event.id.clone(),
+            body: body.to_string(),
+            created_ms: now,
+            attempts: 0,
+            next_attempt_ms: now,
+        });
+        tx.enqueue_event(&event.tenant, &webhook.id, entry)?;
+        matched = matched.saturating_add(1);
+    }
+    Ok(matched)
 }

@@ -10,7 +10,7 @@ mod signature;
 mod target;
 
 pub use crate::guard::is_forbidden_ip;
-pub use bus::{Event, EventBus};
+pub use bus::{queue, Event, EventBus};
 pub use client::WebhookClient;
 pub use dispatcher::{Dispatcher, DispatcherArgs, DispatcherMsg};
 pub use signature::{generate_secret, sign};

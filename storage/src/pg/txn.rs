@@ -124,6 +124,23 @@ impl Txn {
         self.finish(read)
     }
 
+    /// The next number of the store's id sequence, taken on the
+    /// transaction's own connection: a second one from the pool, taken by
+    /// every transaction at once, could wait for ever on a pool they hold.
+    /// (A sequence is not rolled back: a transaction run again leaves gaps.)
+    pub(crate) fn next_id(&self) -> Result<u64> {
+        self.usable()?;
+        let (client, begin) = (self.client.clone(), !self.open.get());
+        self.open.set(true);
+        let id = self.pg.wait(async move {
+            if begin {
+                client.batch_execute(BEGIN).await?;
+            }
+            client.query_one("SELECT nextval('herald_ids')", &[]).await?.try_get::<_, i64>(0)
+        });
+        Ok(u64::try_from(self.finish(id)?).unwrap_or(0))
+    }
+
     /// Refuses with [`Error::Fenced`] unless the lease `fence` still holds;
     /// the lease row stays locked until the transaction ends.
     pub(crate) fn fence(&self, fence: &Fence) -> Result<()> {
