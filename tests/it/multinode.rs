@@ -20,6 +20,13 @@ use std::time::{Duration, Instant};
 /// How long a lease lasts without a heartbeat in these tests.
 const LEASE_TTL: &str = "2s";
 
+/// How long the nodes' access tokens last, in seconds: longer than any of
+/// these tests, so one admin token serves a whole test. At the default 300 s
+/// a token taken before seeding 100 000 clients expired before the broadcast
+/// it was for on a loaded machine (401 on the send); token expiry itself is
+/// tested elsewhere.
+const ACCESS_TOKEN_TTL: &str = "3600";
+
 /// Three engines on one fresh database, with the simulators.
 struct Nodes {
     world: ChildWorld,
@@ -57,8 +64,11 @@ impl Nodes {
     }
 
     fn env(&self, id: &str, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-        let mut all =
-            vec![("HERALD_LEASE_TTL", LEASE_TTL.to_string()), ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string())];
+        let mut all = vec![
+            ("HERALD_LEASE_TTL", LEASE_TTL.to_string()),
+            ("HERALD_ACCESS_TOKEN_TTL", ACCESS_TOKEN_TTL.to_string()),
+            ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true".to_string()),
+        ];
         all.extend(extra.iter().cloned());
         self.world.node_env(&self.url, id, &all)
     }
