@@ -102,17 +102,13 @@ fn perform_work(is_immortal: bool) {
         let task_res = QUEUE.recv_timeout(wait_limit);
 
         if let Some(task) = task_res {
-            WAITING_THREAD_COUNT.fetch_sub(1, SeqCst);
-            (task)();
-            WAITING_THREAD_COUNT.fetch_add(1, SeqCst);
+            run(task);
             performed += 1;
         }
 
         while let Some(task) = QUEUE.try_recv() {
             debug_delay();
-            WAITING_THREAD_COUNT.fetch_sub(1, SeqCst);
-            (task)();
-            WAITING_THREAD_COUNT.fetch_add(1, SeqCst);
+            run(task);
             performed += 1;
         }
 
@@ -126,6 +122,31 @@ fn perform_work(is_immortal: bool) {
             contiguous_overshoots = 0;
         }
     }
+}
+
+// Herald: threads running a task (see `run`).
+static BUSY_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+// Herald: runs a task; a thread that takes one leaving no thread free
+// starts another (up to MAX_THREADS). Upstream started one only when more
+// than seven tasks were queued, so tasks that block (log writes waiting for
+// the segment accountant's mutex) could take every thread while the task
+// their blocker waited for (a segment truncation) sat in the queue for
+// ever: a commit holding that mutex and sled's global transaction lock hung
+// every writer of the process (see HERALD.md). (WAITING_THREAD_COUNT cannot
+// say it: it counts down for a running task and wraps below zero.)
+fn run(task: Work) {
+    WAITING_THREAD_COUNT.fetch_sub(1, SeqCst);
+    let busy = BUSY_THREADS.fetch_add(1, SeqCst).saturating_add(1);
+    if busy >= TOTAL_THREAD_COUNT.load(Acquire)
+        && busy < MAX_THREADS
+        && !SPAWNING.swap(true, SeqCst)
+    {
+        let _ = spawn_new_thread(false);
+    }
+    (task)();
+    BUSY_THREADS.fetch_sub(1, SeqCst);
+    WAITING_THREAD_COUNT.fetch_add(1, SeqCst);
 }
 
 // Create up to MAX_THREADS dynamic blocking task worker threads.
@@ -216,4 +237,37 @@ where
     }
 
     Ok(promise)
+}
+
+#[cfg(test)]
+mod herald_tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// More tasks than idle threads block until a task queued after them
+    /// runs: it runs on a thread started for it, so none waits for ever.
+    #[test]
+    fn herald_a_task_queued_behind_blocked_ones_runs() {
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = std::sync::Arc::new(std::sync::Mutex::new(release_rx));
+        let blocked: Vec<_> = (0..DESIRED_WAITING_THREADS + 3)
+            .map(|_| {
+                let rx = release_rx.clone();
+                spawn(move || {
+                    let _ = rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
+                })
+                .unwrap()
+            })
+            .collect();
+        let (done_tx, done_rx) = mpsc::channel();
+        spawn(move || done_tx.send(()).unwrap()).unwrap();
+        let ran = done_rx.recv_timeout(Duration::from_secs(10));
+        for _ in &blocked {
+            let _ = release_tx.send(());
+        }
+        for b in blocked {
+            let _ = b.wait();
+        }
+        assert!(ran.is_ok(), "the task queued behind the blocked ones never ran");
+    }
 }
