@@ -218,9 +218,19 @@ fn a_database_that_removals_left_mostly_free_shrinks_once_idle() {
         }
     }
     db.flush().unwrap();
-    settle().expect("the cleaner settles");
-    let size = db.size_on_disk().unwrap();
-    assert!(size <= 4 * kept, "idle, sled left a file of {size} bytes for {kept} bytes of records");
+    // Judged each time the cleaner has settled, for up to a minute: on a
+    // loaded machine its thread can be starved of the CPU for a second
+    // mid-way, which `settle` takes for the end (a CI flake: 4.8 MB left
+    // for 300 kB). Unfixed, the file never shrinks, however long it waits.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        settle().expect("the cleaner settles");
+        let size = db.size_on_disk().unwrap();
+        if size <= 4 * kept {
+            break;
+        }
+        assert!(Instant::now() < deadline, "idle, sled left a file of {size} bytes for {kept} bytes of records");
+    }
 }
 
 /// The child process of [`a_database_killed_while_it_compacts_loses_nothing`]
