@@ -92,14 +92,18 @@ impl EventBus {
 /// commits; if it does not, nothing was queued. `tx` may run more than once:
 /// only the run that commits counts.
 pub fn queue(tx: &Tx, event: &Event) -> Result<usize, herald_storage::Error> {
-    // Counted as queued: a run again after a conflict (rare) counts it again.
+    // Listed before counting: a stale list (the tenant's first event since
+    // start or since a webhook changed) aborts this run for a run again,
+    // which must not count the event twice. A run again after a conflict
+    // (rare) still counts it again.
+    let webhooks = tx.webhooks_of(&event.tenant)?;
     crate::telemetry::tenant(&event.tenant).events_published.increment(1);
     let now = now_ms();
     let body = event.to_json(now);
     let lookup = event_lookup(&body);
     let mut entry = None;
     let mut matched: usize = 0;
-    for webhook in tx.webhooks_of(&event.tenant)?.iter() {
+    for webhook in webhooks.iter() {
         if !webhook.active || !Expr::parse(&webhook.filter).is_ok_and(|f| f.matches(&lookup)) {
             continue;
         }
