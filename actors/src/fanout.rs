@@ -27,7 +27,7 @@
 //! (1) a provider's partly filled request of many tokens goes once waiting
 //! for more cannot help: the reader is blocked on the budget and the
 //! request holds a client of the oldest batch, nothing is in flight, the
-//! reader read nothing for [`LINGER`] for another reason, or the partition
+//! reader read nothing for `LINGER` for another reason, or the partition
 //! is read to its end; (2) the oldest open batch's clients go whatever the
 //! budget says, once their read mark is durable. Then the oldest batch
 //! always completes (its clients are in flight, or can be sent), its commit

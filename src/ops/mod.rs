@@ -6,7 +6,7 @@
 //! store may run the closure again, so nothing slow or external happens
 //! inside; a password is hashed before it), and returns a typed output. The
 //! events the operation publishes are queued in that same transaction
-//! ([`publish`]), so a change and its events commit together or not at all,
+//! (`publish`), so a change and its events commit together or not at all,
 //! and only the run that commits queues them; `commit` makes the write
 //! durable before the operation returns, so an answer is only given for
 //! what is on disk.
@@ -36,7 +36,7 @@ use crate::engine::Engine;
 use crate::error::ApiResult;
 use serde_json::Value;
 
-/// An event an operation publishes with its transaction (see [`publish`]).
+/// An event an operation publishes with its transaction (see `publish`).
 #[derive(Debug)]
 pub struct Event {
     /// `client`, `push`, `signer`, `version`, `login` or `domain`.

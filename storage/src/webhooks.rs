@@ -336,7 +336,7 @@ impl Tx<'_> {
     /// webhook written concurrently is in the list, or its write commits
     /// after this transaction. Sled can neither scan inside a transaction nor
     /// read outside one while it runs (every transaction holds its global
-    /// lock), so the list is the one last listed outside ([`WebhookSets`]),
+    /// lock), so the list is the one last listed outside (`WebhookSets`),
     /// used only while its generation is the one read here; otherwise the
     /// store lists it again and runs the transaction again.
     pub fn webhooks_of(&self, tenant: &str) -> Result<Arc<Vec<Webhook>>> {
