@@ -683,22 +683,7 @@ fn retention_deletes_old_reports_outcomes_and_attempts_and_keeps_the_rest() {
         broadcast(&s, &a_job(id, at), &report(id, "topic", at, None), outcomes, finished.then_some(at + 5));
     }
     // Webhook attempts: two old, one young.
-    let secret = s.seal(b"whsec", "w").unwrap();
-    let hook = Webhook {
-        id: "01WEBHOOK".into(),
-        filter: "*".into(),
-        callback_url: "http://127.0.0.1:9/".into(),
-        auth_type: "NONE".into(),
-        auth_username: None,
-        auth_password: None,
-        active: true,
-        secret,
-        created_ms: 1,
-        modified_ms: 1,
-        created_by: "t".into(),
-        modified_by: "t".into(),
-        disabled_reason: None,
-    };
+    let hook = a_webhook(&s, "01WEBHOOK");
     s.transact(|tx| tx.insert_webhook("acme", &hook)).unwrap();
     let entry = OutboxEntry { event_id: "e".into(), body: "{}".into(), created_ms: 1, attempts: 0, next_attempt_ms: 0 };
     s.transact(|tx| tx.enqueue_event("acme", &hook.id, &entry)).unwrap();
